@@ -1,0 +1,94 @@
+"""Compilation targets: the `diffgpu.target` attribute and its checks.
+
+A target is an MLIR attribute: `#nvvm.target<O = 3, chip = "sm_90">` for an
+NVIDIA GPU (the same attribute the `gpu.module` carries after lowering), or the
+host target below for the CPU. Passes copy it from the enclosing op; nothing
+here ever supplies a default for an op that lacks one.
+"""
+from __future__ import annotations
+
+import re
+
+TARGET_ATTR = "diffgpu.target"
+KERNEL_ATTR = "diffgpu.kernel"
+HOST_TRIPLE = "x86_64-unknown-linux-gnu"
+HOST_TARGET = f'#llvm.target<triple = "{HOST_TRIPLE}", chip = "generic">'
+
+#: NVIDIA chips the NVPTX backend of MLIR 22 knows (sm_XX, plus `a` variants)
+KNOWN_CHIPS = (
+    "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72",
+    "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100",
+    "sm_100a", "sm_101", "sm_101a", "sm_120", "sm_120a",
+)
+_CHIP_RE = re.compile(r"^sm_\d+a?$")
+
+
+class TargetError(ValueError):
+    """A target name or attribute that diffgpu cannot compile for."""
+
+
+def check_chip(chip: str) -> str:
+    """Return `chip` if the NVPTX backend knows it, else raise TargetError.
+
+    MLIR/LLVM abort on an unknown chip, so this runs before any pass sees it.
+    """
+    if not isinstance(chip, str) or not _CHIP_RE.match(chip) or chip not in KNOWN_CHIPS:
+        raise TargetError(
+            f"unknown NVIDIA chip {chip!r}; expected one of: {', '.join(KNOWN_CHIPS)}")
+    return chip
+
+
+def nvvm_target(chip: str, opt_level: int = 3) -> str:
+    """Text of the GPU target attribute for `chip` (validated)."""
+    check_chip(chip)
+    return f'#nvvm.target<O = {int(opt_level)}, chip = "{chip}">'
+
+
+def target_for_name(name: str) -> str:
+    """`"host"` or `"sm_XX"` (user-facing names) to the attribute text."""
+    if name == "host":
+        return HOST_TARGET
+    return nvvm_target(name)
+
+
+def is_host(attr) -> bool:
+    """True if the attribute (or its text) is the host target."""
+    return str(attr).startswith("#llvm.target<")
+
+
+def is_gpu(attr) -> bool:
+    return str(attr).startswith("#nvvm.target<")
+
+
+def chip_of(attr) -> str | None:
+    """The `chip` of an `#nvvm.target` attribute (or its text), else None."""
+    m = re.search(r'chip\s*=\s*"([^"]+)"', str(attr))
+    return m.group(1) if m and is_gpu(attr) else None
+
+
+def describe(attr) -> str:
+    """Short user-facing name of a target attribute: `sm_90` or `host`."""
+    if attr is None:
+        return "<none>"
+    if is_host(attr):
+        return "host"
+    return chip_of(attr) or str(attr)
+
+
+def get_target(op):
+    """The `diffgpu.target` attribute of an op (Operation or OpView), or None."""
+    op = getattr(op, "operation", op)
+    return op.attributes[TARGET_ATTR] if TARGET_ATTR in op.attributes else None
+
+
+def set_target(op, attr) -> None:
+    op = getattr(op, "operation", op)
+    op.attributes[TARGET_ATTR] = attr
+
+
+def copy_target(src, dst) -> None:
+    """Give `dst` the target of `src`; `src` must have one (no defaults)."""
+    attr = get_target(src)
+    if attr is None:
+        raise TargetError(f"{getattr(src, 'name', src)} has no {TARGET_ATTR} to copy")
+    set_target(dst, attr)

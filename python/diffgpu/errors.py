@@ -1,0 +1,37 @@
+"""User-facing exceptions. Importing this never imports MLIR."""
+from __future__ import annotations
+
+
+class DiffgpuError(Exception):
+    """Base of every error diffgpu raises on purpose."""
+
+
+class CompileError(DiffgpuError):
+    """A kernel that cannot be compiled: unsupported Python, bad types, or a
+    diagnostic from a pass. The message names `file:line:col`, shows the
+    source line and a caret under the construct."""
+
+    def __init__(self, message: str, filename: str | None = None,
+                 line: int | None = None, col: int | None = None,
+                 source_line: str | None = None):
+        self.msg = message
+        self.filename, self.line, self.col = filename, line, col
+        self.source_line = source_line
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        if self.filename is None or self.line is None:
+            return self.msg
+        col = self.col if self.col is not None else 0
+        text = f"{self.filename}:{self.line}:{col + 1}: error: {self.msg}"
+        if self.source_line is not None:
+            src = self.source_line.rstrip("\n")
+            stripped = src.lstrip()
+            indent = len(src) - len(stripped)
+            text += "\n    " + stripped + "\n    " + " " * max(col - indent, 0) + "^"
+        return text
+
+
+class LaunchError(DiffgpuError, ValueError):
+    """A launch that cannot run (arity, dtypes, devices, grid/block); raised
+    before anything runs, with the inputs untouched."""

