@@ -25,8 +25,7 @@ def _filecheck() -> str:
     return shutil.which("FileCheck") or "FileCheck"
 
 
-config.environment["PYTHONPATH"] = os.pathsep.join(
-    [os.path.join(repo, "python"), os.environ.get("PYTHONPATH", "")])
+# diffgpu is installed (pip install -e .) in the interpreter running lit.
 for var in ("HOME", "DIFFGPU_CACHE_DIR", "DIFFGPU_DEBUG"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
