@@ -6,7 +6,7 @@ module is what makes diffgpu import MLIR: the runtime (CPU-free cache hits on
 the GPU) must never import it.
 """
 from mlir import ir, passmanager, rewrite  # noqa: F401
-from mlir.dialects import arith, builtin, func, gpu, irdl, math, memref, scf  # noqa: F401
+from mlir.dialects import arith, builtin, func, gpu, irdl, llvm, math, memref, scf  # noqa: F401
 
 try:  # the ExecutionEngine needs the JIT runtime libraries of the wheel
     from mlir import execution_engine  # noqa: F401
