@@ -1,0 +1,149 @@
+"""Host (CPU) rewrites of diffgpu's GPU ops, used by `diffgpu-lower-to-host`.
+
+- Thread geometry lives in one module global, `@__dg_host_geometry :
+  memref<12xindex>`, written by the host entry's loops and read wherever a
+  geometry op stood (kernels, device functions, derivative functions alike):
+
+      index 0..2   thread_id  x, y, z        index 6..8   block_dim x, y, z
+      index 3..5   block_id   x, y, z        index 9..11  grid_dim  x, y, z
+
+      %t = "diffgpu.thread_id"() {dim = 1 : i64} : () -> index
+    becomes
+      %g = memref.get_global @__dg_host_geometry : memref<12xindex>
+      %c1 = arith.constant 1 : index
+      %t = memref.load %g[%c1] : memref<12xindex>
+
+  One CPU thread runs the whole grid, one emulated thread after another, so
+  one global suffices (the runtime serialises launches of a program).
+- `diffgpu.atomic_add` becomes load, add, store (nothing runs concurrently);
+  its result is the value loaded before the addition.
+"""
+from __future__ import annotations
+
+GEOMETRY_GLOBAL = "__dg_host_geometry"
+GEOMETRY_TYPE = "memref<12xindex>"
+#: op name -> first slot in the geometry global (the slot is base + dim)
+GEOMETRY_BASE = {"diffgpu.thread_id": 0, "diffgpu.block_id": 3,
+                 "diffgpu.block_dim": 6, "diffgpu.grid_dim": 9}
+
+
+def isa(cls, t) -> bool:
+    """True if type `t` is an `ir.<cls>` (the bindings have no isinstance)."""
+    return isinstance(t, cls) or isinstance(t.maybe_downcast(), cls)
+
+
+def walk_ops(op, names=None):
+    """All operations nested in `op` (pre-order), optionally filtered by name."""
+    from diffgpu._mlir import ir
+
+    found = []
+
+    def visit(o):
+        if names is None or o.name in names:
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def ensure_geometry_global(module_op):
+    """Insert `memref.global "private" @__dg_host_geometry` once."""
+    from diffgpu._mlir import ir
+
+    body = module_op.regions[0].blocks[0]
+    for op in body.operations:
+        if op.operation.name == "memref.global" and \
+                ir.StringAttr(op.operation.attributes["sym_name"]).value == GEOMETRY_GLOBAL:
+            return
+    text = f'memref.global "private" @{GEOMETRY_GLOBAL} : {GEOMETRY_TYPE} = uninitialized'
+    glob = ir.Operation.parse(text, context=module_op.context)
+    first = body.operations[0] if len(body.operations) else None
+    ip = ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(body)
+    ip.insert(glob)
+
+
+def geometry_ref(ip, loc):
+    """`memref.get_global @__dg_host_geometry` at `ip`."""
+    from diffgpu._mlir import ir, memref
+
+    return memref.GetGlobalOp(ir.Type.parse(GEOMETRY_TYPE), GEOMETRY_GLOBAL,
+                              loc=loc, ip=ip).result
+
+
+def const_index(value: int, ip, loc):
+    from diffgpu._mlir import arith, ir
+
+    return arith.ConstantOp(ir.IndexType.get(), value, loc=loc, ip=ip).result
+
+
+def store_geometry(geom, slot: int, value, ip, loc):
+    from diffgpu._mlir import memref
+
+    memref.StoreOp(value, geom, [const_index(slot, ip, loc)], loc=loc, ip=ip)
+
+
+def geometry_dim(op) -> int:
+    from diffgpu._mlir import ir
+
+    dim = ir.IntegerAttr(op.attributes["dim"]).value if "dim" in op.attributes else -1
+    return dim
+
+
+def rewrite_geometry(op) -> None:
+    """Replace one geometry op by a load from the geometry global."""
+    from diffgpu._mlir import ir, memref
+
+    loc = op.location
+    ip = ir.InsertionPoint(op)
+    slot = GEOMETRY_BASE[op.name] + geometry_dim(op)
+    geom = geometry_ref(ip, loc)
+    val = memref.LoadOp(geom, [const_index(slot, ip, loc)], loc=loc, ip=ip).result
+    op.results[0].replace_all_uses_with(val)
+    op.erase()
+
+
+def rewrite_atomic_add(op) -> None:
+    """`%old = diffgpu.atomic_add(%A, %v, %i...)` -> load, add, store."""
+    from diffgpu._mlir import arith, ir, memref
+
+    loc = op.location
+    ip = ir.InsertionPoint(op)
+    ref, value, indices = op.operands[0], op.operands[1], list(op.operands)[2:]
+    old = memref.LoadOp(ref, indices, loc=loc, ip=ip).result
+    if isa(ir.FloatType, value.type):
+        new = arith.AddFOp(old, value, loc=loc, ip=ip).result
+    else:
+        new = arith.AddIOp(old, value, loc=loc, ip=ip).result
+    memref.StoreOp(new, ref, indices, loc=loc, ip=ip)
+    op.results[0].replace_all_uses_with(old)
+    op.erase()
+
+
+def check_atomic_add(op) -> str | None:
+    """Why `op` cannot be lowered, or None."""
+    from diffgpu._mlir import ir
+
+    if len(op.operands) < 2 or len(op.results) != 1:
+        return "diffgpu.atomic_add takes a memref, a value and indices and returns one value"
+    ref_t = op.operands[0].type
+    if not isa(ir.MemRefType, ref_t):
+        return "diffgpu.atomic_add expects a memref operand"
+    ref_t = ir.MemRefType(ref_t)
+    val_t = op.operands[1].type
+    if ref_t.element_type != val_t or op.results[0].type != val_t:
+        return (f"diffgpu.atomic_add: value type {val_t} does not match the element "
+                f"type {ref_t.element_type} of the array")
+    if len(op.operands) - 2 != ref_t.rank:
+        return f"diffgpu.atomic_add: {len(op.operands) - 2} indices for a rank-{ref_t.rank} array"
+    if not (isa(ir.FloatType, val_t) or isa(ir.IntegerType, val_t)):
+        return f"diffgpu.atomic_add: unsupported element type {val_t}"
+    return None
+
+
+def strip_address_space(memref_type):
+    """The same memref type in the default memory space."""
+    from diffgpu._mlir import ir
+
+    t = ir.MemRefType(memref_type)
+    return ir.MemRefType.get(t.shape, t.element_type, t.layout)

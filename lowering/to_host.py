@@ -1,0 +1,282 @@
+"""`diffgpu-lower-to-host` and the `diffgpu-to-host` pipeline: kernels on the CPU.
+
+No upstream pass runs a `gpu.launch` on the CPU, so this lowering is ours. Each
+kernel `@k(args)` whose `diffgpu.target` is the host target becomes:
+
+- `@k__thread(args, shared...)` (private): the kernel body, run once per
+  emulated thread; a `func.return` in it ends that thread only. Each
+  `diffgpu.shared_alloc` becomes a trailing argument of the default memory
+  space (one buffer per block, allocated by the entry). Calls to `@k` from
+  other functions are redirected to `@k__thread`.
+- `@k(args..., %gx, %gy, %gz, %bx, %by, %bz: index)` with `llvm.emit_c_interface`
+  (the host ABI; grid then block sizes, x y z): it writes the geometry global
+  (see host_ops.py), loops over blocks (z, y, x) and, inside, over threads
+  (z, y, x), calling `@k__thread`.
+
+Geometry ops in every host function read the global; `diffgpu.atomic_add`
+becomes load/add/store. Kernels with top-level `diffgpu.barrier`s are split
+into phases (see host_barrier.py). GPU-target functions are left untouched.
+
+    func.func @k(%A: memref<?xf32, strided<[?], offset: ?>>)
+        attributes {diffgpu.kernel, diffgpu.target = #llvm.target<...>} {
+      %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+      ...
+    }
+  becomes
+    memref.global "private" @__dg_host_geometry : memref<12xindex> = uninitialized
+    func.func private @k__thread(%A: memref<...>) attributes {diffgpu.target = ...} {
+      %g = memref.get_global @__dg_host_geometry : memref<12xindex>
+      %t = memref.load %g[%c0] : memref<12xindex>
+      ...
+    }
+    func.func @k(%A: memref<...>, %gx: index, %gy: index, %gz: index,
+                 %bx: index, %by: index, %bz: index)
+        attributes {diffgpu.target = ..., llvm.emit_c_interface} {
+      scf.for %iz = %c0 to %gz step %c1 { ... scf.for %tx = %c0 to %bx step %c1 {
+        memref.store %tx, %g[%c0] : memref<12xindex>
+        func.call @k__thread(%A) : (memref<...>) -> ()
+      } ... }
+      return
+    }
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from diffgpu.lowering import host_barrier, host_ops, targets
+from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
+
+THREAD_SUFFIX = "__thread"
+GRID_ARGS = ("gx", "gy", "gz", "bx", "by", "bz")
+_DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
+
+
+def _sym_name(op) -> str:
+    from diffgpu._mlir import ir
+
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+@register_pass
+@dataclass
+class LowerToHost(ModulePass):
+    """Turn host-target kernels into CPU entry points that emulate the grid."""
+
+    name: ClassVar[str] = "diffgpu-lower-to-host"
+    summary: ClassVar[str] = ("emulate host-target kernels on the CPU: grid/block loops, "
+                              "geometry, shared memory, atomics, barriers")
+
+    def run(self, module) -> None:
+        funcs = [op.operation for op in module.regions[0].blocks[0].operations
+                 if op.operation.name == "func.func"]
+        host = [f for f in funcs if targets.get_target(f) is not None
+                and targets.is_host(targets.get_target(f))]
+        if not host:
+            return
+        kernels = [f for f in host if targets.KERNEL_ATTR in f.attributes]
+        names = {_sym_name(f) for f in funcs}
+        self._check(host, kernels, names)
+        if self._failed:
+            return
+        host_ops.ensure_geometry_global(module)
+        for f in host:
+            for op in host_ops.walk_ops(f, tuple(host_ops.GEOMETRY_BASE)):
+                host_ops.rewrite_geometry(op)
+            for op in host_ops.walk_ops(f, ("diffgpu.atomic_add",)):
+                host_ops.rewrite_atomic_add(op)
+        for k in kernels:
+            with k.location:  # builders that take no loc= (block arguments)
+                self._lower_kernel(module, k)
+
+    # Checks, all before any rewrite -----------------------------------------
+    def _check(self, host, kernels, names) -> None:
+        kernel_names = {_sym_name(k) for k in kernels}
+        for f in host:
+            if not f.regions[0].blocks:
+                continue  # an external declaration
+            entry = f.regions[0].blocks[0]
+            is_kernel = f in kernels
+            for op in host_ops.walk_ops(f):
+                name = op.name
+                if name in _DIFF_OPS:
+                    self.error(op, f"'{name}' must be lowered by diffgpu-autodiff before "
+                                   "diffgpu-lower-to-host")
+                elif name in host_ops.GEOMETRY_BASE:
+                    if host_ops.geometry_dim(op) not in (0, 1, 2):
+                        self.error(op, f"'{name}' needs a dim attribute of 0, 1 or 2")
+                elif name == "diffgpu.atomic_add":
+                    why = host_ops.check_atomic_add(op)
+                    if why:
+                        self.error(op, why)
+                elif name == "diffgpu.shared_alloc":
+                    if not is_kernel or op.block != entry:
+                        self.error(op, "diffgpu.shared_alloc must be in a kernel's entry block "
+                                       "on the host target")
+                    elif not _static_memref(op.results[0].type):
+                        self.error(op, "diffgpu.shared_alloc needs a memref of static shape")
+                elif name == "diffgpu.barrier":
+                    if not is_kernel:
+                        self.error(op, "barrier inside a device function is not yet supported "
+                                       "on the host target")
+                    elif op.block != entry:
+                        self.error(op, "barrier inside control flow is not yet supported on "
+                                       "the host target")
+                elif name == "func.call":
+                    callee = str(op.attributes["callee"]).lstrip("@")
+                    if callee in kernel_names:
+                        kern = next(k for k in kernels if _sym_name(k) == callee)
+                        if host_ops.walk_ops(kern, ("diffgpu.shared_alloc", "diffgpu.barrier")):
+                            self.error(op, f"calling kernel '@{callee}', which uses shared memory "
+                                           "or barriers, from another function is not yet "
+                                           "supported on the host target")
+        for k in kernels:
+            name = _sym_name(k)
+            if len(k.regions[0].blocks) != 1:
+                self.error(k, f"host kernel '@{name}' needs a body of one block")
+                continue
+            if _func_results(k):
+                self.error(k, f"kernel '@{name}' returns values; kernels return nothing")
+            if name + THREAD_SUFFIX in names:
+                self.error(k, f"cannot lower kernel '@{name}': symbol "
+                              f"'@{name}{THREAD_SUFFIX}' already exists")
+
+    # One kernel -------------------------------------------------------------
+    def _lower_kernel(self, module, k) -> None:
+        from diffgpu._mlir import ir
+
+        name = _sym_name(k)
+        tname = name + THREAD_SUFFIX
+        ir.SymbolTable.set_symbol_name(k, tname)
+        ir.SymbolTable.replace_all_symbol_uses(name, tname, module)
+        del k.attributes[targets.KERNEL_ATTR]
+        k.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        n_user = len(k.regions[0].blocks[0].arguments)
+        shared_types = _shared_to_args(k)
+        phases = host_barrier.split_phases(self, k, n_user + len(shared_types))
+        if phases is None:
+            return
+        _build_entry(k, name, n_user, shared_types, phases)
+
+
+def _func_results(f) -> list:
+    from diffgpu._mlir import ir
+
+    ft = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+    return list(ft.results)
+
+
+def _static_memref(t) -> bool:
+    from diffgpu._mlir import ir
+
+    from diffgpu.lowering.host_ops import isa
+    return isa(ir.MemRefType, t) and ir.MemRefType(t).has_static_shape
+
+
+def _set_inputs(f, inputs) -> None:
+    from diffgpu._mlir import ir
+
+    ft = ir.FunctionType.get(list(inputs), _func_results(f))
+    f.attributes["function_type"] = ir.TypeAttr.get(ft)
+
+
+def _shared_to_args(k) -> list:
+    """Each shared_alloc in `k`'s entry block becomes a trailing argument of
+    the default memory space; returns the new argument types."""
+    entry = k.regions[0].blocks[0]
+    types = []
+    for op in host_ops.walk_ops(k, ("diffgpu.shared_alloc",)):
+        t = host_ops.strip_address_space(op.results[0].type)
+        arg = entry.add_argument(t, op.location)
+        op.results[0].replace_all_uses_with(arg)
+        op.erase()
+        types.append(t)
+    _set_inputs(k, [a.type for a in entry.arguments])
+    return types
+
+
+def _build_entry(k, name, n_user, shared_types, phases) -> None:
+    """`@name(user args..., gx, gy, gz, bx, by, bz)`: the grid/block loops."""
+    from diffgpu._mlir import func, ir, memref, scf
+
+    loc = k.location
+    idx = ir.IndexType.get()
+    user_types = [a.type for a in k.regions[0].blocks[0].arguments][:n_user]
+    ftype = ir.FunctionType.get(user_types + [idx] * 6, [])
+    entry_fn = func.FuncOp(name, ftype, loc=loc, ip=ir.InsertionPoint.after(phases.anchor))
+    targets.copy_target(k, entry_fn.operation)
+    entry_fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    block = entry_fn.add_entry_block(arg_locs=[loc] * (n_user + 6))
+    args = list(block.arguments)
+    user, geo = args[:n_user], args[n_user:]
+    grid, bdim = geo[:3], geo[3:]
+
+    ip = ir.InsertionPoint(block)
+    g = host_ops.geometry_ref(ip, loc)
+    for d in range(3):
+        host_ops.store_geometry(g, 6 + d, bdim[d], ip, loc)
+        host_ops.store_geometry(g, 9 + d, grid[d], ip, loc)
+    zero = host_ops.const_index(0, ip, loc)
+    one = host_ops.const_index(1, ip, loc)
+
+    def loops(bounds, slots, ip):
+        """Nest z, y, x loops; return the insertion point inside and the ivs (x, y, z)."""
+        ivs = [None] * 3
+        for d in (2, 1, 0):
+            loop = scf.ForOp(zero, bounds[d], one, loc=loc, ip=ip)
+            inner = ir.InsertionPoint(loop.body)
+            scf.YieldOp([], loc=loc, ip=inner)
+            ip = ir.InsertionPoint.at_block_terminator(loop.body)
+            host_ops.store_geometry(g, slots + d, loop.induction_variable, ip, loc)
+            ivs[d] = loop.induction_variable
+        return ip, ivs
+
+    bip, _ = loops(grid, 3, ip)
+    shared = [memref.AllocOp(t, [], [], loc=loc, ip=bip).result for t in shared_types]
+    nthreads = None
+    if phases.spill_types:
+        from diffgpu._mlir import arith
+        nthreads = arith.MulIOp(arith.MulIOp(bdim[0], bdim[1], loc=loc, ip=bip).result,
+                                bdim[2], loc=loc, ip=bip).result
+    spills = [memref.AllocOp(t, [nthreads], [], loc=loc, ip=bip).result
+              for t in phases.spill_types]
+    for fn in phases.functions:
+        tip, tids = loops(bdim, 0, bip)
+        call_args = user + shared + spills
+        if phases.spill_types:
+            call_args = call_args + [host_barrier.linear_thread(tids, bdim, tip, loc)]
+        callee = ir.FlatSymbolRefAttr.get(ir.StringAttr(fn.attributes["sym_name"]).value)
+        func.CallOp([], callee, call_args, loc=loc, ip=tip)
+    for buf in shared + spills:
+        memref.DeallocOp(buf, loc=loc, ip=bip)
+    func.ReturnOp([], loc=loc, ip=ip)
+
+
+@dataclass
+class HostPipelineOptions:
+    """`diffgpu-to-host` takes no options."""
+
+
+#: upstream lowering of the host module to the LLVM dialect, after our passes.
+#: rsqrt has no libm function: expand it first; log1p/expm1 must go to libm
+#: (convert-math-to-llvm would rewrite them as log(1+x)/exp(x)-1, inexact),
+#: so libm runs before math-to-llvm; math-to-funcs covers ipowi/fpowi;
+#: arith-expand covers floordivsi/ceildivsi and friends.
+HOST_LLVM_LOWERING = (
+    "func.func(math-expand-ops{ops=rsqrt})",
+    "convert-math-to-funcs",
+    "convert-math-to-libm",
+    "convert-math-to-llvm",
+    "func.func(arith-expand)",
+    "convert-scf-to-cf",
+    "expand-strided-metadata",
+    "convert-to-llvm",
+    "reconcile-unrealized-casts",
+)
+
+
+@register_pipeline("diffgpu-to-host", "diffgpu IR to the LLVM dialect for the CPU "
+                   "(ExecutionEngine)", HostPipelineOptions)
+def _host_pipeline(opts) -> list[str]:
+    return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
+            "diffgpu-lower-to-host", *HOST_LLVM_LOWERING]
