@@ -1,0 +1,228 @@
+"""CPU runtime: host-target kernels through MLIR's ExecutionEngine on numpy arrays.
+
+    prog = compile_host(module_text)          # diffgpu IR, host target
+    prog.launch("saxpy", (2.0, x, y), (ScalarType("float32"), ArrayType("float32", 1),
+                ArrayType("float32", 1)), grid=(4, 1, 1), block=(256, 1, 1))
+    text = prog.llvm_text                     # cacheable
+    prog2 = HostProgram.from_llvm_text(text)  # no recompilation
+
+The entry of kernel `k` is the function `k` of the lowered module, with the
+C interface (`_mlir_ciface_k`) of `diffgpu-lower-to-host`: the kernel's
+arguments, then grid x, y, z and block x, y, z (index). Arrays pass as memref
+descriptors: `allocated, aligned, offset, sizes[r], strides[r]`, strides in
+elements, negative and non-contiguous allowed (data pointer of element 0,
+offset 0). Every thread of the grid runs on the calling thread; launches of
+one program are serialised (the geometry lives in a module global).
+
+MLIR is imported inside functions only: importing this module does not.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from diffgpu.errors import CompileError, LaunchError
+from diffgpu.types import ArrayType, ScalarType
+
+PIPELINE = "diffgpu-to-host"
+OPT_LEVEL = 2
+_SCALAR_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double,
+                  "int32": ctypes.c_int32, "int64": ctypes.c_int64}
+_INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+_descriptor_classes: dict[int, type] = {}
+
+
+def _descriptor_class(rank: int) -> type:
+    cls = _descriptor_classes.get(rank)
+    if cls is None:
+        cls = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": [
+            ("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+            ("offset", ctypes.c_int64), ("sizes", ctypes.c_int64 * rank),
+            ("strides", ctypes.c_int64 * rank)]})
+        _descriptor_classes[rank] = cls
+    return cls
+
+
+def memref_descriptor(a: np.ndarray):
+    """A ranked memref descriptor viewing `a` (any strides, in elements)."""
+    item = a.itemsize
+    if any(s % item for s in a.strides):
+        raise LaunchError(f"array strides {a.strides} are not multiples of the element size {item}")
+    d = _descriptor_class(a.ndim)()
+    ptr = a.ctypes.data  # address of element (0, ..., 0), also for negative strides
+    d.allocated = ptr
+    d.aligned = ptr
+    d.offset = 0
+    d.sizes[:] = list(a.shape)
+    d.strides[:] = [s // item for s in a.strides]
+    return d
+
+
+def _check_dims(what: str, dims) -> tuple:
+    dims = tuple(dims)
+    if len(dims) != 3 or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
+                                 for d in dims):
+        raise LaunchError(f"{what} must be a tuple of 3 ints, got {dims!r}")
+    if any(d < 1 or d > 2**31 - 1 for d in dims):
+        raise LaunchError(f"{what} sizes must be between 1 and 2**31-1, got {dims!r}")
+    return tuple(int(d) for d in dims)
+
+
+def _pack_arg(i: int, value, typ, keep: list):
+    """A pointer for the packed argument list (and what must stay alive)."""
+    if isinstance(typ, ArrayType):
+        if not isinstance(value, np.ndarray):
+            raise LaunchError(f"argument {i}: expected a numpy array, got {type(value).__name__}")
+        if value.dtype.name != typ.dtype or value.ndim != typ.ndim:
+            raise LaunchError(f"argument {i}: expected a {typ.ndim}-d {typ.dtype} array, got "
+                              f"a {value.ndim}-d {value.dtype.name} array")
+        desc = memref_descriptor(value)
+        ptr = ctypes.pointer(desc)
+        keep += [value, desc, ptr]
+        return ctypes.cast(ctypes.pointer(ptr), ctypes.c_void_p)
+    if isinstance(typ, ScalarType):
+        ctype = _SCALAR_CTYPES.get(typ.dtype)
+        if ctype is None:
+            raise LaunchError(f"argument {i}: unsupported scalar type {typ.dtype}")
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise LaunchError(f"argument {i}: expected a {typ.dtype} scalar, got {value!r}")
+        if typ.dtype in _INT_RANGE:
+            if not isinstance(value, (int, np.integer)):
+                raise LaunchError(f"argument {i}: expected an integer, got {value!r}")
+            lo, hi = _INT_RANGE[typ.dtype]
+            if not lo <= int(value) <= hi:
+                raise LaunchError(f"argument {i}: {value} does not fit in {typ.dtype}")
+            cval = ctype(int(value))
+        else:
+            cval = ctype(float(np.dtype(typ.dtype).type(value)))
+        keep.append(cval)
+        return ctypes.cast(ctypes.pointer(cval), ctypes.c_void_p)
+    raise LaunchError(f"argument {i}: unknown argument type {typ!r}")
+
+
+class HostProgram:
+    """A lowered host module in an ExecutionEngine; launch its kernels."""
+
+    def __init__(self, llvm_text: str, _engine, _keep=()):
+        self.llvm_text = llvm_text
+        self._engine = _engine  # kept alive as long as the program
+        self._keep = _keep
+        self._entries: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_llvm_text(cls, text: str) -> "HostProgram":
+        """Rebuild from `llvm_text` (e.g. a cache entry) without recompiling."""
+        from diffgpu._mlir import MLIRError, ir
+        from diffgpu.dialects import make_context
+
+        ctx = make_context()
+        try:
+            with ctx:
+                module = ir.Module.parse(text)
+        except MLIRError as exc:
+            raise CompileError(f"cannot parse lowered host module: {_diagnostics(exc)}") from None
+        return cls(text, _make_engine(module), (ctx, module))
+
+    def kernel_names(self) -> list[str]:
+        """Names of the entries (functions with the C interface)."""
+        import re
+        return re.findall(r"llvm\.func @_mlir_ciface_([\w$.]+)\(", self.llvm_text)
+
+    def _entry(self, name: str):
+        fn = self._entries.get(name)
+        if fn is None:
+            if name not in self.kernel_names():
+                raise LaunchError(f"no host kernel named {name!r} in this program "
+                                  f"(kernels: {', '.join(self.kernel_names()) or 'none'})")
+            addr = self._engine.raw_lookup("_mlir_ciface_" + name)
+            if not addr:
+                raise LaunchError(f"host kernel {name!r} could not be found in the JIT")
+            fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+            self._entries[name] = fn
+        return fn
+
+    def launch(self, kernel_name: str, args, arg_types, grid, block) -> None:
+        """Run `kernel_name` on the grid: `grid`, `block` are (x, y, z) tuples.
+
+        `args`: numpy arrays and Python/numpy scalars, `arg_types` the matching
+        diffgpu.types ArrayType/ScalarType. Raises LaunchError before running
+        anything if they do not match.
+        """
+        args, arg_types = tuple(args), tuple(arg_types)
+        if len(args) != len(arg_types):
+            raise LaunchError(f"kernel {kernel_name!r} takes {len(arg_types)} arguments, "
+                              f"got {len(args)}")
+        grid, block = _check_dims("grid", grid), _check_dims("block", block)
+        fn = self._entry(kernel_name)
+        keep: list = []
+        ptrs = [_pack_arg(i, a, t, keep) for i, (a, t) in enumerate(zip(args, arg_types))]
+        for d in grid + block:
+            v = ctypes.c_int64(d)
+            keep.append(v)
+            ptrs.append(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p))
+        packed = (ctypes.c_void_p * len(ptrs))(*ptrs)
+        with self._lock:
+            fn(packed)
+
+
+def _make_engine(module):
+    from diffgpu._mlir import execution_engine
+
+    if execution_engine is None:
+        raise CompileError("this MLIR distribution has no ExecutionEngine: the CPU runtime "
+                           "is unavailable")
+    try:
+        return execution_engine.ExecutionEngine(module, opt_level=OPT_LEVEL)
+    except Exception as exc:  # JIT failure (e.g. unresolved symbol): not the user's bug
+        raise CompileError(f"JIT compilation of the host module failed: {exc}") from None
+
+
+def _diagnostics(exc) -> str:
+    diags = getattr(exc, "error_diagnostics", None) or []
+    lines = []
+
+    def add(d, depth=0):
+        lines.append("  " * depth + f"{_loc_text(d.location)}: error: {d.message}")
+        for n in getattr(d, "notes", []):
+            add(n, depth + 1)
+
+    for d in diags:
+        add(d)
+    return "\n".join(lines) if lines else str(exc)
+
+
+def _loc_text(loc) -> str:
+    text = str(loc)  # loc("file.py":3:5) or loc(unknown)
+    if text.startswith("loc(") and text.endswith(")"):
+        text = text[4:-1]
+    return text.replace('"', "")
+
+
+def lower_host(module_text: str) -> str:
+    """Run `diffgpu-to-host` on diffgpu IR text; the LLVM-dialect text."""
+    from diffgpu._mlir import MLIRError, ir
+    from diffgpu.dialects import make_context
+    from diffgpu.lowering.registry import build_pass_manager
+
+    ctx = make_context()
+    try:
+        with ctx:
+            module = ir.Module.parse(module_text)
+    except MLIRError as exc:
+        raise CompileError(f"invalid diffgpu IR:\n{_diagnostics(exc)}") from None
+    with ctx:
+        pm = build_pass_manager(PIPELINE, ctx)
+        try:
+            pm.run(module.operation)
+        except MLIRError as exc:
+            raise CompileError(_diagnostics(exc)) from None
+        return str(module)
+
+
+def compile_host(module_text: str) -> HostProgram:
+    """diffgpu IR text (host-target kernels) -> a launchable HostProgram."""
+    return HostProgram.from_llvm_text(lower_host(module_text))
