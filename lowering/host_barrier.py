@@ -88,6 +88,7 @@ def split_phases(pass_, k, n_args: int):
 
     # Values used in a later phase than the one defining them.
     spilled = []  # (value, defining phase, {later phase: [OpOperand]})
+    remat = []  # (constant, {later phase: [OpOperand]}): cloned, not stored
     for i, seg in enumerate(segments):
         for op in seg:
             for res in op.results:
@@ -97,6 +98,9 @@ def split_phases(pass_, k, n_args: int):
                     if p != i:
                         later.setdefault(p, []).append(use)
                 if not later:
+                    continue
+                if op.name == "arith.constant":
+                    remat.append((res, later))
                     continue
                 if not _is_scalar(res.type):
                     pass_.error(op, f"a value of type {res.type} is live across a barrier; "
@@ -151,6 +155,12 @@ def split_phases(pass_, k, n_args: int):
                                    loc=value.owner.location, ip=ip).result
             for use in uses:
                 use.owner.operands[use.operand_number] = loaded
+    for value, later in remat:
+        for p, uses in later.items():
+            ip = ir.InsertionPoint.at_block_begin(fns[p].entry_block)
+            copy = value.owner.clone(ip=ip).results[0]
+            for use in uses:
+                use.owner.operands[use.operand_number] = copy
 
     for b in barriers:
         b.erase()

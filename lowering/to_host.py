@@ -153,10 +153,12 @@ class LowerToHost(ModulePass):
         k.attributes["sym_visibility"] = ir.StringAttr.get("private")
         n_user = len(k.regions[0].blocks[0].arguments)
         shared_types = _shared_to_args(k)
+        user_types = [a.type for a in k.regions[0].blocks[0].arguments][:n_user]
+        loc, target = k.location, targets.get_target(k)
         phases = host_barrier.split_phases(self, k, n_user + len(shared_types))
         if phases is None:
-            return
-        _build_entry(k, name, n_user, shared_types, phases)
+            return  # `k` may be gone: use only what was read above
+        _build_entry(name, loc, target, user_types, shared_types, phases)
 
 
 def _func_results(f) -> list:
@@ -195,16 +197,15 @@ def _shared_to_args(k) -> list:
     return types
 
 
-def _build_entry(k, name, n_user, shared_types, phases) -> None:
+def _build_entry(name, loc, target, user_types, shared_types, phases) -> None:
     """`@name(user args..., gx, gy, gz, bx, by, bz)`: the grid/block loops."""
     from diffgpu._mlir import func, ir, memref, scf
 
-    loc = k.location
     idx = ir.IndexType.get()
-    user_types = [a.type for a in k.regions[0].blocks[0].arguments][:n_user]
+    n_user = len(user_types)
     ftype = ir.FunctionType.get(user_types + [idx] * 6, [])
     entry_fn = func.FuncOp(name, ftype, loc=loc, ip=ir.InsertionPoint.after(phases.anchor))
-    targets.copy_target(k, entry_fn.operation)
+    targets.set_target(entry_fn.operation, target)
     entry_fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
     block = entry_fn.add_entry_block(arg_locs=[loc] * (n_user + 6))
     args = list(block.arguments)
