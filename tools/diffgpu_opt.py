@@ -1,0 +1,293 @@
+"""diffgpu-opt: an `mlir-opt`-style driver for diffgpu's IR.
+
+    diffgpu-opt kernel.mlir -p 'diffgpu-autodiff,diffgpu-to-ptx{chip=sm_90}' --emit=ptx
+    diffgpu-opt test.mlir --split-input-file --verify-diagnostics --diffgpu-verify-targets
+    cat k.mlir | diffgpu-opt - --diffgpu-autodiff --canonicalize --cse
+
+Input is parsed with the diffgpu dialect loaded; passes come from the one
+registry (`diffgpu.lowering.registry`): ours, our pipelines, and every
+upstream MLIR pass by its own name. Diagnostics print as
+`FILE:LINE:COL: error: message`; the exit status is 0 on success and 1 on any
+diagnostic, bad option or bad input. Nothing a user passes yields a Python
+traceback (DIFFGPU_DEBUG=1 shows internal ones).
+"""
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+from diffgpu.tools import _cli, _diag
+
+PROG = "diffgpu-opt"
+
+
+class DriverError(Exception):
+    """A problem reported as `diffgpu-opt: error: ...` (exit status 1)."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run diffgpu-opt on `argv` (default: sys.argv[1:]); returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(argv)
+    except DriverError as exc:
+        _err(str(exc))
+        return 1
+    except _cli.UsageError as exc:
+        _err(f"{exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # last resort: never a traceback for users
+        if os.environ.get("DIFFGPU_DEBUG"):
+            import traceback
+            traceback.print_exc()
+        sys.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {exc}"
+                         + ("" if os.environ.get("DIFFGPU_DEBUG")
+                            else " (set DIFFGPU_DEBUG=1 for the traceback)") + "\n")
+        return 1
+
+
+def _err(msg: str) -> None:
+    sys.stderr.write(f"{PROG}: error: {msg}\n")
+
+
+def _run(argv: list[str]) -> int:
+    opts = _cli.parse_args(argv)
+    if opts.help:
+        sys.stdout.write(_cli.USAGE)
+        return 0
+    if opts.version:
+        sys.stdout.write(_version_text())
+        return 0
+    if opts.list_passes:
+        from diffgpu.tools._listing import list_passes
+        sys.stdout.write(list_passes())
+        return 0
+
+    _check_output_path(opts.output)
+    from diffgpu.dialects import make_context
+    ctx = make_context()
+    pipeline = _pipeline_text(opts, ctx)
+    pm = _build(pipeline, ctx) if pipeline else None
+    if pm is not None and opts.print_ir_after_all:
+        pm.enable_ir_printing(print_after_all=True,
+                              print_generic_op_form=opts.print_op_generic)
+
+    display, data = _read_input(opts.input)
+    text = _decode(data, display)
+    lines = text.splitlines(keepends=True)
+    chunks = _split(lines, opts.split_marker)
+    printer = _diag.Printer(display, lines, sys.stderr)
+    runner = _ChunkRunner(ctx, pm, opts, printer)
+
+    outputs, ok = [], True
+    for first, last in chunks:
+        out, chunk_ok = runner.run(lines, first, last)
+        ok = ok and chunk_ok
+        if out is not None:
+            outputs.append(out)
+    sep = "\n" + (opts.split_marker or _cli.DEFAULT_SPLIT_MARKER) + "\n"
+    _write_output(opts.output, sep.join(o.rstrip("\n") + "\n" for o in outputs)
+                  if outputs else "")
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------------
+# Pipeline
+# ---------------------------------------------------------------------------
+
+def _pipeline_text(opts, ctx) -> str:
+    """The textual pipeline from -p or from the --PASS-NAME flags."""
+    from diffgpu.lowering import registry
+
+    if opts.pipeline is not None:
+        return opts.pipeline
+    ours = set(registry.passes()) | set(registry.pipelines())
+    elems = []
+    for name, value in opts.pass_flags:
+        text = _cli.pass_flag_text(name, value)
+        if name not in ours:
+            text = _nest_upstream(name, text, ctx)
+        elems.append(text)
+    return ",".join(elems)
+
+
+def _nest_upstream(name: str, text: str, ctx) -> str:
+    """Check that `name` is an upstream pass; nest it under its anchor op
+    (`func.func(...)`, `gpu.module(...)`) the way mlir-opt nests implicitly."""
+    from diffgpu._mlir import passmanager
+    from diffgpu.lowering import registry
+
+    scratch = passmanager.PassManager("builtin.module", context=ctx)
+    res = registry._capture_fd2(lambda: scratch.add(name))
+    if res is None:
+        return text
+    msg = str(res[0]) + res[1]
+    if "does not refer to a registered pass" in msg:
+        raise _cli.UsageError(f"unknown option or pass '--{name}' (see --list-passes; "
+                              "every upstream MLIR pass is available by its name)")
+    anchor = _anchor(msg)
+    if anchor is None:
+        raise DriverError(f"cannot run pass '--{name}': {msg.strip()}")
+    return f"{anchor}({text})"
+
+
+def _anchor(msg: str) -> str | None:
+    import re
+    m = re.search(r"restricted to '([\w.]+)'", msg)
+    return m.group(1) if m else None
+
+
+def _build(pipeline: str, ctx):
+    from diffgpu.lowering import registry, targets
+
+    try:
+        return registry.build_pass_manager(pipeline, ctx)
+    except (registry.PipelineError, targets.TargetError) as exc:
+        raise DriverError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------
+# Input / output
+# ---------------------------------------------------------------------------
+
+def _read_input(path: str) -> tuple[str, bytes]:
+    if path == "-":
+        return "<stdin>", sys.stdin.buffer.read()
+    if os.path.isdir(path):
+        raise DriverError(f"cannot read '{path}': is a directory")
+    try:
+        with open(path, "rb") as f:
+            return path, f.read()
+    except OSError as exc:
+        raise DriverError(f"cannot open input file '{path}': {exc.strerror or exc}") from None
+
+
+def _decode(data: bytes, display: str) -> str:
+    if not data.strip():
+        raise DriverError(f"{display}: input is empty")
+    if data.startswith(b"ML\xefR"):
+        raise DriverError(f"{display}: MLIR bytecode input is not supported; "
+                          "give the textual form")
+    if b"\0" in data:
+        raise DriverError(f"{display}: input is binary (contains NUL bytes), not MLIR text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise DriverError(f"{display}:{line}: input is not valid UTF-8 "
+                          f"(byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def _split(lines: list[str], marker: str | None) -> list[tuple[int, int]]:
+    """Line ranges [first, last) of the chunks (one chunk without a marker)."""
+    if marker is None:
+        return [(0, len(lines))]
+    chunks, first = [], 0
+    for i, line in enumerate(lines):
+        if line.strip() == marker:
+            chunks.append((first, i))
+            first = i + 1
+    chunks.append((first, len(lines)))
+    return chunks
+
+
+def _check_output_path(path: str) -> None:
+    if path == "-":
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise DriverError(f"cannot open output file '{path}': is a directory")
+    if not os.path.isdir(parent):
+        raise DriverError(f"cannot open output file '{path}': no such directory '{parent}'")
+
+
+def _write_output(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise DriverError(f"cannot write output file '{path}': {exc.strerror or exc}") from None
+
+
+def _version_text() -> str:
+    from diffgpu._version import LLVM_TOOLS_DISTRIBUTION, MLIR_DISTRIBUTION, __version__
+    return (f"diffgpu-opt (diffgpu) {__version__}\n"
+            f"MLIR: {MLIR_DISTRIBUTION} (LLVM tools: {LLVM_TOOLS_DISTRIBUTION})\n")
+
+
+# ---------------------------------------------------------------------------
+# One chunk: parse, run, print / verify
+# ---------------------------------------------------------------------------
+
+class _ChunkRunner:
+    def __init__(self, ctx, pm, opts, printer):
+        self.ctx, self.pm, self.opts, self.printer = ctx, pm, opts, printer
+        self.diags: list[_diag.Diag] = []
+        ctx.attach_diagnostic_handler(self._on_diag)
+
+    def _on_diag(self, d) -> bool:
+        try:
+            self.diags.append(_diag.from_mlir(d))
+        except Exception:  # never let a handler raise into MLIR
+            pass
+        return True
+
+    def run(self, lines: list[str], first: int, last: int):
+        """(output text or None, ok) for lines[first:last]."""
+        self.diags = []
+        # pad with newlines so that line numbers are the file's, like mlir-opt
+        source = "\n" * first + "".join(lines[first:last])
+        out = self._process(source)
+        if self.opts.verify_diagnostics:
+            expected, errors = _diag.parse_expected(lines, first, last)
+            problems = [_diag.Diag("error", m, _diag.BUFFER_NAME, ln, col)
+                        for ln, col, m in errors]
+            problems += _diag.verify(self.diags, expected)
+            for p in problems:
+                self.printer.emit(p)
+            return out, not problems
+        for d in self.diags:
+            self.printer.emit(d)
+        has_error = any(d.severity == "error" for d in self.diags)
+        return (out if not has_error else None), out is not None and not has_error
+
+    def _process(self, source: str) -> str | None:
+        from diffgpu._mlir import MLIRError, ir
+        from diffgpu.tools import _emit
+
+        with self.ctx, ir.Location.unknown():
+            try:
+                module = ir.Module.parse(source)
+            except MLIRError as exc:
+                self._add_error(exc)
+                return None
+            if self.pm is not None:
+                try:
+                    self.pm.run(module.operation)
+                except MLIRError as exc:
+                    self._add_error(exc)
+                    return None
+            try:
+                return _emit.render(module, self.opts.emit, self.opts.print_op_generic)
+            except _emit.EmitError as exc:
+                self.diags.append(_diag.Diag("error", str(exc)))
+                return None
+
+    def _add_error(self, exc) -> None:
+        diags = [_diag.from_mlir(d) for d in getattr(exc, "error_diagnostics", [])]
+        if not diags:
+            diags = [_diag.Diag("error", str(exc).strip())]
+        self.diags.extend(diags)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
