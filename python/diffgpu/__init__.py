@@ -2,6 +2,70 @@
 
 Importing diffgpu never imports MLIR: compile-time modules load it lazily, so a
 machine with only numpy + CuPy runs cached kernels and bundles.
+
+    import diffgpu as dg
+
+    @dg.kernel
+    def f(A):
+        A[0] *= A[0]
+
+    f[1, 1](A)                                   # numpy: CPU; CuPy: GPU
+    dg.autodiff(f[1, 1], dg.Duplicated(A, dA))   # reverse mode on the host
 """
 from diffgpu._version import __version__  # noqa: F401
-from diffgpu.errors import CompileError, LaunchError  # noqa: F401
+from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed  # noqa: F401
+from diffgpu.api import Func, Kernel, func, kernel  # noqa: F401
+from diffgpu.diff import autodiff, fwddiff  # noqa: F401
+from diffgpu.errors import CompileError, DiffgpuError, LaunchError  # noqa: F401
+
+_API = [
+    "__version__", "kernel", "func", "Kernel", "Func",
+    "Const", "Duplicated", "DuplicatedNoNeed", "Active",
+    "autodiff", "fwddiff", "gradcheck", "GradcheckError",
+    "compile", "CompiledKernel", "save_bundle", "load_bundle", "synchronize",
+    "CompileError", "DiffgpuError", "LaunchError",
+]
+
+#: names loaded on first use: name -> (module, attribute)
+_LAZY = {
+    "gradcheck": ("diffgpu.gradcheck", "gradcheck"),
+    "GradcheckError": ("diffgpu.gradcheck", "GradcheckError"),
+    "compile": ("diffgpu.aot", "compile"),
+    "CompiledKernel": ("diffgpu.aot", "CompiledKernel"),
+    "save_bundle": ("diffgpu.runtime.bundle", "save_bundle"),
+    "load_bundle": ("diffgpu.runtime.bundle", "load_bundle"),
+    "synchronize": ("diffgpu.runtime.gpu", "synchronize"),
+}
+
+
+def _builtins() -> dict:
+    """Kernel builtins (thread_id, atomic_add, exp, ...) from diffgpu.builtins."""
+    import importlib
+
+    try:
+        mod = importlib.import_module("diffgpu.builtins")
+    except ImportError:
+        return {}
+    return {k: v for k, v in vars(mod).items()
+            if not k.startswith("_") and getattr(v, "__diffgpu_builtin__", None)}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        value = getattr(importlib.import_module(mod), attr)
+    elif name == "__all__":
+        value = _API + sorted(k for k in _builtins() if k not in _API)
+    else:
+        table = _builtins()
+        if name not in table:
+            raise AttributeError(f"module 'diffgpu' has no attribute {name!r}")
+        value = table[name]
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_builtins()))

@@ -1,0 +1,112 @@
+"""`@dg.kernel` and `@dg.func`: the decorated objects users launch and call.
+
+    @dg.kernel
+    def scale(A, a):
+        i = dg.global_id(0)
+        if i < len(A):
+            A[i] *= a
+
+    scale[blocks, 256](A, 2.0)     # numpy -> CPU, CuPy -> GPU
+
+Types come from the launch arguments; each signature compiles once (memory
+and disk cache, see runtime/cache.py). Importing this never imports MLIR.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from diffgpu.errors import LaunchError
+from diffgpu.runtime.args import check_geometry
+
+
+class Definition:
+    """A decorated Python function (the frontend reads `py_func`, `kind`, `name`)."""
+
+    __diffgpu_definition__ = True
+    kind = ""
+
+    def __init__(self, py_func):
+        if not inspect.isfunction(py_func):
+            raise TypeError(f"@dg.{self.kind} decorates a Python function, "
+                            f"got {type(py_func).__name__}")
+        self.py_func = py_func
+        self.name = py_func.__name__
+        functools.update_wrapper(self, py_func)
+        params = inspect.signature(py_func).parameters.values()
+        self.arg_names = [p.name for p in params]
+        bad = [p.name for p in params if p.kind not in
+               (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if bad:
+            raise TypeError(f"@dg.{self.kind} {self.name}: *args, **kwargs and keyword-only "
+                            f"parameters are not supported ({', '.join(bad)})")
+        self._programs: dict = {}  # (types, target, diff) -> runnable program
+
+    def __repr__(self) -> str:
+        return f"<diffgpu {self.kind} {self.name}({', '.join(self.arg_names)})>"
+
+    def __call__(self, *args, **kwargs):
+        raise LaunchError(
+            f"{self.kind} '{self.name}' cannot be called from Python; "
+            + ("launch it with " + f"{self.name}[grid, block](...)" if self.kind == "kernel"
+               else "call it from a @dg.kernel or @dg.func"))
+
+
+class Kernel(Definition):
+    """A launchable kernel: `kernel[grid, block](*args)`."""
+
+    kind = "kernel"
+
+    def __getitem__(self, config) -> "Launcher":
+        if not isinstance(config, tuple) or len(config) != 2:
+            raise LaunchError(f"launch configuration must be {self.name}[grid, block], "
+                              f"got {self.name}[{config!r}]")
+        grid, block = check_geometry(*config)
+        return Launcher(self, grid, block)
+
+    def ir(self, *args, stage: str = "dialect", target: str | None = None) -> str:
+        """The IR text of this kernel for `args` at `stage` (see diffgpu.stages)."""
+        from diffgpu.stages import kernel_ir
+        return kernel_ir(self, args, stage=stage, target=target)
+
+
+class Func(Definition):
+    """A device function: callable from kernels and funcs, never launched."""
+
+    kind = "func"
+
+    def __getitem__(self, config):
+        raise LaunchError(f"func '{self.name}' is a device function and cannot be launched; "
+                          "call it from a @dg.kernel, or decorate it with @dg.kernel")
+
+
+class Launcher:
+    """`kernel[grid, block]`: calling it launches; dg.autodiff/fwddiff take it."""
+
+    def __init__(self, kernel: Kernel, grid: tuple, block: tuple):
+        self.kernel, self.grid, self.block = kernel, grid, block
+
+    def __repr__(self) -> str:
+        return f"{self.kernel.name}[{self.grid}, {self.block}]"
+
+    def __call__(self, *args) -> None:
+        from diffgpu.launch import launch
+        launch(self.kernel, args, self.grid, self.block)
+
+
+def _decorator(cls, fn, kwargs):
+    if kwargs:
+        raise TypeError(f"@dg.{cls.kind} takes no options (got {', '.join(kwargs)})")
+    if fn is None:
+        return lambda f: cls(f)
+    return cls(fn)
+
+
+def kernel(fn=None, **kwargs):
+    """Decorate a kernel: `@dg.kernel` (or `@dg.kernel()`)."""
+    return _decorator(Kernel, fn, kwargs)
+
+
+def func(fn=None, **kwargs):
+    """Decorate a device function: `@dg.func` (or `@dg.func()`)."""
+    return _decorator(Func, fn, kwargs)

@@ -1,0 +1,210 @@
+"""Compile-or-load a kernel for one signature, and run it.
+
+`get_program(defn, types, target, diff)` looks in the definition's in-memory
+table, then in the disk cache (runtime/cache.py), and only then compiles
+(frontend -> lowering), storing the result. A GPU cache hit imports neither
+the frontend nor MLIR: the payload holds the PTX and everything needed to
+launch it.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import threading
+
+from diffgpu.errors import CompileError, DiffgpuError, LaunchError
+from diffgpu.runtime import cache
+from diffgpu.runtime.args import check_arity, infer_signature, parse_type
+
+#: counters: "compile" (built from source), "disk_hit", "memory_hit"
+STATS: collections.Counter = collections.Counter()
+_locks: dict = {}
+_locks_guard = threading.Lock()
+
+
+def _lock_for(key) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def target_for(sig) -> str:
+    """User-facing target name a signature selects: "host" or "sm_XX"."""
+    if sig.device == "host":
+        return "host"
+    from diffgpu.runtime import gpu
+    return gpu.chip_for_device(sig.gpu_id)
+
+
+def launch(kernel, args, grid, block) -> None:
+    """Check, compile (once per signature) and run `kernel` on `args`."""
+    check_arity(args, kernel.arg_names, kernel.name)
+    sig = infer_signature(args, kernel.arg_names, kernel.name)
+    target = target_for(sig)
+    program = get_program(kernel, sig.types, target)
+    run_program(program, args, sig, grid, block)
+
+
+def run_program(program, args, sig, grid, block) -> None:
+    if program.kind == "gpu":
+        program.gpu.launch(args, program.flat_types, grid, block, sig.gpu_id or 0)
+    else:
+        program.host.launch(program.entry, list(args), list(program.flat_types), grid, block)
+
+
+class Program:
+    """A compiled entry: `kind` "host" or "gpu", its entry name and the flat
+    argument types of that entry (primal/shadow pairs for diff wrappers)."""
+
+    def __init__(self, payload: dict, host=None):
+        self.payload = payload
+        self.kind = payload["kind"]
+        self.entry = payload["entry"]
+        self.flat_types = tuple(parse_type(t) for t in payload["flat_types"])
+        self.host = host
+        self.gpu = None
+        if self.kind == "gpu":
+            from diffgpu.runtime.gpu import GpuProgram
+            self.gpu = GpuProgram(payload["ptx"], self.entry, payload.get("abi"))
+        elif host is None:
+            from diffgpu.runtime.cpu import HostProgram
+            self.host = _compiler_call(lambda: HostProgram.from_llvm_text(payload["llvm"]),
+                                       payload.get("name", self.entry))
+
+
+def get_program(defn, types, target: str, diff=None) -> Program:
+    """The runnable program of `defn` for `types` on `target` ("host"/"sm_XX").
+
+    `diff` is None or (mode, activity kinds) for host-level autodiff wrappers.
+    """
+    mem_key = (tuple(types), target, diff)
+    prog = defn._programs.get(mem_key)
+    if prog is not None:
+        STATS["memory_hit"] += 1
+        return prog
+    with _lock_for((id(defn), mem_key)):
+        prog = defn._programs.get(mem_key)
+        if prog is not None:
+            STATS["memory_hit"] += 1
+            return prog
+        key = cache.cache_key(defn, types, target, diff)
+        payload = cache.load(key)
+        prog = None
+        if payload is not None and _payload_ok(payload, target):
+            try:
+                prog = Program(payload)
+                STATS["disk_hit"] += 1
+            except DiffgpuError:
+                raise
+            except Exception:  # an entry we cannot use: rebuild it
+                prog = None
+        if prog is None:
+            payload, host = build_payload(defn, types, target, diff)
+            cache.store(key, payload)
+            prog = Program(payload, host=host)
+            STATS["compile"] += 1
+        defn._programs[mem_key] = prog
+        return prog
+
+
+def _payload_ok(payload: dict, target: str) -> bool:
+    kind = "host" if target == "host" else "gpu"
+    need = ("entry", "flat_types") + (("ptx",) if kind == "gpu" else ("llvm",))
+    return payload.get("kind") == kind and payload.get("target") == target and all(
+        isinstance(payload.get(k), (str, list)) for k in need)
+
+
+def _import_compiler():
+    try:
+        from diffgpu import frontend
+    except ImportError as exc:
+        raise CompileError(
+            "this kernel signature is not in the cache "
+            f"({cache.cache_dir()}) and the compiler cannot be imported ({exc}); "
+            "compile it on a machine with MLIR (same diffgpu sources) first") from None
+    return frontend
+
+
+def _compiler_call(fn, what: str):
+    """Run a compiler step; internal failures become a CompileError."""
+    try:
+        return fn()
+    except DiffgpuError:
+        raise
+    except Exception as exc:
+        if os.environ.get("DIFFGPU_DEBUG"):
+            raise
+        raise CompileError(f"internal compiler error while compiling {what}: "
+                           f"{type(exc).__name__}: {exc} (set DIFFGPU_DEBUG=1 for the "
+                           "traceback)") from None
+
+
+def build_module(defn, types, target: str, diff=None):
+    """The frontend's ModuleSource for `defn` (a diff wrapper if `diff`)."""
+    from diffgpu.lowering.targets import target_for_name
+
+    frontend = _import_compiler()
+    attr = target_for_name(target)
+    if diff is None:
+        return _compiler_call(lambda: frontend.build_module(defn, tuple(types), attr),
+                              defn.name)
+    mode, kinds = diff
+    return _compiler_call(
+        lambda: frontend.build_diff_module(defn, mode, list(kinds), tuple(types), attr),
+        f"the {mode} derivative of {defn.name}")
+
+
+def flat_types(types, diff) -> list:
+    """Argument types of the entry: diff wrappers add shadows and gradient slots."""
+    from diffgpu.types import ArrayType
+
+    if diff is None:
+        return list(types)
+    mode, kinds = diff
+    out, grads = [], []
+    for t, k in zip(types, kinds):
+        out.append(t)
+        if k in ("dup", "dupnoneed"):
+            out.append(t)
+        if k == "active" and mode == "reverse":
+            grads.append(ArrayType(t.dtype, 1))
+    return out + grads
+
+
+def build_payload(defn, types, target: str, diff=None):
+    """Compile from source: (cache payload, host program or None)."""
+    src = build_module(defn, types, target, diff)
+    payload = {"name": defn.name, "target": target, "entry": src.entry,
+               "arg_types": [str(t) for t in types],
+               "flat_types": [str(t) for t in flat_types(types, diff)],
+               "diff": [diff[0], list(diff[1])] if diff else None}
+    if target == "host":
+        from diffgpu.runtime.cpu import compile_host
+        host = _compiler_call(lambda: compile_host(src.text), defn.name)
+        payload.update(kind="host", llvm=host.llvm_text)
+        return payload, host
+    from diffgpu.lowering.to_gpu import compile_ptx
+    res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
+    abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
+    payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))
+    return payload, None
+
+
+def _jsonable(x):
+    if x is None or isinstance(x, (str, int, float, bool)):
+        return x
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if hasattr(x, "__dict__"):
+        return {k: _jsonable(v) for k, v in vars(x).items()}
+    return str(x)
+
+
+def check_launch_args(kernel, args):
+    """Arity + types + device of a launch, without running anything."""
+    check_arity(args, kernel.arg_names, kernel.name)
+    return infer_signature(args, kernel.arg_names, kernel.name)
+
+
+__all__ = ["launch", "get_program", "Program", "STATS", "LaunchError"]

@@ -1,0 +1,132 @@
+"""GPU runtime: load PTX with CuPy (driver JIT) and launch it.
+
+Imports only numpy at module level; CuPy is imported on first use, MLIR never.
+Kernel ABI (docs/IR.md): per array argument `ptr allocated, ptr aligned,
+i64 offset, i64 size[rank], i64 stride[rank]` (strides in elements; we pass
+the data pointer twice and offset 0); scalars by value.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+
+import numpy as np
+
+from diffgpu.errors import LaunchError
+from diffgpu.types import ArrayType
+
+_NP_SCALAR = {"float32": np.float32, "float64": np.float64,
+              "int32": np.int32, "int64": np.int64}
+_modules: dict[tuple, object] = {}
+_lock = threading.Lock()
+
+
+def cupy_module():
+    """The `cupy` module, or a LaunchError saying it is missing."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise LaunchError(f"device arrays need CuPy, which cannot be imported: {exc}") from None
+    return cupy
+
+
+def available() -> bool:
+    """True if CuPy imports and sees at least one GPU."""
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def chip_for_device(device_id: int) -> str:
+    """`sm_XY` of a CUDA device, validated against the chips we compile for."""
+    from diffgpu.lowering.targets import TargetError, check_chip
+
+    cupy = cupy_module()
+    cc = cupy.cuda.Device(device_id).compute_capability  # e.g. "90"
+    chip = f"sm_{cc}"
+    try:
+        return check_chip(chip)
+    except TargetError as exc:
+        raise LaunchError(f"GPU {device_id}: {exc}") from None
+
+
+def pointer_device(ptr: int) -> int:
+    cupy = cupy_module()
+    try:
+        return int(cupy.cuda.runtime.pointerGetAttributes(ptr).device)
+    except Exception:
+        return int(cupy.cuda.runtime.getDevice())
+
+
+def synchronize() -> None:
+    """Wait for the current device's work (no-op without CuPy)."""
+    try:
+        import cupy
+    except ImportError:
+        return
+    cupy.cuda.get_current_stream().synchronize()
+
+
+def _load_function(ptx: str, entry: str, device_id: int):
+    key = (hash(ptx), len(ptx), entry, device_id)
+    with _lock:
+        fn = _modules.get(key)
+        if fn is not None:
+            return fn
+        cupy = cupy_module()
+        with cupy.cuda.Device(device_id):
+            # RawModule(path=...) loads .ptx/.cubin files through the driver JIT
+            fd, path = tempfile.mkstemp(suffix=".ptx", prefix="diffgpu-")
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(ptx)
+                module = cupy.RawModule(path=path)
+                fn = module.get_function(entry)
+            finally:
+                os.unlink(path)
+        _modules[key] = fn
+        return fn
+
+
+def pack_args(args, arg_types) -> list:
+    """The kernel's flat argument list (numpy scalars CuPy passes by value)."""
+    from diffgpu.runtime.args import cuda_interface
+
+    out = []
+    for x, t in zip(args, arg_types):
+        if isinstance(t, ArrayType):
+            cai = cuda_interface(x, "array")
+            shape = tuple(int(s) for s in cai["shape"])
+            itemsize = np.dtype(cai["typestr"]).itemsize
+            strides = cai.get("strides")
+            if strides is None:  # C-contiguous
+                strides, acc = [], 1
+                for s in reversed(shape):
+                    strides.insert(0, acc)
+                    acc *= s
+            else:
+                strides = [int(s) // itemsize for s in strides]
+            ptr = np.uint64(int(cai["data"][0]))
+            out += [ptr, ptr, np.int64(0)]
+            out += [np.int64(s) for s in shape]
+            out += [np.int64(s) for s in strides]
+        else:
+            out.append(_NP_SCALAR[t.dtype](x))
+    return out
+
+
+class GpuProgram:
+    """A PTX module and its entry, launchable on CuPy arrays."""
+
+    def __init__(self, ptx: str, entry: str, meta: dict | None = None):
+        self.ptx, self.entry, self.meta = ptx, entry, dict(meta or {})
+
+    def launch(self, args, arg_types, grid, block, device_id: int = 0) -> None:
+        fn = _load_function(self.ptx, self.entry, device_id)
+        cupy = cupy_module()
+        flat = pack_args(args, arg_types)
+        with cupy.cuda.Device(device_id):
+            fn(tuple(grid), tuple(block), tuple(flat))
