@@ -1,0 +1,65 @@
+// RUN: diffgpu-opt %s --split-input-file --verify-diagnostics --diffgpu-lower-to-host
+
+// A barrier under scf.if cannot be split into phases: a clear error, never a
+// wrong result.
+func.func @k(%A: memref<?xf32, strided<[?], offset: ?>>, %p: i1)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  scf.if %p {
+    // expected-error @+1 {{barrier inside control flow is not yet supported on the host target}}
+    "diffgpu.barrier"() : () -> ()
+  }
+  return
+}
+
+// -----
+
+// A barrier in a device function cannot be emulated either.
+func.func @f() attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  // expected-error @+1 {{barrier inside a device function is not yet supported on the host target}}
+  "diffgpu.barrier"() : () -> ()
+  return
+}
+
+// -----
+
+// diffgpu.autodiff must have been lowered by diffgpu-autodiff first.
+func.func @f(%x: f32) -> f32 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  return %x : f32
+}
+func.func @k(%x: f32) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %one = arith.constant 1.0 : f32
+  // expected-error @+1 {{'diffgpu.autodiff' must be lowered by diffgpu-autodiff before diffgpu-lower-to-host}}
+  %g = "diffgpu.autodiff"(%one, %x) {callee = @f, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32) -> f32
+  return
+}
+
+// -----
+
+// Shared memory only in a kernel's entry block.
+func.func @f() attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  // expected-error @+1 {{diffgpu.shared_alloc must be in a kernel's entry block on the host target}}
+  %s = "diffgpu.shared_alloc"() : () -> memref<4xf32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// Only scalars can be kept across a barrier.
+func.func @k(%A: memref<?xf32, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  // expected-error @+1 {{a value of type memref<4xf32> is live across a barrier; only scalars may be on the host target}}
+  %t = memref.alloca() : memref<4xf32>
+  "diffgpu.barrier"() : () -> ()
+  %c0 = arith.constant 0 : index
+  %v = memref.load %t[%c0] : memref<4xf32>
+  return
+}
+
+// -----
+
+// A geometry op needs dim 0, 1 or 2.
+func.func @k() attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  // expected-error @+1 {{'diffgpu.thread_id' needs a dim attribute of 0, 1 or 2}}
+  %t = "diffgpu.thread_id"() {dim = 3 : i64} : () -> index
+  return
+}

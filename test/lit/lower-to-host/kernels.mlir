@@ -1,0 +1,150 @@
+// RUN: diffgpu-opt %s --split-input-file --diffgpu-lower-to-host | FileCheck %s
+
+// A host kernel becomes a private per-thread function plus an entry of the
+// same name taking grid then block sizes, which writes the geometry global
+// and loops over blocks (z, y, x) then threads (z, y, x), calling the body.
+// Geometry ops read the global at slot base + dim.
+
+// CHECK: memref.global "private" @__dg_host_geometry : memref<12xindex>
+// CHECK-LABEL: func.func private @copy__thread
+// CHECK-SAME: (%[[A:.+]]: memref<?xf32, strided<[?], offset: ?>>, %[[B:.+]]: memref<?xf32, strided<[?], offset: ?>>)
+// CHECK-NOT: diffgpu.kernel
+// CHECK: %[[G:.+]] = memref.get_global @__dg_host_geometry : memref<12xindex>
+// CHECK-NEXT: %[[C1:.+]] = arith.constant 1 : index
+// CHECK-NEXT: %[[TY:.+]] = memref.load %[[G]][%[[C1]]] : memref<12xindex>
+// CHECK: %[[G2:.+]] = memref.get_global @__dg_host_geometry : memref<12xindex>
+// CHECK-NEXT: %[[C5:.+]] = arith.constant 5 : index
+// CHECK-NEXT: %[[BZ:.+]] = memref.load %[[G2]][%[[C5]]] : memref<12xindex>
+// CHECK: %[[G3:.+]] = memref.get_global @__dg_host_geometry : memref<12xindex>
+// CHECK-NEXT: %[[C6:.+]] = arith.constant 6 : index
+// CHECK-NEXT: %[[BDX:.+]] = memref.load %[[G3]][%[[C6]]] : memref<12xindex>
+// CHECK: %[[G4:.+]] = memref.get_global @__dg_host_geometry : memref<12xindex>
+// CHECK-NEXT: %[[C11:.+]] = arith.constant 11 : index
+// CHECK-NEXT: %[[GDZ:.+]] = memref.load %[[G4]][%[[C11]]] : memref<12xindex>
+// CHECK: %[[V:.+]] = memref.load %[[A]][%[[TY]]]
+// CHECK: memref.store %[[V]], %[[B]][%[[TY]]]
+// CHECK: return
+
+// CHECK-LABEL: func.func @copy
+// CHECK-SAME: (%[[A:.+]]: memref<?xf32, strided<[?], offset: ?>>, %[[B:.+]]: memref<?xf32, strided<[?], offset: ?>>, %[[GX:.+]]: index, %[[GY:.+]]: index, %[[GZ:.+]]: index, %[[BX:.+]]: index, %[[BY:.+]]: index, %[[BZ:.+]]: index)
+// CHECK-SAME: diffgpu.target = #llvm.target
+// CHECK-SAME: llvm.emit_c_interface
+// CHECK: %[[G:.+]] = memref.get_global @__dg_host_geometry
+// CHECK: scf.for %[[IZ:.+]] = %{{.+}} to %[[GZ]] step
+// CHECK: memref.store %[[IZ]], %[[G]]
+// CHECK: scf.for %[[IY:.+]] = %{{.+}} to %[[GY]] step
+// CHECK: memref.store %[[IY]], %[[G]]
+// CHECK: scf.for %[[IX:.+]] = %{{.+}} to %[[GX]] step
+// CHECK: memref.store %[[IX]], %[[G]]
+// CHECK: scf.for %[[TZ:.+]] = %{{.+}} to %[[BZ]] step
+// CHECK: memref.store %[[TZ]], %[[G]]
+// CHECK: scf.for %[[TY:.+]] = %{{.+}} to %[[BY]] step
+// CHECK: memref.store %[[TY]], %[[G]]
+// CHECK: scf.for %[[TX:.+]] = %{{.+}} to %[[BX]] step
+// CHECK: memref.store %[[TX]], %[[G]]
+// CHECK-NEXT: func.call @copy__thread(%[[A]], %[[B]])
+func.func @copy(%A: memref<?xf32, strided<[?], offset: ?>>, %B: memref<?xf32, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %t = "diffgpu.thread_id"() {dim = 1 : i64} : () -> index
+  %b = "diffgpu.block_id"() {dim = 2 : i64} : () -> index
+  %bd = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %gd = "diffgpu.grid_dim"() {dim = 2 : i64} : () -> index
+  %v = memref.load %A[%t] : memref<?xf32, strided<[?], offset: ?>>
+  memref.store %v, %B[%t] : memref<?xf32, strided<[?], offset: ?>>
+  return
+}
+
+// -----
+
+// Geometry ops in device functions read the same global, and calls to a
+// kernel from another kernel go to its per-thread function.
+
+// CHECK-LABEL: func.func @tid
+// CHECK: %[[G:.+]] = memref.get_global @__dg_host_geometry
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[T:.+]] = memref.load %[[G]][%[[C0]]]
+// CHECK-NEXT: return %[[T]]
+func.func @tid() -> index attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  return %t : index
+}
+// CHECK-LABEL: func.func private @inner__thread
+// CHECK-LABEL: func.func @inner
+// CHECK-SAME: %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index)
+func.func @inner(%A: memref<?xf32, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %t = func.call @tid() : () -> index
+  %c = arith.constant 1.0 : f32
+  memref.store %c, %A[%t] : memref<?xf32, strided<[?], offset: ?>>
+  return
+}
+// CHECK-LABEL: func.func private @outer__thread
+// CHECK-SAME: (%[[A:.+]]: memref
+// CHECK: call @inner__thread(%[[A]])
+func.func @outer(%A: memref<?xf32, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  func.call @inner(%A) : (memref<?xf32, strided<[?], offset: ?>>) -> ()
+  return
+}
+
+// -----
+
+// diffgpu.atomic_add becomes load, add, store; its result is the old value.
+
+// CHECK-LABEL: func.func private @hist__thread
+// CHECK-SAME: (%[[H:.+]]: memref<?x?xi32, strided<[?, ?], offset: ?>>, %[[S:.+]]: memref<?xf64, strided<[?], offset: ?>>, %[[I:.+]]: index, %[[V:.+]]: i32, %[[X:.+]]: f64)
+// CHECK-NEXT: %[[OLD:.+]] = memref.load %[[H]][%[[I]], %[[I]]]
+// CHECK-NEXT: %[[NEW:.+]] = arith.addi %[[OLD]], %[[V]] : i32
+// CHECK-NEXT: memref.store %[[NEW]], %[[H]][%[[I]], %[[I]]]
+// CHECK-NEXT: %[[OLDF:.+]] = memref.load %[[S]][%[[I]]]
+// CHECK-NEXT: %[[NEWF:.+]] = arith.addf %[[OLDF]], %[[X]] : f64
+// CHECK-NEXT: memref.store %[[NEWF]], %[[S]][%[[I]]]
+// CHECK-NEXT: memref.store %[[OLDF]], %[[S]][%[[I]]]
+func.func @hist(%H: memref<?x?xi32, strided<[?, ?], offset: ?>>, %S: memref<?xf64, strided<[?], offset: ?>>, %i: index, %v: i32, %x: f64)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %o = "diffgpu.atomic_add"(%H, %v, %i, %i) : (memref<?x?xi32, strided<[?, ?], offset: ?>>, i32, index, index) -> i32
+  %of = "diffgpu.atomic_add"(%S, %x, %i) : (memref<?xf64, strided<[?], offset: ?>>, f64, index) -> f64
+  memref.store %of, %S[%i] : memref<?xf64, strided<[?], offset: ?>>
+  return
+}
+
+// -----
+
+// Shared memory: one buffer per block, allocated by the entry in the block
+// loop (default memory space) and passed to the per-thread function.
+
+// CHECK-LABEL: func.func private @sh__thread
+// CHECK-SAME: (%[[A:.+]]: memref<?xf32, strided<[?], offset: ?>>, %[[S:.+]]: memref<4x8xf32>)
+// CHECK: memref.store %{{.+}}, %[[S]][%{{.+}}, %{{.+}}] : memref<4x8xf32>
+// CHECK-LABEL: func.func @sh
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: %[[BUF:.+]] = memref.alloc() : memref<4x8xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: func.call @sh__thread(%{{.+}}, %[[BUF]])
+// CHECK: memref.dealloc %[[BUF]] : memref<4x8xf32>
+func.func @sh(%A: memref<?xf32, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %s = "diffgpu.shared_alloc"() : () -> memref<4x8xf32, #gpu.address_space<workgroup>>
+  %c0 = arith.constant 0 : index
+  %v = memref.load %A[%c0] : memref<?xf32, strided<[?], offset: ?>>
+  memref.store %v, %s[%c0, %c0] : memref<4x8xf32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// GPU-target kernels and functions are left untouched.
+
+// CHECK-NOT: memref.global
+// CHECK-LABEL: func.func @gpu_kernel
+// CHECK-SAME: diffgpu.kernel
+// CHECK-NEXT: "diffgpu.thread_id"() {dim = 0 : i64}
+func.func @gpu_kernel(%A: memref<?xf32, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  return
+}
