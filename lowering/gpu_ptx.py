@@ -1,0 +1,292 @@
+"""From diffgpu IR to PTX: pipelines, upstream option checks, PTX extraction.
+
+Pipelines (options: `chip`, optional; when given it must be a known chip and
+every GPU function must target it; it never supplies a target):
+
+- `diffgpu-to-gpu{chip=sm_XX}`: diffgpu-verify-targets, diffgpu-autodiff,
+  diffgpu-verify-targets, diffgpu-lower-to-gpu (the "gpu" stage);
+- `diffgpu-to-nvvm{chip=sm_XX}`: then the gpu.modules to the LLVM/NVVM
+  dialects (the "nvvm" stage; `llvm.translate_module_to_llvmir` of a
+  gpu.module's body gives the "llvm" stage);
+- `diffgpu-to-ptx{chip=sm_XX}`: then `gpu-module-to-binary{format=isa}`: each
+  gpu.module becomes a `gpu.binary` holding PTX.
+
+    // diffgpu-opt -p 'diffgpu-to-ptx{chip=sm_90}' --emit=ptx
+    gpu.binary @diffgpu_sm_90  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">,
+                                 assembly = ".version ... .visible .entry k(...">]
+
+Math: `convert-gpu-to-nvvm` maps math ops to libdevice (`__nv_expf`, ...),
+which the MLIR wheel links into the module (embedded libdevice), so the PTX is
+self-contained; `math.fpowi` is expanded first (`math-expand-ops`), and ops
+without a libdevice mapping (`math.trunc`, ...) go through
+`convert-math-to-llvm`. `compile_ptx` refuses PTX with unresolved `.extern`
+functions.
+
+The kernel ABI is documented in lowering/to_gpu.py.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from diffgpu.lowering import targets as T
+from diffgpu.lowering.registry import PipelineError, register_pipeline, register_upstream_check
+
+#: upstream steps from `diffgpu-lower-to-gpu`'s output to the NVVM dialect
+GPU_TO_NVVM = (
+    "gpu.module(math-expand-ops{ops=fpowi},convert-scf-to-cf,convert-gpu-to-nvvm,"
+    "convert-math-to-llvm)",
+    "reconcile-unrealized-casts",
+)
+TO_PTX = "gpu-module-to-binary{format=isa}"
+#: gpu-module-to-binary formats that work with this MLIR build, no CUDA toolkit
+#: needed (ptxas is linked in); any other value aborts the process
+BINARY_FORMATS = ("isa", "assembly", "llvm", "offloading", "bin", "binary",
+                  "fatbin", "fatbinary")
+#: gpu::CompilationTarget values held by gpu.ObjectAttr.format
+OBJECT_FORMATS = {1: "llvm", 2: "ptx", 3: "cubin", 4: "fatbin"}
+_NVPTX_TRIPLES = ("nvptx64-nvidia-cuda", "nvptx-nvidia-cuda")
+_DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
+           "index": "int64", "i1": "bool"}
+
+
+@dataclass
+class GpuOptions:
+    """Options of the GPU pipelines."""
+    chip: str = ""
+
+    def __post_init__(self):
+        if self.chip:
+            T.check_chip(self.chip)
+
+
+def _front(opts: GpuOptions) -> list[str]:
+    lower = "diffgpu-lower-to-gpu" + (f"{{chip={opts.chip}}}" if opts.chip else "")
+    return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets", lower]
+
+
+@register_pipeline("diffgpu-to-gpu", "differentiate, verify targets, move kernels into "
+                   "gpu.module", GpuOptions)
+def to_gpu_pipeline(opts: GpuOptions) -> list[str]:
+    return _front(opts)
+
+
+@register_pipeline("diffgpu-to-nvvm", "diffgpu-to-gpu, then gpu.module to the NVVM/LLVM "
+                   "dialects", GpuOptions)
+def to_nvvm_pipeline(opts: GpuOptions) -> list[str]:
+    return _front(opts) + list(GPU_TO_NVVM)
+
+
+@register_pipeline("diffgpu-to-ptx", "diffgpu IR to gpu.binary ops holding PTX", GpuOptions)
+def to_ptx_pipeline(opts: GpuOptions) -> list[str]:
+    return _front(opts) + list(GPU_TO_NVVM) + [TO_PTX]
+
+
+# ---------------------------------------------------------------------------
+# upstream option checks (MLIR aborts on these values; found in subprocesses)
+# ---------------------------------------------------------------------------
+
+@register_upstream_check("gpu-module-to-binary")
+def check_gpu_module_to_binary(options: dict[str, str]) -> None:
+    """`format`: anything outside BINARY_FORMATS (also `format=`) aborts."""
+    fmt = options.get("format")
+    if fmt is not None and fmt not in BINARY_FORMATS:
+        raise PipelineError(f"gpu-module-to-binary: unknown format {fmt!r}; expected one of: "
+                            f"{', '.join(BINARY_FORMATS)} (isa/assembly give PTX text)")
+
+
+@register_upstream_check("nvvm-attach-target")
+def check_nvvm_attach_target(options: dict[str, str]) -> None:
+    """`chip` must be known to NVPTX, `O` in 0..3, `triple` an NVPTX one,
+    `features` `+ptxNN`: other values abort later in the NVVM backend."""
+    if "chip" in options:
+        try:
+            T.check_chip(options["chip"])
+        except T.TargetError as exc:
+            raise PipelineError(f"nvvm-attach-target: {exc}") from None
+    if "O" in options and options["O"] not in ("0", "1", "2", "3"):
+        raise PipelineError(f"nvvm-attach-target: O must be 0, 1, 2 or 3, got {options['O']!r}")
+    if "triple" in options and options["triple"] not in _NVPTX_TRIPLES:
+        raise PipelineError(f"nvvm-attach-target: triple must be one of "
+                            f"{', '.join(_NVPTX_TRIPLES)}, got {options['triple']!r}")
+    if "features" in options and not re.fullmatch(r"(\+ptx\d+)?", options["features"]):
+        raise PipelineError(f"nvvm-attach-target: features must be '+ptxNN', got "
+                            f"{options['features']!r}")
+
+
+# ---------------------------------------------------------------------------
+# results
+# ---------------------------------------------------------------------------
+
+@dataclass
+class GpuObject:
+    """One object of a `gpu.binary`: its target (text), format and bytes."""
+    target: str
+    format: str  # "ptx", "llvm" (bitcode), "cubin", "fatbin"
+    data: bytes
+
+
+@dataclass
+class PtxResult:
+    """What `compile_ptx` returns.
+
+    `ptx`: the PTX text; `entries`: the `.entry` names in it; `kernels`:
+    kernel name -> argument descriptors (see `kernel_abi`), in argument order.
+    """
+    chip: str
+    ptx: str
+    kernels: dict[str, list[tuple]] = field(default_factory=dict)
+    entries: list[str] = field(default_factory=list)
+
+
+def extract_objects(module) -> dict[str, list[GpuObject]]:
+    """`gpu.binary` name -> its objects, for a module after gpu-module-to-binary."""
+    from diffgpu._mlir import gpu
+
+    out = {}
+    for op in _top_ops(module, "gpu.binary"):
+        objs = []
+        for attr in op.attributes["objects"]:
+            obj = gpu.ObjectAttr(attr)
+            fmt = OBJECT_FORMATS.get(int(obj.format), str(obj.format))
+            objs.append(GpuObject(str(obj.target), fmt, bytes(obj.object)))
+        out[op.attributes["sym_name"].value] = objs
+    return out
+
+
+def extract_ptx(module) -> dict[str, str]:
+    """`gpu.binary` name -> PTX text (binaries holding no PTX are skipped)."""
+    out = {}
+    for name, objs in extract_objects(module).items():
+        ptx = [o for o in objs if o.format == "ptx"]
+        if len(ptx) > 1:
+            raise ValueError(f"gpu.binary @{name} holds {len(ptx)} PTX objects")
+        if ptx:
+            out[name] = ptx[0].data.decode("utf-8")
+    return out
+
+
+def ptx_entries(ptx: str) -> list[str]:
+    """Names of the `.entry` functions of a PTX text."""
+    return re.findall(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", ptx, re.M)
+
+
+def kernel_abi(module, chip: str | None = None) -> dict[str, list[tuple]]:
+    """Argument descriptors of the GPU kernels of `module` (before lowering):
+    `("memref", rank, dtype)` or `("scalar", dtype)`, dtype a numpy name."""
+    from diffgpu._mlir import ir
+
+    out = {}
+    for op in _top_ops(module, "func.func"):
+        target = T.get_target(op)
+        if T.KERNEL_ATTR not in op.attributes or not T.is_gpu(target):
+            continue
+        if chip and T.chip_of(target) != chip:
+            continue
+        name = op.attributes["sym_name"].value
+        ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        out[name] = [_descriptor(t, name, i) for i, t in enumerate(ftype.inputs)]
+    return out
+
+
+def _descriptor(t, kernel: str, i: int) -> tuple:
+    from diffgpu._mlir import ir
+
+    if isinstance(t, ir.MemRefType):
+        m = ir.MemRefType(t)
+        elem = _DTYPES.get(str(m.element_type))
+        if elem and elem != "bool" and str(m.element_type) != "index" and m.memory_space is None:
+            return ("memref", m.rank, elem)
+    elif str(t) in _DTYPES:
+        return ("scalar", _DTYPES[str(t)])
+    raise ValueError(f"kernel '@{kernel}': argument {i} has type {t}, which a GPU launch "
+                     "cannot pass")
+
+
+def compile_ptx(module_text, chip: str, context=None) -> PtxResult:
+    """Compile diffgpu IR (text, or an `ir.Module`, which is consumed) to PTX
+    for `chip` with `diffgpu-to-ptx{chip=...}`.
+
+    Raises `diffgpu.errors.CompileError` with the diagnostics (`loc: error:
+    message` lines) when a pass fails, and `diffgpu.lowering.targets.TargetError`
+    for an unknown chip.
+    """
+    from diffgpu._mlir import MLIRError, ir
+    from diffgpu.dialects import make_context
+    from diffgpu.errors import CompileError
+    from diffgpu.lowering.registry import build_pass_manager
+
+    T.check_chip(chip)
+    if isinstance(module_text, str):
+        ctx = context or make_context()
+        with ctx, ir.Location.unknown():
+            try:
+                module = ir.Module.parse(module_text)
+            except MLIRError as exc:
+                raise CompileError(_diagnostics(exc)) from None
+    else:
+        module = module_text
+        ctx = module.context
+    with ctx, ir.Location.unknown():
+        try:
+            kernels = kernel_abi(module, chip)
+        except ValueError as exc:
+            raise CompileError(str(exc)) from None
+        pm = build_pass_manager(f"diffgpu-to-ptx{{chip={chip}}}", ctx)
+        try:
+            pm.run(module.operation)
+        except MLIRError as exc:
+            raise CompileError(_diagnostics(exc)) from None
+        ptxs = extract_ptx(module)
+    if len(ptxs) != 1:
+        raise CompileError(f"expected one GPU module for {chip}, got {len(ptxs)}: the "
+                           "kernels must share one target")
+    (ptx,) = ptxs.values()
+    externs = re.findall(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", ptx, re.M)
+    if externs:
+        raise CompileError(f"the PTX calls functions it does not define: {', '.join(externs)}")
+    entries = ptx_entries(ptx)
+    missing = [k for k in kernels if k not in entries]
+    if missing:
+        raise CompileError(f"kernels missing from the PTX: {', '.join(missing)}")
+    return PtxResult(chip, ptx, kernels, entries)
+
+
+def has_nvptx() -> bool:
+    """Can these MLIR bindings turn a gpu.module into PTX (NVPTX backend)?"""
+    global _HAS_NVPTX
+    if _HAS_NVPTX is None:
+        try:
+            res = compile_ptx(_PROBE, "sm_90")
+            _HAS_NVPTX = ".target sm_90" in res.ptx and res.entries == ["probe"]
+        except Exception:
+            _HAS_NVPTX = False
+    return _HAS_NVPTX
+
+
+_HAS_NVPTX = None
+_PROBE = """
+func.func @probe(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {diffgpu.kernel,
+    diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
+  %i = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %x = memref.load %A[%i] : memref<?xf32, strided<[?], offset: ?>>
+  %y = math.exp %x : f32
+  memref.store %y, %A[%i] : memref<?xf32, strided<[?], offset: ?>>
+  return
+}
+"""
+
+
+def _top_ops(module, name: str) -> list:
+    op = getattr(module, "operation", module)
+    return [o.operation for o in op.regions[0].blocks[0].operations if o.operation.name == name]
+
+
+def _diagnostics(exc) -> str:
+    """`loc: error: message` lines of an MLIRError (notes indented)."""
+    lines = []
+    for d in getattr(exc, "error_diagnostics", []) or []:
+        lines.append(f"{d.location}: error: {d.message}")
+        for note in d.notes:
+            lines.append(f"  {note.location}: note: {note.message}")
+    return "\n".join(lines) or str(exc)
