@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 BUFFER_NAME = "-"  # the file name MLIR gives locations of a parsed string
 CURRENT_OP_NOTE = "see current operation"
+WHOLE_INPUT = ""  # Diag.file of a diagnostic about the whole input (no line)
 
 _SEVERITY = {"ERROR": "error", "WARNING": "warning", "NOTE": "note", "REMARK": "remark"}
 
@@ -30,7 +31,7 @@ class Diag:
         return self.file == BUFFER_NAME
 
 
-def _resolve_loc(loc, depth: int = 0):
+def resolve_loc(loc, depth: int = 0):
     """(file, line, col) of an MLIR Location, or None if it has no file."""
     if loc is None or depth > 32:
         return None
@@ -38,12 +39,12 @@ def _resolve_loc(loc, depth: int = 0):
         if loc.is_a_file():
             return (loc.filename, loc.start_line, loc.start_col)
         if loc.is_a_name():
-            return _resolve_loc(loc.child_loc, depth + 1)
+            return resolve_loc(loc.child_loc, depth + 1)
         if loc.is_a_callsite():
-            return _resolve_loc(loc.callee, depth + 1)
+            return resolve_loc(loc.callee, depth + 1)
         if loc.is_a_fused():
             for sub in loc.locations:
-                r = _resolve_loc(sub, depth + 1)
+                r = resolve_loc(sub, depth + 1)
                 if r is not None:
                     return r
     except Exception:  # an unusual location kind: treat as unknown
@@ -54,7 +55,7 @@ def _resolve_loc(loc, depth: int = 0):
 def from_mlir(d) -> Diag:
     """Convert an MLIR Diagnostic / DiagnosticInfo (copying everything)."""
     sev = _SEVERITY.get(str(d.severity).rsplit(".", 1)[-1].upper(), "error")
-    where = _resolve_loc(d.location)
+    where = resolve_loc(d.location)
     out = Diag(sev, str(d.message))
     if where is not None:
         out.file, out.line, out.col = where
@@ -73,6 +74,8 @@ class Printer:
     def where(self, d: Diag) -> str:
         if d.file is None:
             return "<unknown>:0"
+        if d.file == WHOLE_INPUT:
+            return self.name
         name = self.name if d.in_buffer else d.file
         return f"{name}:{d.line}:{d.col}"
 
@@ -87,8 +90,6 @@ class Printer:
             for n in d.notes:
                 self.emit(n)
 
-    def error(self, d_or_where, message: str | None = None) -> None:
-        self.emit(d_or_where if message is None else Diag("error", message, *d_or_where))
 
 
 # ---------------------------------------------------------------------------

@@ -21,7 +21,12 @@ _FMT_OFFLOAD, _FMT_ASSEMBLY = 1, 2
 
 
 class EmitError(Exception):
-    """The module cannot be shown in the requested form."""
+    """The module cannot be shown in the requested form (at `location`, an
+    MLIR Location, when one op is to blame)."""
+
+    def __init__(self, message: str, location=None):
+        super().__init__(message)
+        self.location = location
 
 
 def render(module, kind: str, generic: bool = False) -> str:
@@ -83,23 +88,47 @@ def llvm_of(module) -> str:
         raise EmitError("--emit=llvm: the gpu.binary ops hold no LLVM bitcode; use "
                         "gpu-module-to-binary{format=llvm}, or stop before it")
     gpu_modules = _top_ops(module, "gpu.module")
+    if gpu_modules:
+        out = []
+        for gm in gpu_modules:
+            inner = ir.Module.create()
+            for op in gm.regions[0].blocks[0].operations:
+                op.operation.clone(ir.InsertionPoint(inner.body))
+            name = gm.attributes["sym_name"].value
+            out.append(f"; gpu.module @{name}\n" + _translate(inner, llvm, MLIRError))
+        return "".join(out)
+    return _translate(module, llvm, MLIRError)
+
+
+#: dialects whose ops translate to LLVM IR (translating anything else crashes
+#: the MLIR 22 bindings, so it is checked first)
+_TRANSLATABLE = ("llvm.", "nvvm.")
+
+
+def _untranslatable(op):
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                child = child.operation
+                if not child.name.startswith(_TRANSLATABLE):
+                    return child
+                bad = _untranslatable(child)
+                if bad is not None:
+                    return bad
+    return None
+
+
+def _translate(module, llvm, MLIRError) -> str:
+    bad = _untranslatable(module.operation)
+    if bad is not None:
+        raise EmitError(f"--emit=llvm needs a module lowered to the LLVM dialect (e.g. "
+                        f"-p diffgpu-to-host, or the GPU lowering before "
+                        f"gpu-module-to-binary); '{bad.name}' is not an LLVM-dialect op", bad.location)
     try:
-        if gpu_modules:
-            out = []
-            for gm in gpu_modules:
-                inner = ir.Module.create()
-                for op in gm.regions[0].blocks[0].operations:
-                    op.operation.clone(ir.InsertionPoint(inner.body))
-                name = gm.attributes["sym_name"].value
-                out.append(f"; gpu.module @{name}\n" + str(llvm.translate_module_to_llvmir(
-                    inner.operation)))
-            return "".join(out)
         return str(llvm.translate_module_to_llvmir(module.operation))
     except MLIRError as exc:
         msgs = "; ".join(d.message for d in exc.error_diagnostics) or str(exc)
-        raise EmitError("--emit=llvm needs a module lowered to the LLVM dialect "
-                        f"(e.g. -p diffgpu-to-host, or the GPU lowering before "
-                        f"gpu-module-to-binary): {msgs}") from None
+        raise EmitError(f"--emit=llvm: translation to LLVM IR failed: {msgs}") from None
 
 
 def _llvm_dis(data: bytes) -> str:

