@@ -182,7 +182,7 @@ def build_payload(defn, types, target: str, diff=None):
         host = _compiler_call(lambda: compile_host(src.text), defn.name)
         payload.update(kind="host", llvm=host.llvm_text)
         return payload, host
-    from diffgpu.lowering.to_gpu import compile_ptx
+    from diffgpu.lowering.gpu_ptx import compile_ptx
     res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
     abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
     payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))

@@ -111,7 +111,7 @@ def source_fingerprint(defn) -> str:
             return
         seen.add(id(d))
         fn = d.py_func
-        parts.append(f"## {d.kind} {getattr(fn, '__module__', '')}.{fn.__qualname__}\n"
+        parts.append(f"## {d.kind} {fn.__qualname__}\n"
                      f"{_source_of(fn)}")
         names = sorted(_code_names(fn.__code__))
         env = _environment(fn)

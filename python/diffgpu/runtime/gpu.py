@@ -118,13 +118,30 @@ def pack_args(args, arg_types) -> list:
     return out
 
 
+def check_abi(abi, arg_types) -> None:
+    """The entry's argument descriptors (lowering/gpu_ptx.kernel_abi, stored
+    in the cache) must describe `arg_types`: a stale or foreign entry fails
+    here instead of reading garbage on the GPU."""
+    if abi is None:
+        return
+    want = [["memref", t.ndim, t.dtype] if isinstance(t, ArrayType) else ["scalar", t.dtype]
+            for t in arg_types]
+    got = [list(d) for d in abi]
+    if got != want:
+        raise LaunchError(f"compiled kernel ABI {got} does not match the arguments {want}")
+
+
 class GpuProgram:
     """A PTX module and its entry, launchable on CuPy arrays."""
 
-    def __init__(self, ptx: str, entry: str, meta: dict | None = None):
-        self.ptx, self.entry, self.meta = ptx, entry, dict(meta or {})
+    def __init__(self, ptx: str, entry: str, abi=None):
+        self.ptx, self.entry, self.meta = ptx, entry, abi
+        self._checked = False
 
     def launch(self, args, arg_types, grid, block, device_id: int = 0) -> None:
+        if not self._checked:
+            check_abi(self.meta, arg_types)
+            self._checked = True
         fn = _load_function(self.ptx, self.entry, device_id)
         cupy = cupy_module()
         flat = pack_args(args, arg_types)
