@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.lowering import targets
-from diffgpu.lowering import upstream_checks  # noqa: F401  (registers its checks)
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")

@@ -13,11 +13,8 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import tempfile
 
 PTX_HINT = "e.g. -p 'diffgpu-to-ptx{chip=sm_90}'"
-# gpu.ObjectAttr formats (mlir::gpu::CompilationTarget)
-_FMT_OFFLOAD, _FMT_ASSEMBLY = 1, 2
 
 
 class EmitError(Exception):
@@ -45,45 +42,33 @@ def _top_ops(module, name: str):
     return [op.operation for op in module.body.operations if op.operation.name == name]
 
 
-def _objects(binary):
-    from diffgpu._mlir import gpu
-    sym = binary.attributes["sym_name"].value if "sym_name" in binary.attributes else "?"
-    for obj in binary.attributes["objects"]:
-        yield sym, gpu.ObjectAttr(obj)
-
-
 def ptx_of(module) -> str:
     """The PTX of every gpu.binary of `module`; one binary: just its PTX."""
-    binaries = _top_ops(module, "gpu.binary")
+    from diffgpu.lowering.gpu_ptx import extract_objects
+
+    binaries = extract_objects(module)
     if not binaries:
         raise EmitError("--emit=ptx needs a pipeline that produces gpu.binary, " + PTX_HINT)
-    parts = []
-    formats = set()
-    for binary in binaries:
-        for sym, obj in _objects(binary):
-            formats.add(int(obj.format))
-            if int(obj.format) == _FMT_ASSEMBLY:
-                text = bytes(obj.object).decode("utf-8", "replace")
-                parts.append((sym, str(obj.target), text))
+    parts = [(name, o) for name, objs in binaries.items() for o in objs if o.format == "ptx"]
     if not parts:
-        raise EmitError("--emit=ptx: the gpu.binary ops hold no PTX (object formats "
-                        f"{sorted(formats)}); produce it with "
-                        "gpu-module-to-binary{format=isa}, " + PTX_HINT)
+        formats = sorted({o.format for objs in binaries.values() for o in objs})
+        raise EmitError(f"--emit=ptx: the gpu.binary ops hold no PTX (only {', '.join(formats)});"
+                        " produce it with gpu-module-to-binary{format=isa}, " + PTX_HINT)
     if len(parts) == 1:
-        return parts[0][2]
-    return "".join(f"// gpu.binary @{sym} {target}\n{text.rstrip()}\n\n"
-                   for sym, target, text in parts)
+        return parts[0][1].data.decode("utf-8", "replace")
+    return "".join(f"// gpu.binary @{name} {o.target}\n"
+                   f"{o.data.decode('utf-8', 'replace').rstrip()}\n\n" for name, o in parts)
 
 
 def llvm_of(module) -> str:
     from diffgpu._mlir import MLIRError, ir, llvm
+    from diffgpu.lowering.gpu_ptx import extract_objects
 
-    binaries = _top_ops(module, "gpu.binary")
-    bitcode = [(sym, obj) for b in binaries for sym, obj in _objects(b)
-               if int(obj.format) == _FMT_OFFLOAD]
+    binaries = extract_objects(module)
+    bitcode = [(name, o) for name, objs in binaries.items() for o in objs if o.format == "llvm"]
     if bitcode:
-        return "".join(f"; gpu.binary @{sym} {obj.target}\n{_llvm_dis(bytes(obj.object))}"
-                       for sym, obj in bitcode)
+        return "".join(f"; gpu.binary @{name} {o.target}\n{_llvm_dis(o.data)}"
+                       for name, o in bitcode)
     if binaries:
         raise EmitError("--emit=llvm: the gpu.binary ops hold no LLVM bitcode; use "
                         "gpu-module-to-binary{format=llvm}, or stop before it")
@@ -137,13 +122,11 @@ def _llvm_dis(data: bytes) -> str:
         exe = os.path.join(os.path.dirname(llvm_tools.__file__), "bin", "llvm-dis")
     except ImportError:
         exe = "llvm-dis"
-    with tempfile.NamedTemporaryFile(suffix=".bc") as f:
-        f.write(data)
-        f.flush()
-        try:
-            proc = subprocess.run([exe, f.name, "-o", "-"], capture_output=True, timeout=120)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise EmitError(f"--emit=llvm: cannot run llvm-dis: {exc}") from None
+    try:
+        proc = subprocess.run([exe, "-", "-o", "-"], input=data, capture_output=True,
+                              timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EmitError(f"--emit=llvm: cannot run llvm-dis: {exc}") from None
     if proc.returncode != 0:
         raise EmitError("--emit=llvm: llvm-dis failed: "
                         + proc.stderr.decode("utf-8", "replace").strip())
