@@ -70,6 +70,10 @@ DEVICE_SUFFIX = "__dg_device"
 #: memref.atomic_rmw kinds (arith::AtomicRMWKind)
 _RMW_ADDF, _RMW_ADDI = 0, 1
 _FUNC_PROPS = ("sym_name", "function_type", "sym_visibility", "res_attrs")
+#: NVPTX64's data layout (LLVM 22). Without it the MLIR -> LLVM translation
+#: gives i64 loads/stores LLVM's default 4-byte alignment and the backend
+#: splits them in two 32-bit accesses.
+NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
 
 @register_pass
@@ -202,7 +206,9 @@ class LowerToGpu(ModulePass):
             taken.add(name)
             gm = ir.Operation.create(
                 "gpu.module", attributes={"sym_name": ir.StringAttr.get(name),
-                                          "targets": ir.ArrayAttr.get([target])},
+                                          "targets": ir.ArrayAttr.get([target]),
+                                          "llvm.data_layout":
+                                              ir.StringAttr.get(NVPTX_DATA_LAYOUT)},
                 regions=1, loc=f.location, ip=ir.InsertionPoint(body))
             gm.regions[0].blocks.append()
             out[key] = gm

@@ -3,10 +3,12 @@
 // A kernel becomes a gpu.func kernel of the same name and arguments inside a
 // gpu.module whose target is the kernel's own (O = 1, not a default); the
 // module gets gpu.container_module; func.return becomes gpu.return; the
-// kernel keeps diffgpu.kernel and diffgpu.target.
+// kernel keeps diffgpu.kernel and diffgpu.target. The gpu.module carries
+// NVPTX's data layout (8-byte aligned i64).
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @diffgpu_sm_80 [#nvvm.target<O = 1, chip = "sm_80">]
+// CHECK-SAME: attributes {llvm.data_layout = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"}
 // CHECK-LABEL: gpu.func @k
 // CHECK-SAME: (%[[A:.+]]: memref<?xf32, strided<[?], offset: ?>>, %[[X:.+]]: f32) kernel
 // CHECK-SAME: attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 1, chip = "sm_80">}
