@@ -1,0 +1,52 @@
+"""In-kernel builtins: `dg.thread_id`, `dg.atomic_add`, `dg.exp`, ...
+
+These are compiled by the frontend, which recognizes each by its
+`__diffgpu_builtin__` tag (so `dg.exp`, `from diffgpu import exp` and the
+`math` module's functions all work). Called from ordinary Python they raise a
+clear error. Importing this never imports MLIR.
+"""
+from __future__ import annotations
+
+_DOCS = {
+    "thread_id": "thread_id(axis=0): index of the thread in its block along axis 0, 1, 2.",
+    "block_id": "block_id(axis=0): index of the block in the grid.",
+    "block_dim": "block_dim(axis=0): threads per block.",
+    "grid_dim": "grid_dim(axis=0): blocks per grid.",
+    "global_id": "global_id(axis=0): block_id(axis) * block_dim(axis) + thread_id(axis).",
+    "atomic_add": "atomic_add(A, index, value): atomically A[index] += value; "
+                  "returns the old value. index: an int or a tuple.",
+    "shared_array": "shared_array(shape, dtype): a block-shared array of constant "
+                    "shape (int or tuple) and numpy dtype.",
+    "syncthreads": "syncthreads(): barrier for all threads of the block.",
+}
+
+#: math functions: name -> number of arguments
+MATH_FUNCTIONS = {
+    "exp": 1, "exp2": 1, "log": 1, "log2": 1, "log10": 1, "log1p": 1, "expm1": 1,
+    "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1,
+    "sinh": 1, "cosh": 1, "tanh": 1, "asinh": 1, "acosh": 1, "atanh": 1,
+    "sqrt": 1, "rsqrt": 1, "cbrt": 1, "erf": 1, "erfc": 1,
+    "floor": 1, "ceil": 1, "trunc": 1, "fabs": 1,
+    "pow": 2, "atan2": 2, "copysign": 2, "fma": 3,
+}
+
+
+def _make(name: str, doc: str):
+    def builtin(*args, **kwargs):
+        raise RuntimeError(
+            f"diffgpu.{name}() can only be used inside a @dg.kernel or @dg.func "
+            "function that diffgpu compiles")
+    builtin.__name__ = builtin.__qualname__ = name
+    builtin.__doc__ = doc
+    builtin.__module__ = __name__
+    builtin.__diffgpu_builtin__ = name
+    return builtin
+
+
+for _name, _doc in _DOCS.items():
+    globals()[_name] = _make(_name, _doc)
+for _name, _n in MATH_FUNCTIONS.items():
+    globals()[_name] = _make(_name, f"{_name}: elementwise math on scalars "
+                                    f"({_n} argument{'s' if _n > 1 else ''}).")
+
+__all__ = list(_DOCS) + list(MATH_FUNCTIONS)

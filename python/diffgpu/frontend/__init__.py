@@ -1,0 +1,62 @@
+"""The Python frontend: `@dg.kernel` / `@dg.func` source -> diffgpu IR text.
+
+`build_module(defn, arg_types, target)` lowers a kernel (or func) specialized
+on its argument types, with every function it calls, into one MLIR module
+(text; upstream ops in custom syntax, diffgpu ops generic, a `loc(...)` on
+every op). `build_diff_module(...)` wraps a kernel into a new kernel whose body
+is one `diffgpu.autodiff` / `diffgpu.fwddiff` op (the host-side
+`dg.autodiff(kernel[grid, block], ...)`). Both raise
+`diffgpu.errors.CompileError` for user errors. This package never imports MLIR.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diffgpu.errors import CompileError
+from diffgpu.frontend.source import FrontendError, debug, to_compile_error
+
+
+@dataclass(frozen=True)
+class ModuleSource:
+    text: str
+    entry: str
+
+
+def _convert(fn):
+    """Run `fn()`, turning frontend errors (and internal bugs) into
+    CompileError without our traceback (DIFFGPU_DEBUG=1 keeps it)."""
+    try:
+        return fn()
+    except FrontendError as e:
+        err = to_compile_error(e)
+        if debug():
+            raise err from e
+        raise err from None
+    except CompileError:
+        raise
+    except RecursionError:
+        raise CompileError("kernel too deeply nested to compile") from None
+
+
+def build_module(defn, arg_types: tuple, target: str) -> ModuleSource:
+    from diffgpu.frontend.module import ModuleBuilder, from_api_type
+
+    def run():
+        mb = ModuleBuilder(target)
+        types = tuple(from_api_type(t) for t in arg_types)
+        info = mb.specialize(defn, types, entry=True)
+        return ModuleSource(mb.text(), info.symbol)
+    return _convert(run)
+
+
+def build_diff_module(defn, mode: str, activities: tuple, arg_types: tuple,
+                      target: str) -> ModuleSource:
+    from diffgpu.frontend.diff_lower import build_diff_text
+
+    def run():
+        text, entry = build_diff_text(defn, mode, tuple(activities), tuple(arg_types), target)
+        return ModuleSource(text, entry)
+    return _convert(run)
+
+
+__all__ = ["ModuleSource", "build_module", "build_diff_module"]

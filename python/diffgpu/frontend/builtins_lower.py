@@ -1,0 +1,303 @@
+"""Calls: diffgpu builtins, `math` functions, Python builtins, and calls of
+other `@dg.func` / `@dg.kernel` functions.
+
+Builtins are recognized by their `__diffgpu_builtin__` tag, `math` and
+Python builtins by identity. `math.floor/ceil/trunc` return ints (as in
+Python), `dg.floor/ceil/trunc` floats (as in NumPy).
+"""
+from __future__ import annotations
+
+import ast
+import builtins as py_builtins
+import math
+
+from diffgpu import activities
+from diffgpu.builtins import MATH_FUNCTIONS
+from diffgpu.frontend.emitter import I1, I64, INDEX
+from diffgpu.frontend.source import FrontendError
+from diffgpu.frontend.types_infer import ArrayT, Scalar, promote
+from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
+
+MATH_OPS = {
+    "exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2",
+    "log10": "math.log10", "log1p": "math.log1p", "expm1": "math.expm1",
+    "sin": "math.sin", "cos": "math.cos", "tan": "math.tan", "asin": "math.asin",
+    "acos": "math.acos", "atan": "math.atan", "sinh": "math.sinh", "cosh": "math.cosh",
+    "tanh": "math.tanh", "asinh": "math.asinh", "acosh": "math.acosh",
+    "atanh": "math.atanh", "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "cbrt": "math.cbrt",
+    "erf": "math.erf", "erfc": "math.erfc", "floor": "math.floor", "ceil": "math.ceil",
+    "trunc": "math.trunc", "fabs": "math.absf", "pow": "math.powf",
+    "atan2": "math.atan2", "copysign": "math.copysign", "fma": "math.fma",
+}
+#: functions of Python's math module, by identity -> our name
+PY_MATH = {id(getattr(math, n)): n for n in MATH_OPS if hasattr(math, n)}
+INT_RESULT_MATH = ("floor", "ceil", "trunc")  # math.floor(x) is an int in Python
+GEOMETRY = ("thread_id", "block_id", "block_dim", "grid_dim")
+ACTIVITY_CLASSES = (activities.Const, activities.Duplicated,
+                    activities.DuplicatedNoNeed, activities.Active)
+
+
+def dtype_elem(obj, node) -> str:
+    """numpy dtype (np.float32, np.dtype('float32'), float, int) -> f32, ..."""
+    from diffgpu.types import DTYPES
+    if obj is float:
+        return "f64"
+    if obj is int:
+        return "i64"
+    try:
+        import numpy as np
+        name = np.dtype(obj).name
+    except Exception:
+        name = None
+    if name not in DTYPES:
+        raise FrontendError(f"unsupported dtype {getattr(obj, '__name__', obj)!r} for "
+                            "shared_array (use float32, float64, int32 or int64)", node)
+    return DTYPES[name]
+
+
+class BuiltinMixin:
+    def visit_Call(self, node):
+        fn = self.visit(node.func)
+        callee = ast.unparse(node.func)
+        if not isinstance(fn, PyObj) or fn.obj is None:
+            raise FrontendError(f"{callee!r} is not callable (it is a {describe(fn)})", node)
+        obj = fn.obj
+        if getattr(obj, "__diffgpu_definition__", False):
+            return self.call_user(obj, node)
+        tag = getattr(obj, "__diffgpu_builtin__", None)
+        if tag in ("autodiff", "fwddiff"):
+            return self.lower_diff(tag, node)
+        if isinstance(tag, str):
+            if tag in MATH_OPS:
+                return self.math_call(tag, node, int_result=False)
+            method = getattr(self, f"builtin_{tag}", None)
+            if method is None:
+                raise FrontendError(f"diffgpu builtin {tag!r} is not supported in kernels",
+                                    node)
+            return method(node)
+        if id(obj) in PY_MATH and obj is getattr(math, PY_MATH[id(obj)]):
+            name = PY_MATH[id(obj)]
+            return self.math_call(name, node, int_result=name in INT_RESULT_MATH)
+        for name in ("abs", "min", "max", "int", "float", "bool", "len"):
+            if obj is getattr(py_builtins, name):
+                return getattr(self, f"py_{name}")(node)
+        if obj is py_builtins.range:
+            raise FrontendError("range() is only supported as the iterable of a for loop",
+                                node)
+        if obj in ACTIVITY_CLASSES:
+            raise FrontendError(f"{obj.__name__}(...) can only be an argument of "
+                                "dg.autodiff or dg.fwddiff", node)
+        if obj is py_builtins.print:
+            raise FrontendError("print() is not supported in kernels", node)
+        raise FrontendError(
+            f"call to unknown Python function {callee!r}: kernels can only call "
+            "@dg.func/@dg.kernel functions, diffgpu builtins and math functions", node)
+
+    # argument helpers ------------------------------------------------------
+    def call_args(self, node, lo, hi=None, name="function"):
+        hi = lo if hi is None else hi
+        if node.keywords:
+            raise FrontendError(f"{name}() takes no keyword arguments", node.keywords[0].value)
+        n = len(node.args)
+        if not lo <= n <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise FrontendError(f"{name}() takes {want} argument(s), got {n}", node)
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise FrontendError("*args in calls is not supported", a)
+        return node.args
+
+    def const_int(self, argnode, what):
+        v = self.visit(argnode)
+        if not (isinstance(v, Const) and isinstance(v.value, int)
+                and not isinstance(v.value, bool)):
+            raise FrontendError(f"{what} must be a constant integer, got {describe(v)}",
+                                argnode)
+        return v.value
+
+    def axis(self, node, name):
+        args = self.call_args(node, 0, 1, name)
+        if not args:
+            return 0
+        ax = self.const_int(args[0], f"{name}() axis")
+        if ax not in (0, 1, 2):
+            raise FrontendError(f"{name}() axis must be 0, 1 or 2, got {ax}", args[0])
+        return ax
+
+    # math -------------------------------------------------------------------
+    def math_call(self, name, node, int_result):
+        nargs = MATH_FUNCTIONS[name]
+        args = [self.eval_scalar(a, f"argument of {name}()")
+                for a in self.call_args(node, nargs, nargs, name)]
+        t = args[0].type
+        for a in args[1:]:
+            t = promote(t, a.type)
+        if not t.is_float:
+            t = Scalar("f64", t.weak)
+        em = self.em
+        xs = [em.value(a, t) for a in args]
+        r = em.op(f"{MATH_OPS[name]} {', '.join(x.ref for x in xs)} : {t.ty}", t)
+        if int_result:
+            return em.cast(r, Scalar("i64", t.weak))
+        return r
+
+    # Python builtins --------------------------------------------------------
+    def py_abs(self, node):
+        (a,) = self.call_args(node, 1, 1, "abs")
+        v = self.eval_scalar(a, "argument of abs()")
+        if isinstance(v, Const) and v.type.weak:
+            return Const.of(abs(v.value))
+        em = self.em
+        if v.type.is_float:
+            x = em.value(v)
+            return em.op(f"math.absf {x.ref} : {x.type.ty}", x.type)
+        neg = self.binop("-", Const.of(0), v, node)
+        x = em.value(v, neg.type)
+        lt = self.compare("<", x, Const.of(0))
+        return em.op(f"arith.select {lt.ref}, {neg.ref}, {x.ref} : {neg.type.ty}", neg.type)
+
+    def py_min(self, node):
+        return self._minmax(node, "min", "<")
+
+    def py_max(self, node):
+        return self._minmax(node, "max", ">")
+
+    def _minmax(self, node, name, op):
+        args = self.call_args(node, 2, 64, name)
+        vals = [self.eval_scalar(a, f"argument of {name}()") for a in args]
+        acc = vals[0]
+        for v in vals[1:]:
+            if isinstance(acc, Const) and isinstance(v, Const) and acc.type.weak and v.type.weak:
+                acc = Const.of(min(acc.value, v.value) if name == "min" else max(acc.value, v.value))
+                continue
+            t = promote(acc.type, v.type)
+            a, b = self.em.value(acc, t), self.em.value(v, t)
+            better = self.compare(op, b, a)  # Python: min(a, b) is b only if b < a
+            acc = self.em.op(f"arith.select {better.ref}, {b.ref}, {a.ref} : {t.ty}", t)
+        return acc
+
+    def py_int(self, node):
+        (a,) = self.call_args(node, 1, 1, "int")
+        v = self.eval_scalar(a, "argument of int()")
+        if isinstance(v, Const):
+            return Const.of(int(v.value))
+        return self.em.cast(v, Scalar("i64", True))
+
+    def py_float(self, node):
+        (a,) = self.call_args(node, 1, 1, "float")
+        v = self.eval_scalar(a, "argument of float()")
+        if isinstance(v, Const):
+            return Const.of(float(v.value))
+        return self.em.cast(v, Scalar("f64", True))
+
+    def py_bool(self, node):
+        (a,) = self.call_args(node, 1, 1, "bool")
+        v = self.eval_scalar(a, "argument of bool()")
+        if isinstance(v, Const):
+            return Const.of(bool(v.value))
+        return self.em.truth(v)
+
+    def py_len(self, node):
+        (a,) = self.call_args(node, 1, 1, "len")
+        v = self.visit(a)
+        if isinstance(v, TupleV):
+            return Const.of(len(v.items))
+        if isinstance(v, ShapeV):
+            return Const.of(v.array.type.ndim)
+        if isinstance(v, Value) and v.is_array:
+            return self.array_dim(v, 0)
+        raise FrontendError(f"len() of {describe(v)} is not supported", a)
+
+    # diffgpu builtins ------------------------------------------------------
+    def _geometry(self, name, dim):
+        return self.em.op(f'"diffgpu.{name}"() {{dim = {dim} : i64}} : () -> index', INDEX)
+
+    def _geometry_builtin(self, node, name):
+        return self.em.cast(self._geometry(name, self.axis(node, name)), I64)
+
+    def builtin_thread_id(self, node):
+        return self._geometry_builtin(node, "thread_id")
+
+    def builtin_block_id(self, node):
+        return self._geometry_builtin(node, "block_id")
+
+    def builtin_block_dim(self, node):
+        return self._geometry_builtin(node, "block_dim")
+
+    def builtin_grid_dim(self, node):
+        return self._geometry_builtin(node, "grid_dim")
+
+    def builtin_global_id(self, node):
+        ax = self.axis(node, "global_id")
+        em = self.em
+        b, d, t = (self._geometry(n, ax) for n in ("block_id", "block_dim", "thread_id"))
+        bd = em.op(f"arith.muli {b.ref}, {d.ref} : index", INDEX)
+        return em.cast(em.op(f"arith.addi {bd.ref}, {t.ref} : index", INDEX), I64)
+
+    def builtin_syncthreads(self, node):
+        self.call_args(node, 0, 0, "syncthreads")
+        self.em.line('"diffgpu.barrier"() : () -> ()')
+        return PyObj(None)
+
+    def builtin_atomic_add(self, node):
+        arr_node, idx_node, val_node = self.call_args(node, 3, 3, "atomic_add")
+        arr = self.visit(arr_node)
+        if not (isinstance(arr, Value) and arr.is_array):
+            raise FrontendError(f"atomic_add() needs an array, got {describe(arr)}", arr_node)
+        fake = ast.copy_location(ast.Subscript(arr_node, idx_node, ast.Load()), idx_node)
+        idx = self.indices(arr, fake)
+        v = self.eval_scalar(val_node, "atomic_add() value")
+        et = Scalar(arr.type.elem)
+        x = self.em.value(v, et)
+        operands = ", ".join([arr.ref, x.ref] + [i.ref for i in idx])
+        types = ", ".join([arr.type.mlir(), et.ty] + ["index"] * len(idx))
+        return self.em.op(f'"diffgpu.atomic_add"({operands}) : ({types}) -> {et.ty}', et)
+
+    def builtin_shared_array(self, node):
+        shape_node, dtype_node = self.call_args(node, 2, 2, "shared_array")
+        if self.kind != "kernel":
+            raise FrontendError("shared_array() is only allowed in a @dg.kernel", node)
+        shp = self.visit(shape_node)
+        items = shp.items if isinstance(shp, TupleV) else (shp,)
+        dims = []
+        for it in items:
+            if not (isinstance(it, Const) and isinstance(it.value, int)
+                    and not isinstance(it.value, bool)):
+                raise FrontendError("shared_array() shape must be a constant int or a tuple "
+                                    f"of constant ints, got {describe(it)}", shape_node)
+            if it.value <= 0:
+                raise FrontendError(f"shared_array() dimensions must be positive, got "
+                                    f"{it.value}", shape_node)
+            dims.append(it.value)
+        if not 1 <= len(dims) <= 3:
+            raise FrontendError("shared_array() takes 1 to 3 dimensions", shape_node)
+        dt = self.visit(dtype_node)
+        if not isinstance(dt, PyObj):
+            raise FrontendError(f"shared_array() dtype must be a numpy dtype such as "
+                                f"np.float32, got {describe(dt)}", dtype_node)
+        t = ArrayT(dtype_elem(dt.obj, dtype_node), len(dims), tuple(dims))
+        name = self.em.fresh()
+        self.prologue.append(f'{name} = "diffgpu.shared_alloc"() : () -> {t.mlir()} '
+                             f'{self.em.loc}')
+        return Value(name, t)
+
+    # user functions ---------------------------------------------------------
+    def call_user(self, defn, node):
+        pyf = defn.py_func
+        nparams = pyf.__code__.co_argcount
+        args = self.call_args(node, nparams, nparams, getattr(defn, "name", pyf.__name__))
+        vals = []
+        for a in args:
+            v = self.visit(a)
+            if not (isinstance(v, (Value, Const))):
+                raise FrontendError(f"cannot pass a {describe(v)} to a function", a)
+            vals.append(v)
+        info = self.mb.specialize(defn, tuple(v.type for v in vals), node)
+        ops = [self.em.value(v, v.type if isinstance(v.type, Scalar) else None) for v in vals]
+        argt = ", ".join(v.type.mlir() for v in vals)
+        rett = ", ".join(t.mlir() for t in info.results)
+        res = self.em.multi(f"func.call @{info.symbol}({', '.join(o.ref for o in ops)}) : "
+                            f"({argt}) -> ({rett})", list(info.results))
+        if not res:
+            return PyObj(None)
+        return res[0] if len(res) == 1 else TupleV(tuple(res))

@@ -1,0 +1,215 @@
+"""Differentiation: `dg.autodiff` / `dg.fwddiff` inside kernels, and the
+wrapper kernels of the host API (`build_diff_text`).
+
+Both emit one `diffgpu.autodiff` / `diffgpu.fwddiff` op (docs/IR.md): operand
+groups per callee argument (primal, then shadow for dup/dupnoneed), the
+`activity` list, the callee symbol and the enclosing function's target.
+
+```mlir
+%g = "diffgpu.autodiff"(%seed, %x) {activity = ["active"], callee = @f,
+       diffgpu.target = #llvm.target<...>,
+       operandSegmentSizes = array<i32: 1, 1, 0, ...>,
+       resultSegmentSizes = array<i32: 1, 0, ...>} : (f32, f32) -> f32
+```
+"""
+from __future__ import annotations
+
+import ast
+
+from diffgpu import activities
+from diffgpu.frontend.source import FrontendError
+from diffgpu.frontend.types_infer import ArrayT, Scalar
+from diffgpu.frontend.values import Const, PyObj, TupleV, Value, describe
+
+MAX_ARGS = 16
+KINDS = {activities.Const: "const", activities.Duplicated: "dup",
+         activities.DuplicatedNoNeed: "dupnoneed", activities.Active: "active"}
+CLASS_OF = {"const": "Const", "dup": "Duplicated", "dupnoneed": "DuplicatedNoNeed",
+            "active": "Active"}
+
+
+def check_activity(kind: str, t, mode: str, k: int) -> None:
+    """Raise FrontendError if activity `kind` is invalid for a value of type t."""
+    what = f"argument {k} ({t})"
+    if kind not in CLASS_OF:
+        raise FrontendError(f"unknown activity {kind!r} for {what}")
+    if kind == "const":
+        return
+    if isinstance(t, ArrayT):
+        if kind == "active":
+            raise FrontendError(f"{what}: Active is for scalars; use Duplicated(A, dA) "
+                                "for arrays")
+        if t.elem not in ("f32", "f64"):
+            raise FrontendError(f"{what}: integer arrays cannot be differentiated; use Const")
+        return
+    if not t.is_float:
+        raise FrontendError(f"{what}: integer arguments are always Const")
+    if mode == "reverse" and kind != "active":
+        raise FrontendError(f"{what}: a scalar is Active in reverse mode, not "
+                            f"{CLASS_OF[kind]}")
+    if mode == "forward" and kind == "active":
+        raise FrontendError(f"{what}: Active is for reverse mode (dg.autodiff); in "
+                            "forward mode pass Duplicated(x, dx) with a tangent")
+
+
+def diff_op(op, callee, kinds, groups, seed, result_types, target, with_seed_group):
+    """Generic text of a diffgpu.autodiff/fwddiff op (without results/loc).
+
+    groups: per argument a list of Values; seed: a Value or None."""
+    operands = ([seed] if seed is not None else []) + [v for g in groups for v in g]
+    seg = [len(g) for g in groups] + [0] * (MAX_ARGS - len(groups))
+    if with_seed_group:
+        seg = [1 if seed is not None else 0] + seg
+        rseg = [1 if k == "active" else 0 for k in kinds] + [0] * (MAX_ARGS - len(kinds))
+    else:
+        rseg = [len(result_types)]
+    acts = ", ".join(f'"{k}"' for k in kinds)
+    attrs = (f"activity = [{acts}], callee = @{callee}, diffgpu.target = {target}, "
+             f"operandSegmentSizes = array<i32: {', '.join(map(str, seg))}>, "
+             f"resultSegmentSizes = array<i32: {', '.join(map(str, rseg))}>")
+    refs = ", ".join(v.ref for v in operands)
+    types = ", ".join(v.type.mlir() for v in operands)
+    rtypes = ", ".join(t.mlir() for t in result_types)
+    return f'"diffgpu.{op}"({refs}) {{{attrs}}} : ({types}) -> ({rtypes})'
+
+
+class DiffMixin:
+    def lower_diff(self, tag, node):
+        mode = "reverse" if tag == "autodiff" else "forward"
+        name = f"dg.{tag}"
+        if not node.args:
+            raise FrontendError(f"{name}() needs the function to differentiate", node)
+        fn = self.visit(node.args[0])
+        if not (isinstance(fn, PyObj) and getattr(fn.obj, "__diffgpu_definition__", False)):
+            raise FrontendError(f"{name}() differentiates a @dg.func or @dg.kernel, got "
+                                f"{describe(fn)}", node.args[0])
+        seed_node = None
+        for kw in node.keywords:
+            if kw.arg == "seed" and mode == "reverse":
+                seed_node = kw.value
+            else:
+                raise FrontendError(f"{name}() got an unexpected keyword argument "
+                                    f"{kw.arg!r}", kw.value)
+        defn = fn.obj
+        nparams = defn.py_func.__code__.co_argcount
+        argnodes = node.args[1:]
+        if len(argnodes) != nparams:
+            raise FrontendError(f"{name}(): {defn.py_func.__name__!r} takes {nparams} "
+                                f"argument(s), got {len(argnodes)}", node)
+        if nparams > MAX_ARGS:
+            raise FrontendError(f"{name}() supports at most {MAX_ARGS} arguments", node)
+        kinds, groups = [], []
+        for k, a in enumerate(argnodes):
+            kind, vals = self.activity_arg(a)
+            prim = vals[0]
+            try:
+                check_activity(kind, prim.type, mode, k)
+            except FrontendError as e:
+                raise FrontendError(e.msg, a) from None
+            if kind in ("dup", "dupnoneed") and vals[1].type != prim.type:
+                if isinstance(prim.type, Scalar) and isinstance(vals[1].type, Scalar):
+                    vals[1] = Value(self.em.value(vals[1], prim.type).ref, prim.type)
+                else:
+                    raise FrontendError(f"the shadow of argument {k} must have the type "
+                                        f"of its primal ({prim.type}), got "
+                                        f"{vals[1].type}", a)
+            kinds.append(kind)
+            groups.append(vals)
+        types = tuple(g[0].type for g in groups)
+        info = self.mb.specialize(defn, types, node)
+        if len(info.results) > 1:
+            raise FrontendError(f"{name}() needs a function returning one scalar or "
+                                "nothing, not a tuple", node)
+        seed = None
+        if mode == "reverse" and info.results:
+            sv = self.eval_scalar(seed_node, "seed") if seed_node is not None else Const.of(1.0)
+            seed = self.em.value(sv, info.results[0])
+        elif seed_node is not None:
+            raise FrontendError("seed= is only meaningful when the function returns a "
+                                "value", seed_node)
+        groups = [[self.em.value(v, v.type if isinstance(v.type, Scalar) else None)
+                   for v in g] for g in groups]
+        if mode == "reverse":
+            rtypes = [g[0].type for g, k in zip(groups, kinds) if k == "active"]
+        else:
+            rtypes = list(info.results)
+        text = diff_op("autodiff" if mode == "reverse" else "fwddiff", info.symbol, kinds,
+                       groups, seed, rtypes, self.target, mode == "reverse")
+        res = self.em.multi(text, rtypes)
+        if mode == "reverse":
+            return TupleV(tuple(res))
+        return res[0] if res else PyObj(None)
+
+    def activity_arg(self, a):
+        """(kind, [primal, shadow?]) of one argument of autodiff/fwddiff."""
+        if isinstance(a, ast.Call):
+            f = self.visit(a.func)
+            if isinstance(f, PyObj) and f.obj in KINDS:
+                kind = KINDS[f.obj]
+                n = 2 if kind in ("dup", "dupnoneed") else 1
+                if a.keywords or len(a.args) != n:
+                    raise FrontendError(f"{f.obj.__name__}() takes {n} argument(s)", a)
+                return kind, [self.diff_value(x) for x in a.args]
+        return "const", [self.diff_value(a)]
+
+    def diff_value(self, node):
+        v = self.visit(node)
+        if isinstance(v, Const) or isinstance(v, Value):
+            return v
+        raise FrontendError(f"cannot differentiate with respect to a {describe(v)}", node)
+
+
+def build_diff_text(defn, mode, kinds, arg_types, target):
+    """Module text and entry symbol of the host-API derivative kernel."""
+    from diffgpu.frontend.module import ModuleBuilder, from_api_type
+    if mode not in ("reverse", "forward"):
+        raise FrontendError(f"unknown differentiation mode {mode!r}")
+    if getattr(defn, "kind", "kernel") != "kernel":
+        raise FrontendError("only @dg.kernel functions can be launched differentiated")
+    if len(kinds) != len(arg_types):
+        raise FrontendError(f"{len(kinds)} activities for {len(arg_types)} arguments")
+    if len(kinds) > MAX_ARGS:
+        raise FrontendError(f"at most {MAX_ARGS} arguments can be differentiated")
+    types = [from_api_type(t) for t in arg_types]
+    for k, (kind, t) in enumerate(zip(kinds, types)):
+        check_activity(kind, t, mode, k)
+    mb = ModuleBuilder(target)
+    name = getattr(defn, "name", None) or defn.py_func.__name__
+    entry = mb.symbol(f"__dg_{mode}_{name}")
+    info = mb.specialize(defn, tuple(types))
+    src = mb.source(defn.py_func)
+    loc = src.loc(src.tree)
+    params, groups, n = [], [], 0
+
+    def param(t):
+        nonlocal n
+        v = Value(f"%a{n}", t)
+        params.append(f"{v.ref}: {t.mlir()} {loc}")
+        n += 1
+        return v
+    for kind, t in zip(kinds, types):
+        g = [param(t)]
+        if kind in ("dup", "dupnoneed"):
+            g.append(param(t))
+        groups.append(g)
+    bufs = [param(ArrayT(t.ty, 1)) for kind, t in zip(kinds, types) if kind == "active"]
+    rtypes = [t for kind, t in zip(kinds, types) if kind == "active"]
+    op = "autodiff" if mode == "reverse" else "fwddiff"
+    text = diff_op(op, info.symbol, kinds, groups, None, rtypes, target, mode == "reverse")
+    body = []
+    if rtypes:
+        grads = f"%g:{len(rtypes)}" if len(rtypes) > 1 else "%g"
+        body.append(f"{grads} = {text} {loc}")
+        body.append(f"%c0 = arith.constant 0 : index {loc}")
+        for k, (b, t) in enumerate(zip(bufs, rtypes)):
+            g = f"%g#{k}" if len(rtypes) > 1 else "%g"
+            body.append(f'%old{k} = "diffgpu.atomic_add"({b.ref}, {g}, %c0) : '
+                        f"({b.type.mlir()}, {t.ty}, index) -> {t.ty} {loc}")
+    else:
+        body.append(f"{text} {loc}")
+    body.append(f"func.return {loc}")
+    head = (f"func.func @{entry}({', '.join(params)}) attributes "
+            f"{{diffgpu.kernel, diffgpu.target = {target}}} {{")
+    fn = "\n".join([head] + ["  " + b for b in body] + [f"}} {loc}"])
+    mb.texts.append(fn)
+    return mb.text(), entry

@@ -1,0 +1,92 @@
+"""A module of specialized functions: the entry and everything it calls.
+
+Each (Python function, argument types) pair becomes one `func.func`; the
+first specialization of a function gets its plain name, later ones a numeric
+suffix (`@f`, `@f_1`, ...). Callees are device functions (no
+`diffgpu.kernel`) with the target of the module.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from diffgpu.frontend.source import FrontendError, FunctionSource
+from diffgpu.frontend.types_infer import ArrayT, Scalar
+
+_SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
+
+
+@dataclass
+class FuncInfo:
+    symbol: str
+    results: tuple  # Scalar types (with weak flags) of the results
+
+
+def from_api_type(t):
+    """types.ArrayType/ScalarType -> ArrayT/Scalar."""
+    from diffgpu.types import MAX_NDIM, ArrayType, ScalarType
+    if isinstance(t, ArrayType):
+        if not 1 <= t.ndim <= MAX_NDIM:
+            raise FrontendError(f"arrays must have 1 to {MAX_NDIM} dimensions, got {t.ndim}")
+        return ArrayT(t.element, t.ndim)
+    if isinstance(t, ScalarType):
+        return Scalar(t.element)
+    raise FrontendError(f"unsupported argument type {t!r}")
+
+
+class ModuleBuilder:
+    def __init__(self, target: str):
+        self.target = target
+        self.funcs: dict = {}  # (py_func, types) -> FuncInfo
+        self.texts: list[str] = []
+        self.stack: list = []
+        self.used: set[str] = set()
+        self.sources: dict = {}
+
+    def source(self, py_func) -> FunctionSource:
+        src = self.sources.get(py_func)
+        if src is None:
+            src = self.sources[py_func] = FunctionSource(py_func)
+        return src
+
+    def symbol(self, name: str) -> str:
+        base = name if _SYMBOL_RE.match(name) else "fn"
+        sym, k = base, 0
+        while sym in self.used:
+            k += 1
+            sym = f"{base}_{k}"
+        self.used.add(sym)
+        return sym
+
+    def specialize(self, defn, types: tuple, call_node=None, entry=False,
+                   symbol: str | None = None) -> FuncInfo:
+        py_func = defn.py_func
+        key = (py_func, types)
+        if key in self.funcs:
+            return self.funcs[key]
+        if py_func in self.stack:
+            raise FrontendError(
+                f"recursion is not supported: {py_func.__name__!r} calls itself"
+                + ("" if self.stack[-1] is py_func else " through other functions"),
+                call_node)
+        from diffgpu.frontend.lowerer import FunctionLowerer
+        src = self.source(py_func)
+        sym = self.symbol(symbol or getattr(defn, "name", None) or py_func.__name__)
+        kind = getattr(defn, "kind", "func")
+        low = FunctionLowerer(self, defn, kind, src, types, sym, entry)
+        self.stack.append(py_func)
+        try:
+            text = low.lower()
+        except FrontendError as e:
+            if e.source is None:
+                e.source = src
+            raise
+        finally:
+            self.stack.pop()
+        info = FuncInfo(sym, tuple(low.results))
+        self.funcs[key] = info
+        self.texts.append(text)
+        return info
+
+    def text(self) -> str:
+        return "module {\n" + "\n".join(self.texts) + "\n}\n"

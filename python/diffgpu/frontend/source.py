@@ -1,0 +1,82 @@
+"""Source of a kernel: its AST, locations, and user-facing errors.
+
+`FrontendError(msg, node)` is raised anywhere in the frontend; the function
+being lowered attaches its `FunctionSource`, and `to_compile_error` turns it
+into a `diffgpu.errors.CompileError` with `file:line:col`, the source line and
+a caret.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+
+from diffgpu.errors import CompileError
+
+
+class FrontendError(Exception):
+    """A user error at an AST node (internal; becomes a CompileError)."""
+
+    def __init__(self, msg: str, node=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.node = node
+        self.source: FunctionSource | None = None
+
+
+class FunctionSource:
+    """The parsed `def` of a Python function, with its file and lines."""
+
+    def __init__(self, py_func):
+        self.py_func = py_func
+        self.filename = py_func.__code__.co_filename
+        try:
+            lines, start = inspect.getsourcelines(py_func)
+        except (OSError, TypeError):
+            raise FrontendError(
+                f"cannot read the source of {py_func.__name__!r}: kernels must "
+                "be defined in a file") from None
+        self.first_line = max(start, 1)
+        text = "".join(lines)
+        shift = 0
+        if text[:1] in (" ", "\t"):  # nested def: keep columns exact
+            text, shift = "if 1:\n" + text, 1
+        tree = ast.parse(text)
+        node = tree.body[0]
+        if shift:
+            node = node.body[0]
+        if not isinstance(node, ast.FunctionDef):
+            raise FrontendError(f"{py_func.__name__!r} is not a plain 'def' function")
+        self.tree = node
+        self._delta = self.first_line - 1 - shift
+        self._lines = lines
+        self._quoted = '"' + self.filename.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    def line_of(self, node) -> int:
+        return getattr(node, "lineno", self.tree.lineno) + self._delta
+
+    def loc(self, node) -> str:
+        """`loc("file":LINE:COL)` (1-based column) of an AST node."""
+        col = getattr(node, "col_offset", 0) + 1
+        return f"loc({self._quoted}:{self.line_of(node)}:{col})"
+
+    def source_line(self, line: int) -> str | None:
+        idx = line - self.first_line
+        if 0 <= idx < len(self._lines):
+            return self._lines[idx]
+        return None
+
+
+def to_compile_error(err: FrontendError) -> CompileError:
+    src, node = err.source, err.node
+    if src is None:
+        return CompileError(err.msg)
+    if node is None:
+        node = src.tree
+    line = src.line_of(node)
+    return CompileError(err.msg, src.filename, line, getattr(node, "col_offset", 0),
+                        src.source_line(line))
+
+
+def debug() -> bool:
+    return os.environ.get("DIFFGPU_DEBUG", "") not in ("", "0")
