@@ -115,6 +115,7 @@ def _payload_ok(payload: dict, target: str) -> bool:
 
 def _import_compiler():
     try:
+        from diffgpu import _mlir  # noqa: F401  (compiling needs MLIR)
         from diffgpu import frontend
     except ImportError as exc:
         raise CompileError(
