@@ -1,0 +1,46 @@
+"""The `diffgpu-autodiff` pass: reverse and forward mode.
+
+Each `diffgpu.autodiff` op becomes a call to a generated function
+`@__dg_rev_<callee>_<hash>` (forward sweep running the primal, then the
+reverse sweep) whose arguments are the callee's primals, the shadows of its
+`dup` arguments and the seed, and whose results are the gradients of its
+`active` arguments; `diffgpu.fwddiff` becomes a call to `@__dg_fwd_...`
+computing primal and tangents. Generated functions carry the target of the
+op that asked for them.
+
+    func.func @f(%A: memref<?xf32, ...>) { A[0] *= A[0] }
+    %0 = "diffgpu.autodiff"(%A, %dA) {callee = @f, activity = ["dup"], ...}
+  becomes
+    func.call @__dg_rev_f_1a2b3c4d(%A, %dA)
+    func.func @__dg_rev_f_1a2b3c4d(%A, %dA) attributes {diffgpu.target = <the op's>} {
+      %a = memref.load %A[%c0]; %p = arith.mulf %a, %a; memref.store %p, %A[%c0]
+      %d = memref.load %dA[%c0]; memref.store %zero, %dA[%c0]     // consume
+      %g = arith.addf (arith.mulf %d, %a), (arith.mulf %d, %a)
+      "diffgpu.atomic_add"(%dA, %g, %c0)
+    }
+
+Derivative rules: one table per dialect (rules_arith, rules_math,
+rules_memref, rules_scf, rules_diffgpu, rules_func); the sweep: reverse.py;
+the tape: tape.py; activities: activity.py; forward mode: forward.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from diffgpu.lowering.registry import ModulePass, register_pass
+
+
+@register_pass
+@dataclass
+class Autodiff(ModulePass):
+    """Replace diffgpu.autodiff / diffgpu.fwddiff by calls to generated
+    derivative functions (see the module docstring for an example)."""
+
+    name: ClassVar[str] = "diffgpu-autodiff"
+    summary: ClassVar[str] = "generate derivative functions for diffgpu.autodiff/fwddiff"
+
+    def run(self, module):
+        from .generate import Generator
+
+        Generator(self, module).lower_all()

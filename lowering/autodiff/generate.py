@@ -1,0 +1,193 @@
+"""Creation of derivative functions, memoized per (mode, callee, activities,
+target). Every generated function carries the target of the op (or the
+caller) that asked for it: never a default."""
+from __future__ import annotations
+
+from diffgpu._mlir import func, ir
+
+from diffgpu.lowering import targets
+
+from . import spec as S
+from . import tape as T
+from .activity import Activity, walk_ops
+from .reverse import ReverseSweep
+from .rules_func import rewrite_calls
+
+DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
+
+
+class Generator:
+    def __init__(self, pas, module):
+        self.pas, self.module = pas, module
+        self.body = module.regions[0].blocks[0]
+        self.funcs = {}
+        for op in self.body.operations:
+            if op.operation.name == "func.func":
+                self.funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
+        self.made = {}
+        self.busy = set()
+        self.lowered = set()
+
+    def lookup(self, name):
+        return self.funcs.get(name)
+
+    # -- driving --------------------------------------------------------------
+    def lower_all(self):
+        for name in list(self.funcs):
+            self.lower_in(name)
+
+    def lower_in(self, name):
+        """Replace the diffgpu.autodiff/fwddiff ops of function `name`."""
+        if name in self.lowered:
+            return
+        self.lowered.add(name)
+        fn = self.funcs[name]
+        if not len(fn.regions[0].blocks):
+            return
+        for op in walk_ops(fn.regions[0].blocks[0]):
+            if op.operation.name in DIFF_OPS:
+                self.lower_op(op)
+
+    def lower_op(self, op):
+        mode = "rev" if op.operation.name == "diffgpu.autodiff" else "fwd"
+        spec = S.parse(self.pas, op, self, mode)
+        if spec is None:
+            return
+        if mode == "rev":
+            made = self.reverse(spec, op)
+        else:
+            from .forward import make_forward
+            made = make_forward(self, spec, op)
+        if made is None:
+            return
+        name, result_types = made
+        with ir.InsertionPoint(op), op.location:
+            call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), spec.call_operands())
+        for old, new in zip(op.results, call.results):
+            old.replace_all_uses_with(new)
+        op.operation.erase()
+
+    # -- helpers ------------------------------------------------------------
+    def clone(self, src, name, target):
+        self.lower_in(ir.StringAttr(src.attributes["sym_name"]).value)
+        new = src.operation.clone(ip=ir.InsertionPoint(self.body))
+        new.attributes["sym_name"] = ir.StringAttr.get(name)
+        if targets.KERNEL_ATTR in new.attributes:
+            del new.attributes[targets.KERNEL_ATTR]
+        targets.set_target(new, target)
+        self.funcs[name] = new
+        return new
+
+    def new_func(self, name, ins, outs, target, loc):
+        with ir.InsertionPoint(self.body), loc:
+            fn = func.FuncOp(name, ir.FunctionType.get(ins, outs))
+        targets.set_target(fn, target)
+        self.funcs[name] = fn
+        fn.add_entry_block()
+        return fn
+
+    def begin(self, key, callee, at):
+        if key in self.busy:
+            self.pas.fail(at, f"cannot differentiate @{callee}: it is recursive")
+        self.busy.add(key)
+
+    # -- reverse mode: one function holding both sweeps ----------------------
+    def reverse(self, spec, at):
+        key = spec.key()
+        if key in self.made:
+            return self.made[key]
+        name = f"__dg_rev_{spec.callee}_{spec.digest()}"
+        grads = [t for a, t in zip(spec.acts, spec.arg_types) if a == "active"]
+        self.made[key] = (name, grads)
+        if name in self.funcs:
+            return self.made[key]
+        self.begin(key, spec.callee, at)
+        fn = self.clone(self.lookup(spec.callee), name, spec.target)
+        entry = fn.regions[0].blocks[0]
+        args = list(entry.arguments)
+        shadows = {}
+        for k, a in enumerate(spec.acts):
+            if S.is_shadowed(a):
+                shadows[args[k]] = entry.add_argument(spec.arg_types[k], fn.location)
+        seed = [entry.add_argument(t, fn.location) for t in spec.result_types]
+        ins = [a.type for a in entry.arguments]
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, grads))
+        act = Activity(entry, _idx(spec.acts, ("active",)), _idx(spec.acts, ("dup", "dupnoneed")))
+        tape = T.Tape(entry, entry)
+        R = ReverseSweep(self, act, tape, shadows, split=False)
+        rewrite_calls(R, spec.target, entry)
+        R.prepare(entry)
+        ret = list(entry.operations)[-1]
+        with ir.InsertionPoint(ret), ret.location:
+            R.sweep(entry, kind="direct", seed=lambda: _seed(R, ret, seed),
+                    finish=lambda: _finish(R, args, spec.acts, tape))
+        ret.erase()
+        self.busy.discard(key)
+        return self.made[key]
+
+    # -- reverse mode for calls: augmented forward + reverse -----------------
+    def split(self, callee, acts, target, at):
+        """(aug name, rev name, grad types) for a call of @callee, or None."""
+        fn = self.lookup(callee)
+        if fn is None or not len(fn.regions[0].blocks):
+            self.pas.error(at, f"cannot differentiate the call to @{callee}: it has no body")
+            return None
+        ins, outs = S.func_types(fn)
+        if len(outs) > 1:
+            self.pas.error(at, f"cannot differentiate the call to @{callee}: more than one result")
+            return None
+        spec = S.DiffSpec("split", callee, acts, ins, outs, target)
+        key = spec.key()
+        if key in self.made:
+            return self.made[key]
+        h = spec.digest()
+        aug_name, rev_name = f"__dg_aug_{callee}_{h}", f"__dg_revt_{callee}_{h}"
+        grads = [t for a, t in zip(acts, ins) if a == "active"]
+        self.made[key] = (aug_name, rev_name, grads)
+        if aug_name in self.funcs and rev_name in self.funcs:
+            return self.made[key]
+        self.begin(key, callee, at)
+        ht, ct = T.holder_types()
+        aug = self.clone(fn, aug_name, target)
+        entry = aug.regions[0].blocks[0]
+        fh = (entry.add_argument(ht, aug.location), entry.add_argument(ct, aug.location))
+        aug.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(ins) + [ht, ct], list(outs)))
+        rins = list(ins) + [t for a, t in zip(acts, ins) if a == "dup"] + list(outs) + [ht, ct]
+        rev = self.new_func(rev_name, rins, grads, target, aug.location)
+        rentry = rev.regions[0].blocks[0]
+        rargs = list(rentry.arguments)
+        args = list(entry.arguments)
+        shadows, pos = {}, len(ins)
+        for k, a in enumerate(acts):
+            if a == "dup":
+                shadows[args[k]] = rargs[pos]
+                pos += 1
+        seed = rargs[pos:pos + len(outs)]
+        act = Activity(entry, _idx(acts, ("active",)), _idx(acts, ("dup",)))
+        tape = T.Tape(entry, rentry, fwd_holder=fh, rev_holder=(rargs[-2], rargs[-1]))
+        R = ReverseSweep(self, act, tape, shadows, split=True, rev_args=rargs)
+        rewrite_calls(R, target, entry)
+        R.prepare(entry)
+        ret = list(entry.operations)[-1]
+        with ir.InsertionPoint(rentry), ret.location:
+            R.sweep(entry, kind="tape", seed=lambda: _seed(R, ret, seed),
+                    finish=lambda: _finish(R, args, acts, None))
+        self.busy.discard(key)
+        return self.made[key]
+
+
+def _idx(acts, kinds):
+    return {k for k, a in enumerate(acts) if a in kinds}
+
+
+def _seed(R, ret, seed):
+    for v, s in zip(ret.operands, seed):
+        R.add_adj(v, s)
+
+
+def _finish(R, args, acts, tape):
+    grads = [R.adj_or_zero(args[k]) for k, a in enumerate(acts) if a == "active"]
+    if tape is not None:
+        tape.release()
+    func.ReturnOp(grads)

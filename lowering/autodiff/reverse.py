@@ -1,0 +1,212 @@
+"""The reverse sweep (STYLE.md item 2).
+
+`sweep(block)` walks the block's forward ops once, appending each op's
+adjoint rule to a list, then emits the list reversed at the current
+insertion point. Adjoints accumulate in a value -> adjoint map (`local`, SSA
+values of the block being reversed); the adjoint of a value used in a nested
+block accumulates in a zero-initialised slot instead, since nested reverse
+regions cannot yield into the parent's map. Structured ops (rules_scf) call
+`sweep` recursively for their regions. Forward values reach the reverse code
+through `need(v)` (directly, via a slot, or via the tape: see tape.py).
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import ir, memref
+
+from . import build as B
+from . import rules_arith, rules_diffgpu, rules_func, rules_math, rules_memref, rules_scf
+from .activity import nested_uses
+from .partials import Args, scale
+
+ELEMENTWISE = {**rules_arith.DERIVATIVES, **rules_math.DERIVATIVES}
+STRUCTURED = {**rules_memref.REVERSE, **rules_scf.REVERSE, **rules_diffgpu.REVERSE,
+              **rules_func.REVERSE}
+INACTIVE = (rules_arith.INACTIVE | rules_math.INACTIVE | rules_memref.INACTIVE
+            | rules_diffgpu.INACTIVE)
+#: pure ops that the reverse sweep recomputes instead of taping
+REMAT = ("arith.constant", "diffgpu.thread_id", "diffgpu.block_id",
+         "diffgpu.block_dim", "diffgpu.grid_dim")
+
+
+class Frame:
+    """One forward block being reversed. kind: "direct" (values visible),
+    "slot" (runs at most once) or "tape" (in a loop, or split functions)."""
+
+    def __init__(self, fwd, kind, anchor):
+        self.fwd, self.kind, self.anchor = fwd, kind, anchor
+        self.cache = {}
+        self.local = {}
+
+
+class ReverseSweep:
+    """Reverse-mode code for one function. `split`: the forward sweep lives in
+    another function (augmented forward) and `rev_args` maps its entry
+    arguments; else forward and reverse share one function."""
+
+    def __init__(self, gen, activity, tape, shadows, split, rev_args=None):
+        self.gen, self.act, self.tape = gen, activity, tape
+        self.shadows = shadows  # fwd memref -> shadow memref (reverse side)
+        self.split, self.rev_args = split, rev_args
+        self.frames: list[Frame] = []
+        self.slots = {}
+        self.call_info = {}  # rewritten call op -> rules_func.CallInfo
+        self.nested = set()
+        self._reported = set()
+
+    # -- queries ------------------------------------------------------------
+    def is_active(self, v) -> bool:
+        return self.act.is_active(v)
+
+    def is_dup(self, v) -> bool:
+        return self.act.is_dup(v)
+
+    def shadow(self, m):
+        return self.shadows[m]
+
+    def error(self, op, msg):
+        self.gen.pas.error(op, msg)
+
+    def needs(self, op) -> bool:
+        rule = STRUCTURED.get(op.operation.name)
+        if rule is not None:
+            return rule.needs(self, op)
+        if op.operation.name in INACTIVE:
+            return False
+        return (any(self.is_active(r) for r in op.results)
+                or any(self.is_active(v) or self.is_dup(v) for v in op.operands))
+
+    def handler(self, op):
+        if not self.needs(op):
+            return None
+        rule = STRUCTURED.get(op.operation.name)
+        if rule is not None:
+            return rule.reverse
+        if op.operation.name in ELEMENTWISE:
+            return rev_elementwise
+        if op.operation not in self._reported:
+            self._reported.add(op.operation)
+            self.error(op, f"no derivative rule for '{op.operation.name}'")
+        return None
+
+    # -- frames -------------------------------------------------------------
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    def frame_of(self, v):
+        blk = B.defining_block(v)
+        for f in reversed(self.frames):
+            if f.fwd == blk:
+                return f
+        return None
+
+    def sweep(self, fwd_block, in_loop=False, seed=None, finish=None, kind=None):
+        """Emit the reverse of `fwd_block` at the current insertion point."""
+        if kind is None:
+            parent = self.frames[-1].kind if self.frames else "direct"
+            kind = "tape" if (self.split or in_loop or parent == "tape") else "slot"
+        ops = list(fwd_block.operations)[:-1]
+        anchor = B.idx(0).owner
+        self.frames.append(Frame(fwd_block, kind, anchor))
+        try:
+            todo = []
+            for op in ops:
+                h = self.handler(op)
+                if h is not None:
+                    todo.append((op, h))
+            if seed is not None:
+                seed()
+            for op, h in reversed(todo):
+                with op.location:
+                    h(self, op)
+            return finish() if finish is not None else None
+        finally:
+            self.frames.pop()
+
+    # -- forward values -----------------------------------------------------
+    def need(self, v):
+        """Forward value `v`, usable at the current reverse insertion point."""
+        frame = self.frame_of(v)
+        if frame is None:
+            raise RuntimeError(f"value {v.get_name()} not visible in the reverse sweep")
+        if frame.kind == "direct":
+            return v
+        owner = v.owner
+        if not isinstance(owner, ir.Block) and owner.operation.name in REMAT:
+            op = owner.operation
+            attrs = {k: op.attributes[k] for k in op.attributes}
+            return ir.Operation.create(op.name, results=[v.type], attributes=attrs).results[0]
+        if v in frame.cache:
+            return frame.cache[v]
+        if frame is self.frames[0] and B.is_block_arg(v):
+            return self.rev_args[v.arg_number]
+        if B.is_memref(v.type):
+            self.gen.pas.fail(v.location, "an array created inside a differentiated function "
+                              "cannot be used by its reverse sweep (not supported)")
+        term = list(frame.fwd.operations)[-1]
+        if frame.kind == "slot":
+            slot = self.tape.fwd_slot(v.type)
+            with ir.InsertionPoint(term):
+                memref.store(v, slot, [])
+            with ir.InsertionPoint(frame.anchor):
+                val = memref.load(slot, [])
+            first = val.owner
+        else:
+            with ir.InsertionPoint(term), term.location:
+                self.tape.push(v)
+            with ir.InsertionPoint(frame.anchor):
+                val, first = self.tape.pop(v.type)
+        frame.anchor = first.operation if hasattr(first, "operation") else first
+        frame.cache[v] = val
+        return val
+
+    # -- adjoints -----------------------------------------------------------
+    def add_adj(self, v, d):
+        """adjoint(v) += d (d: a value of v's type)."""
+        if not self.is_active(v) or d is None:
+            return
+        d = d.v if isinstance(d, B.V) else d
+        frame = self.frame_of(v)
+        if frame is self.frame and v not in self.nested:
+            old = frame.local.get(v)
+            frame.local[v] = d if old is None else (B.V(old) + d).v
+            return
+        slot = self.slots.get(v)
+        if slot is None:
+            slot = self.slots[v] = self.tape.adj_slot(v.type)
+        memref.store((B.V(memref.load(slot, [])) + d).v, slot, [])
+
+    def get_adj(self, v):
+        """The total adjoint of v, read at its definition (None when zero);
+        a slot is reset to zero for the next loop iteration."""
+        if not self.is_active(v):
+            return None
+        a = self.frame.local.pop(v, None)
+        slot = self.slots.get(v)
+        if slot is not None:
+            s = memref.load(slot, [])
+            memref.store(B.zero(v.type), slot, [])
+            a = s if a is None else (B.V(a) + s).v
+        return a
+
+    def adj_or_zero(self, v):
+        a = self.get_adj(v)
+        return a if a is not None else B.zero(v.type)
+
+    def prepare(self, entry_block):
+        self.nested = nested_uses(self.act.ops, self.is_active)
+
+
+def rev_elementwise(R, op):
+    """Apply the op's partials (rules_arith / rules_math)."""
+    d = R.get_adj(op.results[0])
+    if d is None:
+        return
+    args = Args(op, R.need)
+    for i, partial in enumerate(ELEMENTWISE[op.operation.name]):
+        v = op.operands[i]
+        if not R.is_active(v):
+            continue
+        c = scale(d, partial, args)
+        if c is not None:
+            R.add_adj(v, B.cast_float(c.v, v.type))

@@ -1,0 +1,52 @@
+"""Derivative rules of the `diffgpu` dialect.
+
+    "diffgpu.atomic_add"(%A, %v, %i)   reverse: adj(v) += dA[i] (dA[i] kept:
+                                       additions do not overwrite)
+    "diffgpu.barrier"()                reverse: a barrier at the mirrored point
+Thread geometry is integer-valued, hence inactive. Shared arrays have no
+shadow yet: an active value stored into one is an error (rules_memref).
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import ir, memref
+
+from .partials import Rule
+
+INACTIVE = frozenset(("diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim",
+                      "diffgpu.grid_dim", "diffgpu.shared_alloc"))
+
+
+def _atomic_needs(R, op):
+    mem, value = op.operands[0], op.operands[1]
+    if R.is_active(value) and not R.is_dup(mem):
+        R.error(op, "active value added atomically into an array without a shadow")
+        return False
+    if R.is_dup(mem) and R.is_active(op.results[0]) and len(list(op.results[0].uses)):
+        R.error(op, "the value returned by diffgpu.atomic_add is used: its derivative "
+                    "is not supported")
+        return False
+    return R.is_active(value) and R.is_dup(mem)
+
+
+def _atomic_reverse(R, op):
+    mem, value = op.operands[0], op.operands[1]
+    idx = [R.need(i) for i in op.operands[2:]]
+    R.add_adj(value, memref.load(R.shadow(mem), idx))
+
+
+def _atomic_tangent(F, op):
+    mem, value = op.operands[0], op.operands[1]
+    if F.is_dup(mem) and F.is_active(value):
+        ir.Operation.create("diffgpu.atomic_add", results=[value.type],
+                            operands=[F.shadow(mem), F.tangent(value)]
+                            + [F.val(i) for i in op.operands[2:]])
+
+
+def _barrier_reverse(R, op):
+    ir.Operation.create("diffgpu.barrier")
+
+
+REVERSE = {
+    "diffgpu.atomic_add": Rule(_atomic_needs, _atomic_reverse, _atomic_tangent),
+    "diffgpu.barrier": Rule(lambda R, op: True, _barrier_reverse, lambda F, op: None),
+}

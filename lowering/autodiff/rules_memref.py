@@ -1,0 +1,77 @@
+"""Derivative rules of the `memref` dialect.
+
+    %v = memref.load %A[%i]     reverse: atomic dA[i] += adj(v)
+    memref.store %v, %A[%i]     reverse: adj(v) += dA[i]; dA[i] = 0
+
+The store consumes the adjoint of the overwritten element (SPEC: a shadow
+holds the adjoint of its array's final value on entry, of its initial value
+on exit). Loaded values are forward SSA values, so the reverse sweep never
+re-reads memory that a later store may have overwritten.
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import ir, memref
+
+from . import build as B
+from .partials import Rule
+
+
+def _load_needs(R, op):
+    return R.is_active(op.results[0])
+
+
+def _load_reverse(R, op):
+    d = R.get_adj(op.results[0])
+    if d is None:
+        return
+    sh = R.shadow(op.operands[0])
+    idx = [R.need(i) for i in op.operands[1:]]
+    ir.Operation.create("diffgpu.atomic_add", results=[d.type], operands=[sh, d] + idx)
+
+
+def _store_needs(R, op):
+    value, mem = op.operands[0], op.operands[1]
+    if R.is_active(value) and not R.is_dup(mem):
+        R.error(op, "active value stored into an array without a shadow "
+                    "(make the array dg.Duplicated, or the value constant)")
+        return False
+    return R.is_dup(mem)
+
+
+def _store_reverse(R, op):
+    value, mem = op.operands[0], op.operands[1]
+    elem = B.memref_elem(mem.type)
+    if not B.is_float(elem):
+        return
+    sh = R.shadow(mem)
+    idx = [R.need(i) for i in op.operands[2:]]
+    d = memref.load(sh, idx)
+    memref.store(B.zero(elem), sh, idx)
+    R.add_adj(value, d)
+
+
+def _load_tangent(F, op):
+    if F.is_dup(op.operands[0]):
+        F.set_tangent(op.results[0], memref.load(F.shadow(op.operands[0]),
+                                                 [F.val(i) for i in op.operands[1:]]))
+
+
+def _store_tangent(F, op):
+    value, mem = op.operands[0], op.operands[1]
+    if not F.is_dup(mem):
+        if F.is_active(value):
+            F.error(op, "active value stored into an array without a shadow")
+        return
+    if not B.is_float(B.memref_elem(mem.type)):
+        return
+    memref.store(F.tangent(value), F.shadow(mem), [F.val(i) for i in op.operands[2:]])
+
+
+REVERSE = {
+    "memref.load": Rule(_load_needs, _load_reverse, _load_tangent),
+    "memref.store": Rule(_store_needs, _store_reverse, _store_tangent),
+}
+
+#: no derivative: shapes, and local allocations (an active value stored into
+#: one is reported by the store rule)
+INACTIVE = frozenset(("memref.dim", "memref.alloca", "memref.alloc", "memref.dealloc"))

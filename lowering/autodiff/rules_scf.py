@@ -1,0 +1,139 @@
+"""Derivative rules of the `scf` dialect: reverse regions built by the same
+sweep, recursively.
+
+    %r = scf.if %c -> f32 {.. yield %a} else {.. yield %b}
+      reverse: scf.if %c { adj(a) += adj(r); reverse(then) } else { ... }
+    %r = scf.for %i = %lb to %ub step %s iter_args(%x = %x0) {.. yield %y}
+      reverse: scf.for %k = 0 to tripcount iter_args(%dx = adj(r)) {
+                 %i = lb + (tc - 1 - k) * s; adj(y) += dx; reverse(body);
+                 yield adj(x) }; adj(x0) += result
+    scf.while: the forward sweep counts the iterations N of the `after`
+      region; the reverse runs N + 1 steps backwards: step 0 reverses the
+      final `before`, step j > 0 reverses `after` then `before`.
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import arith, ir, memref, scf
+
+from . import build as B
+from .partials import Rule
+
+
+def _region_needs(R, op):
+    if any(R.is_active(r) for r in op.results):
+        return True
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if R.needs(inner):
+                    return True
+    return False
+
+
+# -- scf.if -----------------------------------------------------------------
+def _if_reverse(R, op):
+    cond = R.need(op.operands[0])
+    dres = [R.get_adj(r) for r in op.results]
+    has_else = len(op.regions[1].blocks) > 0
+    rev = scf.IfOp(cond, [], has_else=has_else)
+    blocks = [rev.then_block] + ([rev.else_block] if has_else else [])
+    for region, rblock in zip(op.regions, blocks):
+        fwd = region.blocks[0]
+        yld = list(fwd.operations)[-1]
+
+        def seed(yld=yld):
+            for k, d in enumerate(dres):
+                if d is not None:
+                    R.add_adj(yld.operands[k], d)
+
+        with ir.InsertionPoint(rblock):
+            R.sweep(fwd, seed=seed, finish=lambda: scf.YieldOp([]))
+
+
+def _if_tangent(F, op):
+    F.structured_if(op)
+
+
+# -- scf.for ----------------------------------------------------------------
+def _for_reverse(R, op):
+    lb, ub, step = (R.need(op.operands[i]) for i in range(3))
+    body = op.regions[0].blocks[0]
+    iv, iargs = body.arguments[0], list(body.arguments)[1:]
+    inits = list(op.operands)[3:]
+    yld = list(body.operations)[-1]
+    act = [k for k in range(len(iargs)) if R.is_active(iargs[k])]
+    carry0 = [R.adj_or_zero(op.results[k]) for k in act]
+    tc = B.trip_count(lb, ub, step)
+    zero, one = B.zero(lb.type), B.const(lb.type, 1)
+    loop = scf.ForOp(zero, tc, one, carry0)
+    k_iv = loop.induction_variable
+    carries = list(loop.inner_iter_args)
+
+    def seed():
+        back = arith.subi(arith.subi(tc, one), k_iv)
+        R.frame.cache[iv] = arith.addi(lb, arith.muli(back, step))
+        for j, k in enumerate(act):
+            R.add_adj(yld.operands[k], carries[j])
+
+    def finish():
+        scf.YieldOp([R.adj_or_zero(iargs[k]) for k in act])
+
+    with ir.InsertionPoint(loop.body):
+        R.sweep(body, in_loop=True, seed=seed, finish=finish)
+    for j, k in enumerate(act):
+        R.add_adj(inits[k], loop.results[j])
+
+
+# -- scf.while --------------------------------------------------------------
+def _while_reverse(R, op):
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    cond = list(before.operations)[-1]
+    yld = list(after.operations)[-1]
+    # forward: count the executions of `after`
+    idx_t = B.index_type()
+    slot = R.tape.fwd_slot(idx_t)
+    with ir.InsertionPoint(op), op.location:
+        memref.store(B.idx(0), slot, [])
+    with ir.InsertionPoint(list(after.operations)[0]), op.location:
+        memref.store(arith.addi(memref.load(slot, []), B.idx(1)), slot, [])
+    with ir.InsertionPoint.after(op), op.location:
+        count = memref.load(slot, [])
+    n = R.need(count)
+
+    act_b = [k for k, a in enumerate(before.arguments) if R.is_active(a)]
+    act_c = [j for j, a in enumerate(after.arguments) if R.is_active(a)]
+    dres = [R.adj_or_zero(op.results[j]) for j in act_c]
+    carry0 = [B.zero(before.arguments[k].type) for k in act_b]
+    loop = scf.ForOp(B.idx(0), arith.addi(n, B.idx(1)), B.idx(1), carry0)
+    j_iv = loop.induction_variable
+    carries = list(loop.inner_iter_args)
+    with ir.InsertionPoint(loop.body):
+        first = arith.cmpi(arith.CmpIPredicate.eq, j_iv, B.idx(0))
+        step = scf.IfOp(first, [after.arguments[j].type for j in act_c], has_else=True)
+        with ir.InsertionPoint(step.then_block):
+            scf.YieldOp(dres)
+
+        def seed_after():
+            for i, k in enumerate(act_b):
+                R.add_adj(yld.operands[k], carries[i])
+
+        with ir.InsertionPoint(step.else_block):
+            R.sweep(after, in_loop=True, seed=seed_after,
+                    finish=lambda: scf.YieldOp([R.adj_or_zero(after.arguments[j]) for j in act_c]))
+        dcond = list(step.results)
+
+        def seed_before():
+            for i, j in enumerate(act_c):
+                R.add_adj(cond.operands[1 + j], dcond[i])
+
+        R.sweep(before, in_loop=True, seed=seed_before,
+                finish=lambda: scf.YieldOp([R.adj_or_zero(before.arguments[k]) for k in act_b]))
+    for i, k in enumerate(act_b):
+        R.add_adj(op.operands[k], loop.results[i])
+
+
+REVERSE = {
+    "scf.if": Rule(_region_needs, _if_reverse, _if_tangent),
+    "scf.for": Rule(_region_needs, _for_reverse),
+    "scf.while": Rule(_region_needs, _while_reverse),
+}

@@ -1,0 +1,136 @@
+"""Reading and checking a `diffgpu.autodiff` / `diffgpu.fwddiff` op (docs/IR.md)."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from diffgpu._mlir import ir
+
+from diffgpu.lowering import targets
+
+from . import build as B
+
+KINDS = ("const", "dup", "dupnoneed", "active")
+MAX_ARGS = 16
+
+
+@dataclass
+class DiffSpec:
+    """One differentiation request: callee, activities and operands."""
+    mode: str  # "rev" or "fwd"
+    callee: str
+    acts: list
+    arg_types: list
+    result_types: list
+    target: object
+    primals: list = field(default_factory=list)
+    shadows: list = field(default_factory=list)  # in argument order, dup args only
+    seed: list = field(default_factory=list)
+
+    def key(self):
+        return (self.mode, self.callee, tuple(self.acts), str(self.target))
+
+    def digest(self) -> str:
+        text = "|".join([self.mode, self.callee, ",".join(self.acts),
+                         ",".join(str(t) for t in self.arg_types), str(self.target)])
+        return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+    def call_operands(self):
+        return list(self.primals) + list(self.shadows) + list(self.seed)
+
+
+def is_shadowed(act: str) -> bool:
+    return act in ("dup", "dupnoneed")
+
+
+def func_types(fn):
+    ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    return list(ftype.inputs), list(ftype.results)
+
+
+def parse(pas, op, gen, mode):
+    """A DiffSpec for `op`, or None after reporting what is wrong."""
+    opname = op.operation.name
+    attrs = op.attributes
+    if "callee" not in attrs or "activity" not in attrs:
+        pas.error(op, f"'{opname}' needs 'callee' and 'activity' attributes")
+        return None
+    callee = ir.FlatSymbolRefAttr(attrs["callee"]).value
+    acts = [ir.StringAttr(a).value for a in ir.ArrayAttr(attrs["activity"])]
+    target = targets.get_target(op)
+    if target is None:
+        pas.error(op, f"'{opname}' has no {targets.TARGET_ATTR}")
+        return None
+    fn = gen.lookup(callee)
+    if fn is None:
+        pas.error(op, f"'{opname}' refers to unknown function @{callee}")
+        return None
+    if len(fn.regions[0].blocks) == 0:
+        pas.error(op, f"cannot differentiate @{callee}: it has no body")
+        return None
+    ins, outs = func_types(fn)
+    if len(acts) != len(ins):
+        pas.error(op, f"'{opname}' gives {len(acts)} activities for @{callee}, "
+                      f"which takes {len(ins)} arguments")
+        return None
+    if len(ins) > MAX_ARGS or len(outs) > 1:
+        pas.error(op, f"cannot differentiate @{callee}: at most {MAX_ARGS} arguments "
+                      "and one result are supported")
+        return None
+    seg = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
+    operands = list(op.operands)
+    spec = DiffSpec(mode, callee, acts, ins, outs, target)
+    pos = 0
+    if mode == "rev":
+        want_seed = 1 if outs else 0
+        if seg[0] != want_seed:
+            pas.error(op, f"'{opname}' of @{callee} needs {want_seed} seed operand(s), got {seg[0]}")
+            return None
+        spec.seed = operands[:want_seed]
+        pos, seg = want_seed, seg[1:]
+    for k, (act, t) in enumerate(zip(acts, ins)):
+        bad = _check_act(act, t, mode)
+        if bad:
+            pas.error(op, f"'{opname}' argument {k} of @{callee}: {bad}")
+            return None
+        n = 2 if is_shadowed(act) else 1
+        if seg[k] != n:
+            pas.error(op, f"'{opname}' argument {k} of @{callee} is '{act}': expected "
+                          f"{n} operand(s), got {seg[k]}")
+            return None
+        group = operands[pos:pos + n]
+        pos += n
+        for v in group:
+            if str(v.type) != str(t):
+                pas.error(op, f"'{opname}' argument {k} of @{callee}: operand type "
+                              f"{v.type} does not match parameter type {t}")
+                return None
+        spec.primals.append(group[0])
+        if n == 2:
+            spec.shadows.append(group[1])
+    want = [t for a, t in zip(acts, ins) if a == "active"] if mode == "rev" else \
+        (list(outs) if outs and op.results and len(list(op.results)) else [])
+    got = [r.type for r in op.results]
+    if [str(t) for t in got] != [str(t) for t in want]:
+        pas.error(op, f"'{opname}' of @{callee} must return "
+                      f"({', '.join(str(t) for t in want)}), not ({', '.join(str(t) for t in got)})")
+        return None
+    return spec
+
+
+def _check_act(act, t, mode):
+    if act not in KINDS:
+        return f"unknown activity '{act}' (expected one of {', '.join(KINDS)})"
+    if act == "const":
+        return None
+    if B.is_memref(t):
+        if act == "active":
+            return "arrays cannot be 'active'; use 'dup'"
+        return None
+    if not B.is_float(t):
+        return f"'{act}' needs a float or an array; an integer argument must be 'const'"
+    if mode == "rev" and is_shadowed(act):
+        return "a float scalar is 'active' in reverse mode, not 'dup'"
+    if mode == "fwd" and act == "active":
+        return "'active' is reverse mode only; use 'dup' with a tangent in forward mode"
+    return None

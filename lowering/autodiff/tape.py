@@ -1,0 +1,151 @@
+"""The tape: how the reverse sweep gets forward values it cannot see.
+
+Values of the function's entry block are SSA values the reverse sweep uses
+directly (standalone reverse functions hold both sweeps). A value defined in
+a nested block that runs at most once (an `scf.if` branch outside loops)
+goes through a one-value slot (`memref.alloca() : memref<T>`). Values of
+loop bodies (and every value of a split augmented-forward/reverse pair used
+for calls) go on a per-thread LIFO stack of i64 words:
+
+    %h = memref.alloca() : memref<1xmemref<?xi64>>   // the growable buffer
+    %n = memref.alloca() : memref<1xindex>            // words in use
+
+A push appends before the terminator of the value's forward block (growing
+the buffer by doubling, with memref.alloc/dealloc), a pop is emitted at the
+start of the matching reverse block; since the reverse sweep replays every
+block in exactly the reverse order, pushes and pops match LIFO.
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import arith, ir, memref, scf
+
+from . import build as B
+
+INITIAL_WORDS = 64
+
+
+def holder_types():
+    """Types of the (buffer holder, counter) pair passed to split functions."""
+    buf = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], B.i64())
+    return (ir.MemRefType.get([1], buf), ir.MemRefType.get([1], B.index_type()))
+
+
+def at_begin(block):
+    ops = list(block.operations)
+    return ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(block)
+
+
+class Tape:
+    """Tape state of one generated function pair (fwd may equal rev)."""
+
+    def __init__(self, fwd_entry, rev_entry, fwd_holder=None, rev_holder=None):
+        self.fwd_entry, self.rev_entry = fwd_entry, rev_entry
+        self._fwd = fwd_holder  # (holder, counter) or None: created lazily
+        self._rev = rev_holder
+        self.owned = fwd_holder is None  # standalone: we allocate and free it
+
+    # -- holders ----------------------------------------------------------
+    def fwd_holder(self):
+        if self._fwd is None:
+            ht, ct = holder_types()
+            with at_begin(self.fwd_entry):
+                h = memref.alloca(ht, [], [])
+                buf = memref.alloc(ht.element_type, [B.idx(INITIAL_WORDS)], [])
+                c0 = B.idx(0)
+                memref.store(buf, h, [c0])
+                n = memref.alloca(ct, [], [])
+                memref.store(c0, n, [c0])
+            self._fwd = (h, n)
+            if self._rev is None:
+                self._rev = self._fwd
+        return self._fwd
+
+    def rev_holder(self):
+        if self._rev is None:
+            self.fwd_holder()
+        return self._rev
+
+    def release(self):
+        """Free the buffer (standalone functions, at the end of the reverse)."""
+        if self.owned and self._fwd is not None:
+            h, _ = self._fwd
+            memref.dealloc(memref.load(h, [B.idx(0)]))
+
+    # -- slots ------------------------------------------------------------
+    def fwd_slot(self, t):
+        with at_begin(self.fwd_entry):
+            return B.alloca_scalar(t)
+
+    def adj_slot(self, t):
+        """A zero-initialised slot in the reverse function's entry block."""
+        with at_begin(self.rev_entry):
+            s = B.alloca_scalar(t)
+            memref.store(B.zero(t), s, [])
+        return s
+
+    # -- stack ------------------------------------------------------------
+    def push(self, v):
+        """Append v at the current insertion point (forward code)."""
+        h, n = self.fwd_holder()
+        word = _encode(v)
+        c0 = B.idx(0)
+        cnt = memref.load(n, [c0])
+        buf = memref.load(h, [c0])
+        cap = memref.dim(buf, c0)
+        full = arith.cmpi(arith.CmpIPredicate.uge, cnt, cap)
+        grow = scf.IfOp(full)
+        with ir.InsertionPoint(grow.then_block):
+            newcap = arith.muli(cap, B.idx(2))
+            nb = memref.alloc(buf.type, [newcap], [])
+            loop = scf.ForOp(c0, cnt, B.idx(1))
+            with ir.InsertionPoint(loop.body):
+                i = loop.induction_variable
+                memref.store(memref.load(buf, [i]), nb, [i])
+                scf.YieldOp([])
+            memref.dealloc(buf)
+            memref.store(nb, h, [c0])
+            scf.YieldOp([])
+        buf2 = memref.load(h, [c0])
+        memref.store(word, buf2, [cnt])
+        memref.store(arith.addi(cnt, B.idx(1)), n, [c0])
+
+    def pop(self, t):
+        """Pop a value of type t at the current insertion point (reverse
+        code); returns (value, first op emitted)."""
+        h, n = self.rev_holder()
+        c0 = B.idx(0)
+        first = c0.owner
+        cnt = memref.load(n, [c0])
+        top = arith.subi(cnt, B.idx(1))
+        memref.store(top, n, [c0])
+        buf = memref.load(h, [c0])
+        return _decode(memref.load(buf, [top]), t), first
+
+
+def _encode(v):
+    s = str(v.type)
+    i64 = B.i64()
+    if s == "i64":
+        return v
+    if s == "f64":
+        return arith.bitcast(i64, v)
+    if s == "f32":
+        return arith.extui(i64, arith.bitcast(ir.IntegerType.get_signless(32), v))
+    if s == "index":
+        return arith.index_cast(i64, v)
+    if B.is_int(v.type):
+        return arith.extui(i64, v)
+    raise ValueError(f"cannot put a value of type {s} on the tape")
+
+
+def _decode(w, t):
+    s = str(t)
+    if s == "i64":
+        return w
+    if s == "f64":
+        return arith.bitcast(t, w)
+    if s == "f32":
+        return arith.bitcast(t, arith.trunci(ir.IntegerType.get_signless(32), w))
+    if s == "index":
+        return arith.index_cast(t, w)
+    return arith.trunci(t, w)
