@@ -41,7 +41,8 @@ MAX_POW_UNROLL = 8
 
 
 def _is_numpy_scalar(obj) -> bool:
-    return type(obj).__module__ == "numpy" and hasattr(obj, "dtype") and hasattr(obj, "item")
+    return (type(obj).__module__ == "numpy" and hasattr(obj, "dtype")
+            and hasattr(obj, "item") and getattr(obj, "ndim", None) == 0)
 
 
 def py_to_val(obj, what: str, node):
@@ -56,7 +57,8 @@ def py_to_val(obj, what: str, node):
         if name not in DTYPES:
             raise FrontendError(f"{what} has unsupported numpy type {name}", node)
         return Const(obj.item(), Scalar(DTYPES[name]))
-    if type(obj).__module__ == "numpy" and hasattr(obj, "shape"):
+    if not isinstance(obj, (pytypes.ModuleType, type)) and hasattr(obj, "shape") \
+            and hasattr(obj, "dtype"):  # numpy/CuPy/torch arrays
         raise FrontendError(f"{what} is a global array: pass arrays to kernels as "
                             "arguments", node)
     if isinstance(obj, tuple):

@@ -197,7 +197,8 @@ class StmtMixin:
         what = ast.unparse(target.value)
         if isinstance(base, TupleV):
             raise FrontendError(f"cannot assign into {what!r}: tuples are immutable", target)
-        if isinstance(base, PyObj):
+        if isinstance(base, PyObj) or isinstance(target.value, ast.Name) \
+                and target.value.id not in self.local_names:
             raise FrontendError(f"cannot assign into global {what!r}: only array "
                                 "arguments can be stored into", target)
         raise FrontendError(f"cannot store into {what!r}: it is a {describe(base)}, "
