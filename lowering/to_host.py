@@ -13,6 +13,11 @@ kernel `@k(args)` whose `diffgpu.target` is the host target becomes:
   (see host_ops.py), loops over blocks (z, y, x) and, inside, over threads
   (z, y, x), calling `@k__thread`.
 
+Host device functions are renamed `@__dg_dev_<name>` (names starting with
+`__dg_` are kept), so that no user function can clash with, or be called in
+place of, a C library function the lowering declares (`@exp`, `@malloc`...);
+kernel entries keep their names, except names in `RESERVED` (`@exp` becomes
+`@__dg_entry_exp`; see `entry_name`).
 Geometry ops in every host function read the global; `diffgpu.atomic_add`
 becomes load/add/store. Kernels with top-level `diffgpu.barrier`s are split
 into phases (see host_barrier.py). GPU-target functions are left untouched.
@@ -48,6 +53,17 @@ from diffgpu.lowering import host_barrier, host_ops, targets
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
+DEVICE_PREFIX = "__dg_dev_"
+ENTRY_PREFIX = "__dg_entry_"
+_LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil",
+         "copysign", "cos", "cosh", "erf", "erfc", "exp", "exp2", "expm1", "fabs", "floor",
+         "fma", "fmax", "fmin", "fmod", "log", "log10", "log1p", "log2", "pow", "rint",
+         "round", "roundeven", "sin", "sinh", "sqrt", "tan", "tanh", "trunc")
+#: symbols the upstream lowering may declare (libm, allocation): a kernel of
+#: one of these names gets the entry `@__dg_entry_<name>` instead of `@<name>`
+RESERVED = frozenset(_LIBM + tuple(n + "f" for n in _LIBM) + (
+    "malloc", "free", "aligned_alloc", "calloc", "realloc", "memcpy", "memmove", "memset",
+    "memrefCopy", "abort", "printf", "puts"))
 GRID_ARGS = ("gx", "gy", "gz", "bx", "by", "bz")
 _DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
 
@@ -68,6 +84,8 @@ class LowerToHost(ModulePass):
                               "geometry, shared memory, atomics, barriers")
 
     def run(self, module) -> None:
+        from diffgpu._mlir import ir
+
         funcs = [op.operation for op in module.regions[0].blocks[0].operations
                  if op.operation.name == "func.func"]
         host = [f for f in funcs if targets.get_target(f) is not None
@@ -79,6 +97,11 @@ class LowerToHost(ModulePass):
         self._check(host, kernels, names)
         if self._failed:
             return
+        for f in host:  # device functions: out of the C library's namespace
+            name = _sym_name(f)
+            if f not in kernels and f.regions[0].blocks and not name.startswith("__dg_"):
+                ir.SymbolTable.set_symbol_name(f, DEVICE_PREFIX + name)
+                ir.SymbolTable.replace_all_symbol_uses(name, DEVICE_PREFIX + name, module)
         host_ops.ensure_geometry_global(module)
         for f in host:
             for op in host_ops.walk_ops(f, tuple(host_ops.GEOMETRY_BASE)):
@@ -130,6 +153,12 @@ class LowerToHost(ModulePass):
                             self.error(op, f"calling kernel '@{callee}', which uses shared memory "
                                            "or barriers, from another function is not yet "
                                            "supported on the host target")
+        for f in host:
+            name = _sym_name(f)
+            if f not in kernels and f.regions[0].blocks and not name.startswith("__dg_") \
+                    and DEVICE_PREFIX + name in names:
+                self.error(f, f"cannot rename device function '@{name}': symbol "
+                              f"'@{DEVICE_PREFIX}{name}' already exists")
         for k in kernels:
             name = _sym_name(k)
             if len(k.regions[0].blocks) != 1:
@@ -137,9 +166,10 @@ class LowerToHost(ModulePass):
                 continue
             if _func_results(k):
                 self.error(k, f"kernel '@{name}' returns values; kernels return nothing")
-            if name + THREAD_SUFFIX in names:
-                self.error(k, f"cannot lower kernel '@{name}': symbol "
-                              f"'@{name}{THREAD_SUFFIX}' already exists")
+            for taken in {name + THREAD_SUFFIX, entry_name(name)} - {name}:
+                if taken in names:
+                    self.error(k, f"cannot lower kernel '@{name}': symbol '@{taken}' "
+                                  "already exists")
 
     # One kernel -------------------------------------------------------------
     def _lower_kernel(self, module, k) -> None:
@@ -158,7 +188,14 @@ class LowerToHost(ModulePass):
         phases = host_barrier.split_phases(self, k, n_user + len(shared_types))
         if phases is None:
             return  # `k` may be gone: use only what was read above
-        _build_entry(name, loc, target, user_types, shared_types, phases)
+        _build_entry(entry_name(name), loc, target, user_types, shared_types, phases)
+
+
+def entry_name(kernel: str) -> str:
+    """Symbol of the host entry of `kernel` (runtime.cpu mirrors this rule)."""
+    if kernel in RESERVED or kernel.startswith(("_mlir", "__mlir")):
+        return ENTRY_PREFIX + kernel
+    return kernel
 
 
 def _func_results(f) -> list:

@@ -6,8 +6,9 @@
     text = prog.llvm_text                     # cacheable
     prog2 = HostProgram.from_llvm_text(text)  # no recompilation
 
-The entry of kernel `k` is the function `k` of the lowered module, with the
-C interface (`_mlir_ciface_k`) of `diffgpu-lower-to-host`: the kernel's
+The entry of kernel `k` is the function `k` of the lowered module (or
+`__dg_entry_k` when `k` is a C library name such as `exp`), with the C
+interface (`_mlir_ciface_k`) of `diffgpu-lower-to-host`: the kernel's
 arguments, then grid x, y, z and block x, y, z (index). Arrays pass as memref
 descriptors: `allocated, aligned, offset, sizes[r], strides[r]`, strides in
 elements, negative and non-contiguous allowed (data pointer of element 0,
@@ -27,6 +28,8 @@ from diffgpu.errors import CompileError, LaunchError
 from diffgpu.types import ArrayType, ScalarType
 
 PIPELINE = "diffgpu-to-host"
+#: entries of kernels named like C library functions (lowering/to_host.py)
+ENTRY_PREFIX = "__dg_entry_"
 OPT_LEVEL = 2
 _SCALAR_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double,
                   "int32": ctypes.c_int32, "int64": ctypes.c_int64}
@@ -128,9 +131,10 @@ class HostProgram:
         return cls(text, _make_engine(module), (ctx, module))
 
     def kernel_names(self) -> list[str]:
-        """Names of the entries (functions with the C interface)."""
+        """Names of the kernels (entries with the C interface)."""
         import re
-        return re.findall(r"llvm\.func @_mlir_ciface_([\w$.]+)\(", self.llvm_text)
+        names = re.findall(r"llvm\.func @_mlir_ciface_([\w$.]+)\(", self.llvm_text)
+        return [n[len(ENTRY_PREFIX):] if n.startswith(ENTRY_PREFIX) else n for n in names]
 
     def _entry(self, name: str):
         fn = self._entries.get(name)
@@ -138,7 +142,10 @@ class HostProgram:
             if name not in self.kernel_names():
                 raise LaunchError(f"no host kernel named {name!r} in this program "
                                   f"(kernels: {', '.join(self.kernel_names()) or 'none'})")
-            addr = self._engine.raw_lookup("_mlir_ciface_" + name)
+            symbol = ENTRY_PREFIX + name
+            if f"@_mlir_ciface_{symbol}(" not in self.llvm_text:
+                symbol = name
+            addr = self._engine.raw_lookup("_mlir_ciface_" + symbol)
             if not addr:
                 raise LaunchError(f"host kernel {name!r} could not be found in the JIT")
             fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)

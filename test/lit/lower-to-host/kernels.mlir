@@ -56,10 +56,11 @@ func.func @copy(%A: memref<?xf32, strided<[?], offset: ?>>, %B: memref<?xf32, st
 
 // -----
 
-// Geometry ops in device functions read the same global, and calls to a
-// kernel from another kernel go to its per-thread function.
+// Geometry ops in device functions read the same global; device functions
+// are renamed out of the C library's namespace (with their calls), and calls
+// to a kernel from another kernel go to its per-thread function.
 
-// CHECK-LABEL: func.func @tid
+// CHECK-LABEL: func.func @__dg_dev_tid
 // CHECK: %[[G:.+]] = memref.get_global @__dg_host_geometry
 // CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : index
 // CHECK-NEXT: %[[T:.+]] = memref.load %[[G]][%[[C0]]]
@@ -69,6 +70,7 @@ func.func @tid() -> index attributes {diffgpu.target = #llvm.target<triple = "x8
   return %t : index
 }
 // CHECK-LABEL: func.func private @inner__thread
+// CHECK: call @__dg_dev_tid() : () -> index
 // CHECK-LABEL: func.func @inner
 // CHECK-SAME: %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index, %{{.+}}: index)
 func.func @inner(%A: memref<?xf32, strided<[?], offset: ?>>)
@@ -146,5 +148,25 @@ func.func @sh(%A: memref<?xf32, strided<[?], offset: ?>>)
 func.func @gpu_kernel(%A: memref<?xf32, strided<[?], offset: ?>>)
     attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  return
+}
+
+// -----
+
+// A kernel named like a C library function the lowering may declare (here
+// `exp`, for math.exp) gets the entry @__dg_entry_exp; the libm call stays
+// a call to the real `exp`.
+
+// CHECK-LABEL: func.func private @exp__thread
+// CHECK: math.exp %{{.+}} : f64
+// CHECK-LABEL: func.func @__dg_entry_exp
+// CHECK-SAME: llvm.emit_c_interface
+// CHECK: call @exp__thread(
+func.func @exp(%A: memref<?xf64, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %A[%c0] : memref<?xf64, strided<[?], offset: ?>>
+  %e = math.exp %v : f64
+  memref.store %e, %A[%c0] : memref<?xf64, strided<[?], offset: ?>>
   return
 }
