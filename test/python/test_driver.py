@@ -1,0 +1,204 @@
+"""diffgpu-opt on bad input: exit status 1, a clear message, no traceback, no
+crash (a process killed by a signal has a negative return code).
+
+Each case runs the driver in a subprocess, as a user would: some bad inputs
+would make MLIR abort the whole process if they reached it unchecked.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from diffgpu.tools import diffgpu_opt
+
+VALID = """\
+func.func @k(%A: memref<?xf32>) attributes {diffgpu.kernel,
+    diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %v = memref.load %A[%t] : memref<?xf32>
+  memref.store %v, %A[%t] : memref<?xf32>
+  return
+}
+"""
+
+
+def run_opt(args, stdin: bytes | None = None, env=None):
+    full_env = dict(os.environ)
+    full_env.pop("DIFFGPU_DEBUG", None)
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "diffgpu.tools.diffgpu_opt", *args],
+                          input=stdin if stdin is not None else b"", capture_output=True,
+                          timeout=300, env=full_env)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), \
+        proc.stderr.decode("utf-8", "replace")
+
+
+def assert_clean_failure(rc, out, err, message):
+    assert rc == 1, f"exit status {rc} (negative: killed by a signal)\n{err}"
+    assert "Traceback" not in out + err
+    assert "internal error" not in err
+    assert message in err, err
+
+
+@pytest.fixture
+def valid(tmp_path):
+    p = tmp_path / "k.mlir"
+    p.write_text(VALID)
+    return str(p)
+
+
+def write(tmp_path, name, data: bytes) -> str:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+# -- bad input -----------------------------------------------------------------
+
+def test_missing_file(tmp_path):
+    assert_clean_failure(*run_opt([str(tmp_path / "nope.mlir")]),
+                         "cannot open input file")
+
+
+def test_directory(tmp_path):
+    assert_clean_failure(*run_opt([str(tmp_path)]), "is a directory")
+
+
+def test_binary_garbage(tmp_path):
+    path = write(tmp_path, "garbage.bin", bytes(range(256)) * 16)
+    assert_clean_failure(*run_opt([path]), "input is binary")
+
+
+def test_random_bytes_without_nul(tmp_path):
+    import random
+    rnd = random.Random(1234)
+    data = bytes(rnd.randrange(1, 256) for _ in range(4096))
+    rc, out, err = run_opt([write(tmp_path, "noise.bin", data)])
+    assert_clean_failure(rc, out, err, "error:")
+
+
+def test_not_utf8(tmp_path):
+    path = write(tmp_path, "latin1.mlir", VALID.encode() + b"// caf\xe9\n")
+    assert_clean_failure(*run_opt([path]), "input is not valid UTF-8")
+
+
+def test_truncated_ir(tmp_path):
+    path = write(tmp_path, "trunc.mlir", VALID.encode()[: len(VALID) // 2])
+    rc, out, err = run_opt([path])
+    assert_clean_failure(rc, out, err, "trunc.mlir:")
+    assert ": error: " in err
+
+
+def test_unknown_op_in_our_namespace(tmp_path):
+    text = VALID.replace('"diffgpu.thread_id"() {dim = 0 : i64} : () -> index',
+                         '"diffgpu.nope"() : () -> index')
+    rc, out, err = run_opt([write(tmp_path, "nope.mlir", text.encode())])
+    assert_clean_failure(rc, out, err, "nope.mlir:3:8: error: unregistered operation "
+                                       "'diffgpu.nope'")
+
+
+def test_empty_input():
+    assert_clean_failure(*run_opt(["-"], stdin=b""), "<stdin>: input is empty")
+    assert_clean_failure(*run_opt(["-"], stdin=b"\n  \n"), "input is empty")
+
+
+def test_parse_error_on_stdin_names_stdin():
+    rc, out, err = run_opt(["-"], stdin=b"func.func @f( {\n")
+    assert_clean_failure(rc, out, err, "<stdin>:1:")
+
+
+# -- bad options and pipelines ---------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["--no-such-pass"], "unknown option or pass '--no-such-pass'"),
+    (["-p", "no-such-pass"], "'no-such-pass' does not refer to a registered pass"),
+    (["-p", "gpu-module-to-binary{format=offload}"], "unknown format 'offload'"),
+    (["--gpu-module-to-binary=format=offload"], "unknown format 'offload'"),
+    (["-p", "gpu-module-to-binary{format=}"], "unknown format ''"),
+    (["-p", "diffgpu-to-ptx{chip=sm_999}"], "unknown NVIDIA chip 'sm_999'"),
+    (["--diffgpu-to-ptx=chip=sm_999"], "unknown NVIDIA chip 'sm_999'"),
+    (["--nvvm-attach-target=chip=sm_999"], "unknown NVIDIA chip 'sm_999'"),
+    (["--nvvm-attach-target=chip=sm_90 O=9"], "O must be 0, 1, 2 or 3"),
+    (["--canonicalize=bogus=1"], "no such option bogus"),
+    (["--diffgpu-verify-targets=foo=1"], "'diffgpu-verify-targets' has no option 'foo'"),
+    (["-p", "canonicalize{"], "missing '}'"),
+    (["-p", "canonicalize,,cse"], "expected a pass name"),
+    (["--emit=foo"], "unknown --emit value 'foo'"),
+    (["--emit"], "option '--emit' needs a value"),
+    (["--verify-diagnostics=1"], "takes no value"),
+    (["-p", "cse", "--canonicalize"], "cannot be combined"),
+    (["--frobnicate-the-widgets"], "unknown option or pass"),
+    (["-@"], "unknown option '-@'"),
+])
+def test_bad_option(valid, args, message):
+    assert_clean_failure(*run_opt([valid, *args]), message)
+
+
+def test_output_into_missing_directory(valid, tmp_path):
+    target = tmp_path / "no" / "such" / "dir" / "out.mlir"
+    assert_clean_failure(*run_opt([valid, "-o", str(target)]), "cannot open output file")
+    assert not target.exists()
+
+
+def test_emit_ptx_without_binary(valid):
+    assert_clean_failure(*run_opt([valid, "--emit=ptx"]),
+                         "--emit=ptx needs a pipeline that produces gpu.binary")
+
+
+def test_emit_llvm_of_unlowered_module(valid):
+    # translating non-LLVM ops crashes MLIR's bindings: must be caught first
+    rc, out, err = run_opt([valid, "--emit=llvm"])
+    assert_clean_failure(rc, out, err, "--emit=llvm needs a module lowered to the LLVM dialect")
+    assert ":1:1: error:" in err
+
+
+# -- success paths (exit 0) --------------------------------------------------------
+
+def test_roundtrip_and_exit_zero(valid):
+    rc, out, err = run_opt([valid, "--diffgpu-verify-targets", "--canonicalize"])
+    assert rc == 0, err
+    assert '"diffgpu.thread_id"() {dim = 0 : i64} : () -> index' in out
+    rc2, out2, err2 = run_opt(["-"], stdin=out.encode())
+    assert rc2 == 0 and out2 == out, err2
+
+
+def test_verify_diagnostics_reports_mismatches(tmp_path):
+    text = ("func.func @k() {\n"
+            "  // expected-error@+1 {{this message is not produced}}\n"
+            '  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> i32\n'
+            "  return\n}\n")
+    path = write(tmp_path, "v.mlir", text.encode())
+    rc, out, err = run_opt([path, "--verify-diagnostics"])
+    assert rc == 1
+    assert "v.mlir:3:8: error: unexpected error: expected 'index' but got 'i32'" in err
+    assert 'v.mlir:2:6: error: expected error "this message is not produced" was not produced' \
+        in err
+    fixed = text.replace("this message is not produced", "expected 'index' but got 'i32'")
+    rc, out, err = run_opt([write(tmp_path, "w.mlir", fixed.encode()), "--verify-diagnostics"])
+    assert rc == 0, err
+    assert err == ""
+
+
+# -- in-process: the last-resort handler ----------------------------------------------
+
+def test_internal_error_is_one_line(monkeypatch, capsys):
+    def boom(argv):
+        raise RuntimeError("simulated bug")
+    monkeypatch.setattr(diffgpu_opt, "_run", boom)
+    monkeypatch.delenv("DIFFGPU_DEBUG", raising=False)
+    assert diffgpu_opt.main(["x.mlir"]) == 1
+    err = capsys.readouterr().err
+    assert "diffgpu-opt: internal error: RuntimeError: simulated bug" in err
+    assert "Traceback" not in err
+
+
+def test_internal_error_traceback_with_debug(monkeypatch, capsys):
+    def boom(argv):
+        raise RuntimeError("simulated bug")
+    monkeypatch.setattr(diffgpu_opt, "_run", boom)
+    monkeypatch.setenv("DIFFGPU_DEBUG", "1")
+    assert diffgpu_opt.main(["x.mlir"]) == 1
+    assert "Traceback" in capsys.readouterr().err
