@@ -189,6 +189,23 @@ def kernel_abi(module, chip: str | None = None) -> dict[str, list[tuple]]:
     return out
 
 
+#: PTX parameter type of a scalar argument, by descriptor dtype
+_PTX_SCALAR = {"float32": "f32", "float64": "f64", "int32": "u32", "int64": "u64", "bool": "u8"}
+
+
+def ptx_param_types(descriptors: list[tuple]) -> list[str]:
+    """The PTX `.param` types (without the dot) that the kernel ABI gives a
+    kernel with these argument descriptors: a memref of rank r gives
+    2 + 1 + 2r `u64` (pointers, offset, sizes, strides); a scalar one."""
+    out = []
+    for d in descriptors:
+        if d[0] == "memref":
+            out += ["u64"] * (3 + 2 * d[1])
+        else:
+            out.append(_PTX_SCALAR[d[1]])
+    return out
+
+
 def _descriptor(t, kernel: str, i: int) -> tuple:
     from diffgpu._mlir import ir
 
