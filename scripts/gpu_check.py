@@ -1,0 +1,463 @@
+#!/usr/bin/env python3
+"""Check diffgpu's PTX on a real GPU, from a cache compiled elsewhere.
+
+Two steps, two machines:
+
+    # here (MLIR, no GPU): compile every case for sm_90 into DIR, run it on
+    # the CPU and store inputs and CPU results next to it
+    python scripts/gpu_check.py --prepare gpu_cache [--chip sm_90]
+
+    # on the GPU machine (numpy + CuPy, no MLIR, no pip): run every case
+    # from the cache on CuPy arrays, compare with the stored CPU results
+    python scripts/gpu_check.py --run gpu_cache
+
+Cases: the kernels below (the seed example, elementwise, strided 2-D,
+atomics, shared memory + barriers, host-level reverse and forward mode), plus
+every case of test/python/kernels_corpus.py when that file exists. `--run`
+prints a table and a summary and exits 1 on any mismatch or error. The run
+never imports MLIR (it blocks the import to prove it).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _bootstrap_imports() -> None:
+    """Make `diffgpu` importable from the repo without `pip install -e .`:
+    python/diffgpu is the package, lowering/ and dialects/ its subpackages."""
+    try:
+        import diffgpu.lowering.targets  # noqa: F401
+        return
+    except ImportError:
+        pass
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import diffgpu  # noqa: F401
+    for sub in ("lowering", "dialects"):
+        path = os.path.join(REPO, sub)
+        spec = importlib.util.spec_from_file_location(
+            f"diffgpu.{sub}", os.path.join(path, "__init__.py"),
+            submodule_search_locations=[path])
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+
+
+if __name__ == "__main__" and "--run" in sys.argv:
+    sys.modules["mlir"] = None  # the GPU run must not need MLIR: prove it
+_bootstrap_imports()
+
+import numpy as np  # noqa: E402
+
+import diffgpu as dg  # noqa: E402
+from diffgpu.runtime import cache  # noqa: E402
+
+# ---------------------------------------------------------------------------
+# kernels
+# ---------------------------------------------------------------------------
+
+
+@dg.kernel
+def seed_f(A):
+    A[0] *= A[0]
+
+
+@dg.kernel
+def seed_df(A, dA):
+    dg.autodiff(seed_f, dg.Duplicated(A, dA))
+
+
+@dg.kernel
+def axpy(A, B, a):
+    i = dg.global_id(0)
+    if i < len(A):
+        A[i] = A[i] + a * B[i]
+
+
+@dg.kernel
+def add2d(C, A, B):
+    i = dg.global_id(0)
+    j = dg.global_id(1)
+    if i < C.shape[0]:
+        if j < C.shape[1]:
+            C[i, j] = A[i, j] * B[i, j] + 1.0
+
+
+@dg.kernel
+def total(out, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.atomic_add(out, 0, x[i])
+
+
+@dg.kernel
+def block_sum(out, x):
+    s = dg.shared_array(64, np.float32)
+    t = dg.thread_id(0)
+    i = dg.global_id(0)
+    s[t] = 0.0
+    if i < len(x):
+        s[t] = x[i]
+    dg.syncthreads()
+    if t == 0:
+        acc = 0.0
+        for k in range(64):
+            acc += s[k]
+        out[dg.block_id(0)] = acc
+
+
+@dg.kernel
+def sq(y, x, a):
+    i = dg.global_id(0)
+    if i < len(x):
+        y[i] = a * dg.sin(x[i]) * x[i]
+
+
+# ---------------------------------------------------------------------------
+# cases: (name, kernel, grid, block, mode, args(rng)); mode "launch",
+# "reverse" or "forward"; args are values or activities
+# ---------------------------------------------------------------------------
+
+def _f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def builtin_cases():
+    n = 1000
+    return [
+        ("seed f", seed_f, 1, 1, "launch", lambda r: [np.full(1, 3.0, np.float32)]),
+        ("seed df", seed_df, 1, 1, "launch",
+         lambda r: [np.full(1, 3.0, np.float32), np.ones(1, np.float32)]),
+        ("axpy f32", axpy, 8, 128, "launch", lambda r: [_f32(r, n), _f32(r, n), np.float32(0.5)]),
+        ("axpy f64 strided", axpy, 4, 128, "launch",
+         lambda r: [r.standard_normal(2 * n)[::2], r.standard_normal(n), 1.5]),
+        ("axpy i32", axpy, 8, 128, "launch",
+         lambda r: [np.arange(n, dtype=np.int32), np.ones(n, np.int32), np.int32(3)]),
+        ("add2d transposed", add2d, (4, 4), (16, 16), "launch",
+         lambda r: [np.zeros((50, 40), np.float32), _f32(r, 40, 50).T, _f32(r, 50, 40)]),
+        ("atomic total", total, 8, 128, "launch",
+         lambda r: [np.zeros(1, np.float64), np.ones(n, np.float64)]),
+        ("shared block_sum", block_sum, 16, 64, "launch",
+         lambda r: [np.zeros(16, np.float32), np.arange(n, dtype=np.float32) % 7]),
+        ("reverse sq", sq, 8, 128, "reverse",
+         lambda r: [dg.Duplicated(np.zeros(n, np.float32), _f32(r, n)),
+                    dg.Duplicated(_f32(r, n), np.zeros(n, np.float32)), dg.Active(np.float32(1.5))]),
+        ("forward sq", sq, 8, 128, "forward",
+         lambda r: [dg.Duplicated(np.zeros(n, np.float64), np.zeros(n, np.float64)),
+                    dg.Duplicated(r.standard_normal(n), r.standard_normal(n)), dg.Const(0.5)]),
+    ]
+
+
+def corpus_cases():
+    """Cases of test/python/kernels_corpus.py (`CASES`: objects or tuples with
+    name, kernel, grid, block, args(rng) [, mode])."""
+    path = os.path.join(REPO, "test", "python", "kernels_corpus.py")
+    if not os.path.exists(path):
+        return []
+    spec = importlib.util.spec_from_file_location("kernels_corpus", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["kernels_corpus"] = mod
+    spec.loader.exec_module(mod)
+    out = []
+    for c in getattr(mod, "CASES", []):
+        if isinstance(c, dict):
+            get = c.get
+        elif isinstance(c, (tuple, list)):
+            fields = ("name", "kernel", "grid", "block", "args", "mode")
+            d = dict(zip(fields, c))
+            get = d.get
+        else:
+            def get(k, default=None, c=c):
+                return getattr(c, k, default)
+        args = get("args")
+        if not callable(args):
+            fixed = args
+            args = lambda r, fixed=fixed: _copy_args(fixed)  # noqa: E731
+        out.append((f"corpus {get('name')}", get("kernel"), get("grid", 1),
+                    get("block", 1), get("mode", "launch") or "launch", args))
+    return out
+
+
+def _copy_args(args):
+    from diffgpu.activities import Activity
+    out = []
+    for a in args:
+        if isinstance(a, Activity):
+            b = type(a).__new__(type(a))
+            b.value = a.value.copy() if isinstance(a.value, np.ndarray) else a.value
+            b.shadow = a.shadow.copy() if isinstance(a.shadow, np.ndarray) else a.shadow
+            out.append(b)
+        else:
+            out.append(a.copy() if isinstance(a, np.ndarray) else a)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# arguments <-> files
+# ---------------------------------------------------------------------------
+
+def encode_args(args, arrays: dict, prefix: str) -> list:
+    """JSON description of args; arrays go into `arrays` (saved as .npz)."""
+    from diffgpu.activities import Activity
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, Activity):
+            rec = {"activity": type(a).__name__, "value": _enc(a.value, arrays, f"{prefix}{i}v")}
+            if a.shadow is not None:
+                rec["shadow"] = _enc(a.shadow, arrays, f"{prefix}{i}s")
+            out.append(rec)
+        else:
+            out.append(_enc(a, arrays, f"{prefix}{i}"))
+    return out
+
+
+def _enc(x, arrays, key):
+    if isinstance(x, np.ndarray):
+        arrays[key] = x
+        return {"array": key, "strides": list(x.strides), "shape": list(x.shape)}
+    dtype = type(x).__name__ if isinstance(x, np.generic) else (
+        "int" if isinstance(x, int) else "float")
+    return {"scalar": float(x) if dtype != "int" and "int" not in dtype else int(x),
+            "dtype": dtype}
+
+
+def decode_args(desc, arrays, to_device):
+    out = []
+    for rec in desc:
+        if "activity" in rec:
+            cls = getattr(dg, rec["activity"])
+            v = _dec(rec["value"], arrays, to_device)
+            out.append(cls(v, _dec(rec["shadow"], arrays, to_device)) if "shadow" in rec
+                       else cls(v))
+        else:
+            out.append(_dec(rec, arrays, to_device))
+    return out
+
+
+def _dec(rec, arrays, to_device):
+    if "array" in rec:
+        a = arrays[rec["array"]]
+        return to_device(_restride(a, rec["strides"]))
+    dtype = rec["dtype"]
+    if dtype == "int":
+        return int(rec["scalar"])
+    if dtype == "float":
+        return float(rec["scalar"])
+    return getattr(np, dtype)(rec["scalar"])
+
+
+def _restride(a, strides):
+    """The same values laid out with the original strides (views stay views)."""
+    strides = tuple(strides)
+    if a.strides == strides or a.size == 0:
+        return a.copy()
+    if all(s > 0 for s in strides):
+        span = max(s * (n - 1) for s, n in zip(strides, a.shape)) // a.itemsize + 1
+        base = np.zeros(span, a.dtype)
+        view = np.lib.stride_tricks.as_strided(base, a.shape, strides)
+        view[...] = a
+        return view
+    return a.copy()
+
+
+def results(args, grads):
+    """Every array after the run (primals, shadows) and the gradients."""
+    from diffgpu.activities import Activity
+    out = []
+    for a in args:
+        vals = [a.value, a.shadow] if isinstance(a, Activity) else [a]
+        out += [np.asarray(_host(v)) for v in vals if v is not None and hasattr(v, "shape")]
+    out += [np.asarray(float(g)) for g in grads or ()]
+    return out
+
+
+def _host(x):
+    return x if isinstance(x, np.ndarray) or not hasattr(x, "get") else x.get()
+
+
+def run_case(kernel, grid, block, mode, args):
+    if mode == "launch":
+        kernel[grid, block](*args)
+        return None
+    if mode == "reverse":
+        return dg.autodiff(kernel[grid, block], *args)
+    dg.fwddiff(kernel[grid, block], *args)
+    return None
+
+
+def signature_of(kernel, args):
+    from diffgpu.activities import Activity
+    from diffgpu.runtime.args import arg_type
+    prims = [a.value if isinstance(a, Activity) else a for a in args]
+    return tuple(arg_type(p, kernel.arg_names[i])[0] for i, p in enumerate(prims))
+
+
+def diff_of(mode, args):
+    from diffgpu.activities import Activity
+    if mode == "launch":
+        return None
+    return (mode, tuple(a.kind if isinstance(a, Activity) else "const" for a in args))
+
+
+# ---------------------------------------------------------------------------
+# prepare / run
+# ---------------------------------------------------------------------------
+
+def prepare(directory: str, chip: str) -> int:
+    from diffgpu.launch import get_program
+    os.makedirs(directory, exist_ok=True)
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
+    manifest = {"chip": chip, "fingerprint": cache.compiler_fingerprint(), "cases": []}
+    failed = 0
+    for k, (name, kernel, grid, block, mode, make) in enumerate(builtin_cases() + corpus_cases()):
+        rec = {"name": name, "kernel": kernel.name, "grid": grid, "block": block, "mode": mode}
+        try:
+            rng = np.random.default_rng(k)
+            args = make(rng)
+            arrays = {}
+            rec["args"] = encode_args(args, arrays, "in")
+            types = signature_of(kernel, args)
+            rec["signature"] = ", ".join(str(t) for t in types)
+            diff = diff_of(mode, args)
+            rec["key"] = cache.cache_key(kernel, types, chip, diff)
+            get_program(kernel, types, chip, diff)          # PTX into the cache
+            grads = run_case(kernel, grid, block, mode, args)  # CPU reference
+            for j, r in enumerate(results(args, grads)):
+                arrays[f"out{j}"] = r
+            rec["outputs"] = len(results(args, grads))
+            np.savez(os.path.join(directory, f"case{k}.npz"), **arrays)
+            rec["file"] = f"case{k}.npz"
+            print(f"prepared  {name:28s} {rec['signature']}")
+        except Exception as exc:
+            failed += 1
+            rec["error"] = f"{type(exc).__name__}: {exc}"
+            print(f"FAILED    {name:28s} {rec['error'].splitlines()[0]}")
+        manifest["cases"].append(rec)
+    with open(os.path.join(directory, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print(f"\n{len(manifest['cases']) - failed} cases prepared for {chip} in {directory}"
+          f"{f', {failed} failed to prepare' if failed else ''}")
+    return 1 if failed else 0
+
+
+def _preload(kernel, types, chip, diff, key):
+    """Use the entry stored at prepare time even if the compiler sources
+    changed since (its key then differs from the one computed now)."""
+    from diffgpu.launch import Program
+    payload = cache.load(key)
+    if payload is not None:
+        kernel._programs[(tuple(types), chip, diff)] = Program(payload)
+
+
+def run(directory: str) -> int:
+    import cupy
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
+    with open(os.path.join(directory, "manifest.json")) as f:
+        manifest = json.load(f)
+    chip = manifest["chip"]
+    dev = cupy.cuda.Device()
+    here = f"sm_{dev.compute_capability}"
+    print(f"GPU {dev.id}: {here}; cache compiled for {chip}")
+    stale = manifest["fingerprint"] != cache.compiler_fingerprint() or here != chip
+    if stale:
+        print("note: compiler sources or chip differ from --prepare; using the stored "
+              "cache keys")
+    cases = {name: (kernel, grid, block, mode)
+             for name, kernel, grid, block, mode, _ in builtin_cases() + corpus_cases()}
+    rows, bad = [], 0
+    for rec in manifest["cases"]:
+        name = rec["name"]
+        if "error" in rec or name not in cases:
+            rows.append((name, rec.get("signature", "?"), "-", "-", "SKIP (not prepared)"))
+            bad += 1
+            continue
+        kernel, grid, block, mode = cases[name]
+        try:
+            data = np.load(os.path.join(directory, rec["file"]))
+            args = decode_args(rec["args"], data, _to_device(cupy))
+            diff = diff_of(mode, args)
+            types = signature_of(kernel, args)
+            if stale:
+                _preload(kernel, types, here, diff, rec["key"])
+            t0 = time.perf_counter()
+            grads = run_case(kernel, tuple(grid) if isinstance(grid, list) else grid,
+                             tuple(block) if isinstance(block, list) else block, mode, args)
+            cupy.cuda.get_current_stream().synchronize()
+            ms = (time.perf_counter() - t0) * 1e3
+            got = results(args, grads)
+            want = [data[f"out{j}"] for j in range(rec["outputs"])]
+            err, ok = _compare(got, want)
+            rows.append((name, rec["signature"], f"{ms:.2f}", f"{err:.2e}",
+                         "ok" if ok else "MISMATCH"))
+            bad += not ok
+        except Exception as exc:
+            bad += 1
+            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:70]
+            rows.append((name, rec.get("signature", "?"), "-", "-", f"ERROR {msg}"))
+            if os.environ.get("DIFFGPU_DEBUG"):
+                traceback.print_exc()
+    _table(rows)
+    print(f"\n{len(rows) - bad}/{len(rows)} cases match the CPU results"
+          + ("" if "mlir" not in sys.modules or sys.modules["mlir"] is None
+             else " (WARNING: mlir was imported)"))
+    return 1 if bad else 0
+
+
+def _to_device(cupy):
+    """numpy -> CuPy with the same strides (positive strides; others copied)."""
+    def conv(a):
+        if a.flags.c_contiguous or a.size == 0 or any(s <= 0 for s in a.strides):
+            return cupy.asarray(np.ascontiguousarray(a))
+        span = max(s * (n - 1) for s, n in zip(a.strides, a.shape)) // a.itemsize + 1
+        base = cupy.zeros(span, a.dtype)
+        view = cupy.ndarray(a.shape, a.dtype, memptr=base.data, strides=a.strides)
+        view[...] = cupy.asarray(np.ascontiguousarray(a))
+        return view
+    return conv
+
+
+def _compare(got, want):
+    if len(got) != len(want):
+        return float("inf"), False
+    worst, ok = 0.0, True
+    for g, w in zip(got, want):
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        if g.shape != w.shape:
+            return float("inf"), False
+        if g.size:
+            err = float(np.max(np.abs(g - w)))
+            worst = max(worst, err)
+            ok &= bool(np.allclose(g, w, rtol=1e-4, atol=1e-5))
+    return worst, ok
+
+
+def _table(rows):
+    head = ("case", "signature", "ms", "max |err|", "status")
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    line = "  ".join(h.ljust(w) for h, w in zip(head, widths))
+    print(line + "\n" + "-" * len(line))
+    for r in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prepare", metavar="DIR", help="compile the cases into DIR (needs MLIR)")
+    g.add_argument("--run", metavar="DIR", help="run the cases from DIR on the GPU")
+    p.add_argument("--chip", default="sm_90", help="GPU target for --prepare (default sm_90)")
+    a = p.parse_args(argv)
+    if a.prepare:
+        return prepare(a.prepare, a.chip)
+    return run(a.run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
