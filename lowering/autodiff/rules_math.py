@@ -18,6 +18,17 @@ def _sign(e):
     return pos - neg
 
 
+def _copysign_dx(e):
+    """sign(x) * sign(y) by sign bits (copysign(1, x) * copysign(1, y))."""
+    from diffgpu._mlir import arith, ir
+    w = 64 if str(e.x.type) == "f64" else 32
+    it = ir.IntegerType.get_signless(w)
+    bx = arith.bitcast(it, e.x.v)
+    by = arith.bitcast(it, e.y.v)
+    same = arith.cmpi(arith.CmpIPredicate.sge, arith.xori(bx, by), B.const(it, 0))
+    return B.select(same, e.c(1.0), e.c(-1.0))
+
+
 def _pow_dx(e):
     # y * x^(y-1); 0 where y == 0 (avoids 0 * inf at x == 0)
     return B.select(e.y.eq(0.0), e.c(0.0), e.y * B.powf(e.x, e.y - 1.0))
@@ -70,7 +81,8 @@ DERIVATIVES = {
     "math.atan": (lambda e: 1.0 / (e.x * e.x + 1.0),),
     "math.atan2": (_atan2_dy, _atan2_dx),
     "math.fma": (lambda e: e.y, lambda e: e.x, ONE),
-    "math.copysign": (lambda e: B.copysign(e.c(1.0), e.x) * B.copysign(e.c(1.0), e.y), ZERO),
+    # |x| * sign(y): d/dx = sign(x) * sign(y), with the sign bit deciding
+    "math.copysign": (_copysign_dx, ZERO),
     # piecewise constant: zero derivative, listed explicitly
     "math.floor": (ZERO,),
     "math.ceil": (ZERO,),

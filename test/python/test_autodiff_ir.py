@@ -1,0 +1,346 @@
+"""Numeric tests of diffgpu-autodiff on hand-written IR (host target).
+
+Each kernel is differentiated by a `diffgpu.autodiff` (reverse) or
+`diffgpu.fwddiff` (forward) op in a second kernel, compiled with
+`diffgpu-to-host` and run on numpy arrays. Reverse mode is checked with the
+dot-product test <D, J V> = <J^T D, V> for random D and V, J V from central
+finite differences in float64; forward mode compares J V directly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from diffgpu.runtime.cpu import compile_host
+from diffgpu.types import ArrayType, ScalarType
+
+HOST = '#llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">'
+GRID, BLOCK = (2, 1, 1), (3, 1, 1)
+N = 6  # elements per array = threads
+
+
+def arr(t, ndim=1):
+    dims = "?x" * ndim
+    return f"memref<{dims}{t}, strided<[{', '.join(['?'] * ndim)}], offset: ?>>"
+
+
+def kernel(name, params, body, attrs="diffgpu.kernel, "):
+    """func.func @name(params) with the host target; params: [(name, type)]."""
+    sig = ", ".join(f"%{n}: {t}" for n, t in params)
+    return (f"func.func @{name}({sig}) attributes {{{attrs}diffgpu.target = {HOST}}} {{\n"
+            f"{body}\n  return\n}}\n")
+
+
+def diff_kernel(callee, params, acts, mode="rev"):
+    """A kernel @d_<callee> applying diffgpu.autodiff/fwddiff to @callee.
+    Gradients of active scalars are summed atomically into %G[k]."""
+    dparams, operands, types, seg = [], [], [], [0] if mode == "rev" else []
+    for (n, t), a in zip(params, acts):
+        dparams.append((n, t))
+        operands.append(f"%{n}")
+        types.append(t)
+        if a in ("dup", "dupnoneed"):
+            dparams.append((f"d_{n}", t))
+            operands.append(f"%d_{n}")
+            types.append(t)
+            seg.append(2)
+        else:
+            seg.append(1)
+    seg += [0] * (17 - len(seg) if mode == "rev" else 16 - len(seg))
+    grads = [t for (n, t), a in zip(params, acts) if a == "active"]
+    if mode == "rev":
+        rseg = [1 if a == "active" else 0 for a in acts] + [0] * (16 - len(acts))
+    else:
+        rseg = [0]
+    if grads:
+        dparams.append(("G", arr("f64")))
+    lhs = f"%g:{len(grads)} = " if grads else ""
+    acts_s = ", ".join(f'"{a}"' for a in acts)
+    op = "diffgpu.autodiff" if mode == "rev" else "diffgpu.fwddiff"
+    body = (f'  {lhs}"{op}"({", ".join(operands)}) {{callee = @{callee}, '
+            f"activity = [{acts_s}], diffgpu.target = {HOST}, "
+            f"operandSegmentSizes = array<i32: {', '.join(map(str, seg))}>, "
+            f"resultSegmentSizes = array<i32: {', '.join(map(str, rseg))}>}} : "
+            f"({', '.join(types)}) -> ({', '.join(grads)})\n")
+    for k, t in enumerate(grads):
+        g = f"%g#{k}"
+        if t == "f32":
+            body += f"  %g64_{k} = arith.extf {g} : f32 to f64\n"
+            g = f"%g64_{k}"
+        body += (f"  %gk{k} = arith.constant {k} : index\n"
+                 f'  %ga{k} = "diffgpu.atomic_add"(%G, {g}, %gk{k}) : ({arr("f64")}, f64, index) -> f64\n')
+    return kernel(f"d_{callee}", dparams, body)
+
+
+def _types(params):
+    out = []
+    for _, t in params:
+        if t.startswith("memref"):
+            elem = t.split("x")[-1].split(",")[0]
+            ndim = t.count("?x")
+            out.append(ArrayType({"f32": "float32", "f64": "float64", "i32": "int32",
+                                  "i64": "int64"}[elem], ndim))
+        else:
+            out.append(ScalarType({"f32": "float32", "f64": "float64", "i32": "int32",
+                                   "i64": "int64", "index": "int64"}[t]))
+    return out
+
+
+class Case:
+    """A kernel, its activities, and inputs; runs primal, reverse, forward."""
+
+    def __init__(self, name, params, body, acts, inputs, extra="", grid=GRID, block=BLOCK):
+        self.name, self.params, self.acts, self.inputs = name, params, acts, inputs
+        self.grid, self.block = grid, block
+        self.src = kernel(name, params, body)
+        self.extra = extra
+        self._prog = {}
+
+    def prog(self, mode):
+        if mode not in self._prog:
+            text = self.extra + self.src + diff_kernel(self.name, self.params, self.acts, mode)
+            self._prog[mode] = compile_host(text)
+        return self._prog[mode]
+
+    def primal(self, inputs):
+        vals = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in inputs]
+        self.prog("rev").launch(self.name, vals, _types(self.params), self.grid, self.block)
+        return vals
+
+    def reverse(self, inputs, shadows):
+        """(arrays after, shadows after, scalar gradients)."""
+        vals, args, dargs = [], [], []
+        for (n, t), a, v in zip(self.params, self.acts, inputs):
+            v = np.array(v, copy=True) if isinstance(v, np.ndarray) else v
+            vals.append(v)
+            args.append(v)
+            if a in ("dup", "dupnoneed"):
+                s = np.array(shadows[n], copy=True)
+                dargs.append((n, s))
+                args.append(s)
+        grads = [a for a in self.acts if a == "active"]
+        G = np.zeros(max(len(grads), 1))
+        if grads:
+            args.append(G)
+        types = _types(diff_params(self.params, self.acts))
+        self.prog("rev").launch(f"d_{self.name}", args, types, self.grid, self.block)
+        return vals, dict(dargs), G[:len(grads)]
+
+    def forward(self, inputs, tangents):
+        args = []
+        vals, touts = [], {}
+        for (n, t), a, v in zip(self.params, self.acts, inputs):
+            v = np.array(v, copy=True) if isinstance(v, np.ndarray) else v
+            vals.append(v)
+            args.append(v)
+            if a in ("dup", "dupnoneed"):
+                tv = np.array(tangents[n], copy=True) if isinstance(v, np.ndarray) else tangents[n]
+                touts[n] = tv
+                args.append(tv)
+        types = _types(diff_params(self.params, self.acts))
+        self.prog("fwd").launch(f"d_{self.name}", args, types, self.grid, self.block)
+        return vals, touts
+
+
+def diff_params(params, acts):
+    out = []
+    for (n, t), a in zip(params, acts):
+        out.append((n, t))
+        if a in ("dup", "dupnoneed"):
+            out.append((f"d_{n}", t))
+    if "active" in acts:
+        out.append(("G", arr("f64")))
+    return out
+
+
+def dot_test(case, seed=0, eps=1e-6, rtol=1e-6, atol=1e-9):
+    """<D, J V> (finite differences) == <J^T D, V> (reverse mode)."""
+    rng = np.random.default_rng(seed)
+    inputs = case.inputs
+    names = [n for n, _ in case.params]
+    diff = [(k, n) for k, (n, a) in enumerate(zip(names, case.acts)) if a != "const"]
+    V = {n: (rng.standard_normal(np.shape(inputs[k])) if isinstance(inputs[k], np.ndarray)
+             else float(rng.standard_normal())) for k, n in diff}
+    D = {n: rng.standard_normal(np.shape(inputs[k])) for k, n in diff
+         if isinstance(inputs[k], np.ndarray)}
+
+    def shifted(sign):
+        out = list(inputs)
+        for k, n in diff:
+            x = inputs[k]
+            out[k] = (x + sign * eps * V[n]).astype(x.dtype) if isinstance(x, np.ndarray) \
+                else x + sign * eps * V[n]
+        return case.primal(out)
+
+    plus, minus = shifted(1.0), shifted(-1.0)
+    lhs = 0.0
+    for k, n in diff:
+        if n in D:
+            jv = (plus[k].astype(np.float64) - minus[k].astype(np.float64)) / (2 * eps)
+            lhs += float(np.sum(D[n] * jv))
+    after, shadows, grads = case.reverse(inputs, {n: D[n].astype(inputs[k].dtype)
+                                                  for k, n in diff if n in D})
+    ref = case.primal(inputs)
+    for k, n in enumerate(names):
+        if isinstance(ref[k], np.ndarray):
+            np.testing.assert_allclose(after[k], ref[k], rtol=1e-12, atol=0,
+                                       err_msg=f"reverse kernel's primal result for {n}")
+    rhs, g = 0.0, iter(grads)
+    for k, n in diff:
+        if n in D:
+            rhs += float(np.sum(shadows[n].astype(np.float64) * V[n]))
+        else:
+            rhs += float(next(g)) * V[n]
+    assert abs(lhs - rhs) <= atol + rtol * max(abs(lhs), abs(rhs)), (lhs, rhs)
+    return lhs, rhs
+
+
+def fwd_test(case, seed=0, eps=1e-6, rtol=1e-6, atol=1e-9):
+    """J V from forward mode == central finite differences."""
+    rng = np.random.default_rng(seed)
+    inputs = case.inputs
+    names = [n for n, _ in case.params]
+    diff = [(k, n) for k, (n, a) in enumerate(zip(names, case.acts)) if a != "const"]
+    V = {n: (rng.standard_normal(np.shape(inputs[k])).astype(inputs[k].dtype)
+             if isinstance(inputs[k], np.ndarray) else float(rng.standard_normal()))
+         for k, n in diff}
+
+    def shifted(sign):
+        out = list(inputs)
+        for k, n in diff:
+            x = inputs[k]
+            out[k] = (x + sign * eps * V[n]).astype(x.dtype) if isinstance(x, np.ndarray) \
+                else x + sign * eps * V[n]
+        return case.primal(out)
+
+    plus, minus = shifted(1.0), shifted(-1.0)
+    after, touts = case.forward(inputs, V)
+    ref = case.primal(inputs)
+    for k, n in diff:
+        if isinstance(inputs[k], np.ndarray):
+            np.testing.assert_allclose(after[k], ref[k], rtol=1e-12)
+            jv = (plus[k].astype(np.float64) - minus[k].astype(np.float64)) / (2 * eps)
+            np.testing.assert_allclose(touts[n], jv, rtol=rtol, atol=atol, err_msg=n)
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------
+
+def gid():
+    return ("  %c0 = arith.constant 0 : index\n"
+            '  %tid = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index\n'
+            '  %bid = "diffgpu.block_id"() {dim = 0 : i64} : () -> index\n'
+            '  %bdim = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index\n'
+            "  %bb = arith.muli %bid, %bdim : index\n"
+            "  %i = arith.addi %bb, %tid : index\n")
+
+
+def elementwise(op_text, t="f64", tz=None):
+    """Z[i] = op(X[i], Y[i], W[i]) with the result named %r."""
+    tz = tz or t
+    body = gid() + (
+        f"  %x = memref.load %X[%i] : {arr(t)}\n"
+        f"  %y = memref.load %Y[%i] : {arr(t)}\n"
+        f"  %w = memref.load %W[%i] : {arr(t)}\n"
+        f"{op_text}\n"
+        f"  memref.store %r, %Z[%i] : {arr(tz)}\n")
+    return [("X", arr(t)), ("Y", arr(t)), ("W", arr(t)), ("Z", arr(tz))], body
+
+
+def uniform(lo, hi, dtype=np.float64, n=N, seed=1):
+    return np.random.default_rng(seed).uniform(lo, hi, n).astype(dtype)
+
+
+#: (name, op text, domain of X/Y/W)
+RULES = [
+    ("addf", "%r = arith.addf %x, %y : f64", (-2, 2)),
+    ("subf", "%r = arith.subf %x, %y : f64", (-2, 2)),
+    ("mulf", "%r = arith.mulf %x, %y : f64", (-2, 2)),
+    ("divf", "%r = arith.divf %x, %y : f64", (0.5, 2)),
+    ("negf", "%r = arith.negf %x : f64", (-2, 2)),
+    ("remf", "%r = arith.remf %x, %y : f64", (0.55, 0.95)),
+    ("minimumf", "%r = arith.minimumf %x, %y : f64", (-2, 2)),
+    ("maximumf", "%r = arith.maximumf %x, %y : f64", (-2, 2)),
+    ("minnumf", "%r = arith.minnumf %x, %y : f64", (-2, 2)),
+    ("maxnumf", "%r = arith.maxnumf %x, %y : f64", (-2, 2)),
+    ("select", "%c = arith.cmpf olt, %x, %w : f64\n  %r = arith.select %c, %x, %y : f64", (-2, 2)),
+    ("sitofp", "%k = arith.fptosi %x : f64 to i64\n  %f = arith.sitofp %k : i64 to f64\n"
+               "  %r = arith.mulf %f, %y : f64", (1.1, 3.9)),
+    ("exp", "%r = math.exp %x : f64", (-2, 2)),
+    ("exp2", "%r = math.exp2 %x : f64", (-2, 2)),
+    ("expm1", "%r = math.expm1 %x : f64", (-2, 2)),
+    ("log", "%r = math.log %x : f64", (0.5, 3)),
+    ("log2", "%r = math.log2 %x : f64", (0.5, 3)),
+    ("log10", "%r = math.log10 %x : f64", (0.5, 3)),
+    ("log1p", "%r = math.log1p %x : f64", (0.5, 3)),
+    ("sin", "%r = math.sin %x : f64", (-2, 2)),
+    ("cos", "%r = math.cos %x : f64", (-2, 2)),
+    ("tan", "%r = math.tan %x : f64", (-1, 1)),
+    ("tanh", "%r = math.tanh %x : f64", (-2, 2)),
+    ("sinh", "%r = math.sinh %x : f64", (-2, 2)),
+    ("cosh", "%r = math.cosh %x : f64", (-2, 2)),
+    ("sqrt", "%r = math.sqrt %x : f64", (0.5, 3)),
+    ("rsqrt", "%r = math.rsqrt %x : f64", (0.5, 3)),
+    ("powf", "%r = math.powf %x, %y : f64", (0.5, 2)),
+    ("fpowi", "%n = arith.constant 3 : i32\n  %r = math.fpowi %x, %n : f64, i32", (-2, 2)),
+    ("absf", "%r = math.absf %x : f64", (-2, 2)),
+    ("erf", "%r = math.erf %x : f64", (-2, 2)),
+    ("atan", "%r = math.atan %x : f64", (-2, 2)),
+    ("atan2", "%r = math.atan2 %x, %y : f64", (0.5, 2)),
+    ("fma", "%r = math.fma %x, %y, %w : f64", (-2, 2)),
+    ("copysign", "%r = math.copysign %x, %y : f64", (-2, 2)),
+    ("floor", "%f = math.floor %x : f64\n  %r = arith.mulf %f, %y : f64", (0.1, 3.9)),
+    ("ceil", "%f = math.ceil %x : f64\n  %r = arith.mulf %f, %y : f64", (0.1, 3.9)),
+    ("round", "%f = math.round %x : f64\n  %r = arith.mulf %f, %y : f64", (0.1, 3.9)),
+    ("roundeven", "%f = math.roundeven %x : f64\n  %r = arith.mulf %f, %y : f64", (0.1, 3.9)),
+    ("trunc", "%f = math.trunc %x : f64\n  %r = arith.mulf %f, %y : f64", (0.1, 3.9)),
+]
+
+
+def rule_case(name, text, dom):
+    params, body = elementwise("  " + text)
+    lo, hi = dom
+    inputs = [uniform(lo, hi, seed=1), uniform(lo, hi, seed=2), uniform(lo, hi, seed=3),
+              uniform(-1, 1, seed=4)]
+    return Case(f"k_{name}", params, body, ["dup"] * 4, inputs)
+
+
+def _host_can_lower(case):
+    """xfail (not skip) where the host pipeline, not autodiff, lacks an op."""
+    from diffgpu.errors import CompileError
+    try:
+        compile_host(case.src)
+    except CompileError as exc:
+        if "failed to legalize" in str(exc):
+            pytest.xfail(f"diffgpu-to-host cannot lower the primal: {exc}")
+        raise
+
+
+@pytest.mark.parametrize("name,text,dom", RULES, ids=[r[0] for r in RULES])
+def test_rule_reverse(name, text, dom):
+    case = rule_case(name, text, dom)
+    _host_can_lower(case)
+    dot_test(case)
+
+
+@pytest.mark.parametrize("name,text,dom", RULES, ids=[r[0] for r in RULES])
+def test_rule_forward(name, text, dom):
+    case = rule_case(name, text, dom)
+    _host_can_lower(case)
+    fwd_test(case)
+
+
+def test_extf_truncf():
+    """f32 -> f64 -> f32 conversions carry adjoints across types."""
+    body = gid() + (
+        f"  %x = memref.load %X[%i] : {arr('f32')}\n"
+        f"  %e = arith.extf %x : f32 to f64\n"
+        f"  %s = arith.mulf %e, %e : f64\n"
+        f"  memref.store %s, %Z[%i] : {arr('f64')}\n"
+        f"  %t = arith.truncf %s : f64 to f32\n"
+        f"  %u = arith.mulf %t, %x : f32\n"
+        f"  memref.store %u, %X[%i] : {arr('f32')}\n")
+    case = Case("k_conv", [("X", arr("f32")), ("Z", arr("f64"))], body, ["dup", "dup"],
+                [uniform(0.5, 1.5, np.float32), uniform(-1, 1)])
+    dot_test(case, eps=1e-3, rtol=2e-3, atol=1e-4)
