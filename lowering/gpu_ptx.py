@@ -19,8 +19,9 @@ Math: `convert-gpu-to-nvvm` maps math ops to libdevice (`__nv_expf`, ...),
 which the MLIR wheel links into the module (embedded libdevice), so the PTX is
 self-contained; `math.fpowi` is expanded first (`math-expand-ops`), and ops
 without a libdevice mapping (`math.trunc`, ...) go through
-`convert-math-to-llvm`. `compile_ptx` refuses PTX with unresolved `.extern`
-functions.
+`convert-math-to-llvm`; `diffgpu-nvvm-cleanup` (lowering/gpu_nvvm.py) then
+makes f32 sqrt correctly rounded, internalizes device functions and drops C
+wrappers. `compile_ptx` refuses PTX with unresolved `.extern` functions.
 
 The kernel ABI is documented in lowering/to_gpu.py.
 """
@@ -37,6 +38,7 @@ GPU_TO_NVVM = (
     "gpu.module(math-expand-ops{ops=fpowi},convert-scf-to-cf,convert-gpu-to-nvvm,"
     "convert-math-to-llvm)",
     "reconcile-unrealized-casts",
+    "diffgpu-nvvm-cleanup",
 )
 TO_PTX = "gpu-module-to-binary{format=isa}"
 #: gpu-module-to-binary formats that work with this MLIR build, no CUDA toolkit

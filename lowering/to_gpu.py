@@ -495,6 +495,6 @@ func.func private @{name}(%b: {ty}, %e: {ty}) -> {ty} attributes {{diffgpu.targe
     return name
 
 
-from diffgpu.lowering import gpu_ptx  # noqa: E402,F401  (registers diffgpu-to-ptx)
+from diffgpu.lowering import gpu_nvvm, gpu_ptx  # noqa: E402,F401  (register passes, pipelines)
 from diffgpu.lowering.gpu_ptx import (  # noqa: E402,F401
     PtxResult, compile_ptx, extract_objects, extract_ptx, has_nvptx, kernel_abi)
