@@ -221,7 +221,7 @@ def lower_host(module_text: str) -> str:
             module = ir.Module.parse(module_text)
     except MLIRError as exc:
         raise CompileError(f"invalid diffgpu IR:\n{_diagnostics(exc)}") from None
-    with ctx:
+    with ctx, ir.Location.unknown():  # as diffgpu-opt runs passes
         pm = build_pass_manager(PIPELINE, ctx)
         try:
             pm.run(module.operation)
