@@ -10,7 +10,7 @@
 
 // CHECK: .target sm_90
 // CHECK: .visible .entry sq(
-// CHECK: mul.f32
+// CHECK: mul.rn.f32
 // CHECK: ret;
 // CUBIN: error: --emit=ptx: the gpu.binary ops hold no PTX (only cubin)
 func.func @sq(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
