@@ -316,7 +316,7 @@ class ExprMixin:
             c = em.constant(not is_and, I1)
             em.line(f"scf.yield {c.ref} : i1")
         regions = [eval_lines, skip_lines] if is_and else [skip_lines, eval_lines]
-        return em_structured(em, f"scf.if {a.ref}", regions, [I1], "} else {")[0]
+        return em_structured(em, f"scf.if {a.ref} -> (i1)", regions, [I1], "} else {")[0]
 
     def visit_IfExp(self, node):
         cond = self.eval_scalar(node.test, "condition")
@@ -339,7 +339,7 @@ class ExprMixin:
             with em.into(lines):
                 x = em.value(v, t)
                 em.line(f"scf.yield {x.ref} : {t.ty}")
-        return em_structured(em, f"scf.if {c.ref}", [l1, l2], [t], "} else {")[0]
+        return em_structured(em, f"scf.if {c.ref} -> ({t.ty})", [l1, l2], [t], "} else {")[0]
 
     # arrays ----------------------------------------------------------------
     def visit_Attribute(self, node):
