@@ -278,3 +278,81 @@ def test_locations_carried_over():
 def test_has_nvptx_is_true_here():
     # the pinned MLIR wheel ships the NVPTX backend and libdevice
     assert has_nvptx()
+
+
+def _launch_args(descriptors, values):
+    """Kernel parameters per the ABI (lowering/to_gpu.py), for CuPy arrays."""
+    import numpy as np
+
+    dtypes = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
+              "int64": np.int64, "bool": np.uint8}
+    out = []
+    for d, v in zip(descriptors, values):
+        if d[0] == "memref":
+            ptr = np.uint64(v.data.ptr)  # a view's pointer: offset folded in
+            out += [ptr, ptr, np.int64(0)] + [np.int64(s) for s in v.shape]
+            out += [np.int64(s // v.itemsize) for s in v.strides]
+        else:
+            out.append(dtypes[d[1]](v))
+    return tuple(out)
+
+
+@pytest.mark.gpu
+@needs_nvptx
+def test_ptx_runs_on_gpu(tmp_path):
+    # the ABI on real hardware: strided views, a 2-D transposed view, a
+    # float atomic, shared memory with a barrier
+    import cupy as cp
+    import numpy as np
+
+    t, t2 = memref("f32"), memref("f64", 2)
+    src = kernel("saxpy", f"%a: f32, %x: {t}, %y: {t}", f"""
+        %i = "diffgpu.thread_id"() {{dim = 0 : i64}} : () -> index
+        %xv = memref.load %x[%i] : {t}
+        %yv = memref.load %y[%i] : {t}
+        %ax = arith.mulf %a, %xv : f32
+        %r = arith.addf %ax, %yv : f32
+        memref.store %r, %y[%i] : {t}
+    """) + kernel("twice", f"%A: {t2}, %B: {t2}", f"""
+        %tx = "diffgpu.thread_id"() {{dim = 0 : i64}} : () -> index
+        %ty = "diffgpu.thread_id"() {{dim = 1 : i64}} : () -> index
+        %v = memref.load %A[%ty, %tx] : {t2}
+        %w = arith.addf %v, %v : f64
+        memref.store %w, %B[%ty, %tx] : {t2}
+    """) + kernel("rev", f"%A: {t}, %S: {t}", f"""
+        %s = "diffgpu.shared_alloc"() : () -> memref<64xf32, #gpu.address_space<workgroup>>
+        %i = "diffgpu.thread_id"() {{dim = 0 : i64}} : () -> index
+        %v = memref.load %A[%i] : {t}
+        memref.store %v, %s[%i] : memref<64xf32, #gpu.address_space<workgroup>>
+        "diffgpu.barrier"() : () -> ()
+        %c63 = arith.constant 63 : index
+        %j = arith.subi %c63, %i : index
+        %w = memref.load %s[%j] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %w, %A[%i] : {t}
+        %c0 = arith.constant 0 : index
+        %o = "diffgpu.atomic_add"(%S, %v, %c0) : ({t}, f32, index) -> f32
+    """)
+    res = compile_ptx(src, "sm_90")
+    path = tmp_path / "k.ptx"
+    path.write_text(res.ptx)
+    mod = cp.RawModule(path=str(path))
+
+    def launch(name, block, *values):
+        mod.get_function(name)((1,), block, _launch_args(res.kernels[name], values))
+
+    xb, yb = cp.arange(128, dtype=np.float32), cp.ones(192, dtype=np.float32)
+    x, y = xb[::2], yb[1::3]
+    want = 2.0 * x.get() + y.get()
+    launch("saxpy", (64,), 2.0, x, y)
+    assert np.array_equal(y.get(), want) and float(yb[0]) == 1.0
+
+    a = np.arange(12.0).reshape(3, 4)
+    A = cp.asarray(a.T.copy()).T  # Fortran-ordered view
+    B = cp.zeros((3, 4))
+    launch("twice", (4, 3), A, B)
+    assert np.array_equal(B.get(), 2 * a)
+
+    A, S = cp.arange(64, dtype=np.float32), cp.zeros(1, dtype=np.float32)
+    launch("rev", (64,), A, S)
+    assert np.array_equal(A.get(), np.arange(64, dtype=np.float32)[::-1])
+    assert float(S[0]) == float(np.arange(64).sum())

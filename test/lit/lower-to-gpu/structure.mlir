@@ -1,4 +1,6 @@
 // RUN: diffgpu-opt %s --split-input-file --diffgpu-lower-to-gpu | FileCheck %s
+// The moved functions keep their targets: diffgpu-verify-targets accepts the result.
+// RUN: diffgpu-opt %s --split-input-file -p 'diffgpu-lower-to-gpu,diffgpu-verify-targets' | FileCheck %s
 
 // A kernel becomes a gpu.func kernel of the same name and arguments inside a
 // gpu.module whose target is the kernel's own (O = 1, not a default); the
