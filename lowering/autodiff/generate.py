@@ -60,10 +60,11 @@ class Generator:
             made = make_forward(self, spec, op)
         if made is None:
             return
-        name, result_types = made
+        name, result_types = made[0], made[1]
+        first = made[2] if len(made) > 2 else 0  # forward: primal results come first
         with ir.InsertionPoint(op), op.location:
             call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), spec.call_operands())
-        for old, new in zip(op.results, call.results):
+        for old, new in zip(op.results, list(call.results)[first:]):
             old.replace_all_uses_with(new)
         op.operation.erase()
 

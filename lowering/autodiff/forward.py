@@ -1,0 +1,249 @@
+"""Forward mode: `diffgpu.fwddiff` -> `@__dg_fwd_<callee>_<hash>`.
+
+The generated function is a clone of the callee (so it runs the primal) with
+the tangent of every active value computed right after it: elementwise ops
+by their partials (the same tables as reverse mode), loads of `dup` arrays
+read the shadow, stores write the tangent into the shadow. Loop-carried and
+branch-result tangents travel through one-value slots (memref<T> allocas,
+promoted to registers by LLVM), so structured ops keep their signature.
+
+    %y = math.sin %x        ->  %y = math.sin %x
+                                %dy = arith.mulf %dx, (math.cos %x)
+
+Arguments: primals, then the tangents of `dup` arguments in order (a memref
+for arrays, a scalar for floats). Results: the callee's results, then the
+tangent of its float result.
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import func, ir, memref
+
+from . import build as B
+from . import spec as S
+from . import tape as T
+from .activity import Activity
+from .partials import Args, scale
+from .reverse import ELEMENTWISE, INACTIVE, STRUCTURED
+
+SKIP = ("scf.yield", "scf.condition", "func.return")
+
+
+class ForwardSweep:
+    def __init__(self, gen, act, entry, tangents, target):
+        self.gen, self.act, self.entry, self.target = gen, act, entry, target
+        self.t = dict(tangents)  # value -> tangent (memref shadows included)
+        self._reported = set()
+
+    # interface shared with the rules ----------------------------------------
+    def is_active(self, v):
+        return self.act.is_active(v)
+
+    def is_dup(self, v):
+        return self.act.is_dup(v)
+
+    def shadow(self, m):
+        return self.t[m]
+
+    def val(self, v):
+        return v
+
+    def error(self, op, msg):
+        self.gen.pas.error(op, msg)
+
+    def tangent(self, v):
+        t = self.t.get(v)
+        return t if t is not None else B.zero(v.type)
+
+    def set_tangent(self, v, t):
+        self.t[v] = t.v if isinstance(t, B.V) else t
+
+    def slot(self, t):
+        with T.at_begin(self.entry):
+            return B.alloca_scalar(t)
+
+    def needs(self, op):
+        rule = STRUCTURED.get(op.operation.name)
+        if rule is not None and op.operation.name != "func.call":
+            return rule.needs(self, op)
+        if op.operation.name in INACTIVE:
+            return False
+        return (any(self.is_active(r) for r in op.results)
+                or any(self.is_active(v) or self.is_dup(v) for v in op.operands))
+
+    # the sweep ----------------------------------------------------------------
+    def run_block(self, block):
+        for op in list(block.operations):
+            name = op.operation.name
+            if name in SKIP or not self.needs(op):
+                continue
+            with op.location:
+                self.op(op, name)
+
+    def op(self, op, name):
+        if name == "func.call":
+            return self.call(op)
+        if name in TANGENT_STRUCTURED:
+            return TANGENT_STRUCTURED[name](self, op)
+        rule = STRUCTURED.get(name)
+        if rule is not None and rule.tangent is not None:
+            with ir.InsertionPoint.after(op):
+                rule.tangent(self, op)
+            return
+        if name in ELEMENTWISE:
+            with ir.InsertionPoint.after(op):
+                return tan_elementwise(self, op)
+        if op.operation not in self._reported:
+            self._reported.add(op.operation)
+            self.error(op, f"no derivative rule for '{name}'")
+
+    def call(self, op):
+        args, results = list(op.operands), list(op.results)
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        acts = ["dup" if (self.is_dup(a) or self.is_active(a)) else "const" for a in args]
+        made = forward_function(self.gen, callee, acts, self.target, op)
+        if made is None:
+            return
+        name, types = made
+        extra = [self.tangent(a) if self.is_active(a) else self.shadow(a)
+                 for a, k in zip(args, acts) if k == "dup"]
+        with ir.InsertionPoint.after(op):
+            new = func.CallOp(types, ir.FlatSymbolRefAttr.get(name), args + extra)
+        nres = len(results)
+        for old, nr in zip(results, list(new.results)[:nres]):
+            if self.is_active(old):
+                self.act.active.add(nr)
+            old.replace_all_uses_with(nr)
+        if len(new.results) > nres:
+            self.set_tangent(new.results[0], new.results[nres])
+        op.operation.erase()
+
+
+def tan_elementwise(F, op):
+    args = Args(op, lambda v: v)
+    rt = op.results[0].type
+    total = None
+    for i, partial in enumerate(ELEMENTWISE[op.operation.name]):
+        v = op.operands[i]
+        if not F.is_active(v):
+            continue
+        c = scale(B.cast_float(F.tangent(v), rt), partial, args)
+        if c is not None:
+            total = c if total is None else total + c
+    F.set_tangent(op.results[0], total.v if total is not None else B.zero(rt))
+
+
+# -- structured ops: tangents through slots ---------------------------------
+def _store_slots(F, slots, values):
+    for s, v in zip(slots, values):
+        memref.store(F.tangent(v), s, [])
+
+
+def _load_slots(F, slots, targets):
+    for s, v in zip(slots, targets):
+        F.set_tangent(v, memref.load(s, []))
+
+
+def tan_if(F, op):
+    act = [k for k, r in enumerate(op.results) if F.is_active(r)]
+    slots = [F.slot(op.results[k].type) for k in act]
+    for region in op.regions:
+        for block in region.blocks:
+            F.run_block(block)
+            yld = list(block.operations)[-1]
+            with ir.InsertionPoint(yld):
+                _store_slots(F, slots, [yld.operands[k] for k in act])
+    with ir.InsertionPoint.after(op):
+        _load_slots(F, slots, [op.results[k] for k in act])
+
+
+def tan_for(F, op):
+    body = op.regions[0].blocks[0]
+    iargs, inits = list(body.arguments)[1:], list(op.operands)[3:]
+    act = [k for k, a in enumerate(iargs) if F.is_active(a)]
+    slots = [F.slot(iargs[k].type) for k in act]
+    with ir.InsertionPoint(op):
+        _store_slots(F, slots, [inits[k] for k in act])
+    with ir.InsertionPoint(list(body.operations)[0]):
+        _load_slots(F, slots, [iargs[k] for k in act])
+    F.run_block(body)
+    yld = list(body.operations)[-1]
+    with ir.InsertionPoint(yld):
+        _store_slots(F, slots, [yld.operands[k] for k in act])
+    with ir.InsertionPoint.after(op):
+        _load_slots(F, slots, [op.results[k] for k in act])
+
+
+def tan_while(F, op):
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    cond, yld = list(before.operations)[-1], list(after.operations)[-1]
+    act_b = [k for k, a in enumerate(before.arguments) if F.is_active(a)]
+    act_c = [j for j, a in enumerate(after.arguments) if F.is_active(a)]
+    sb = [F.slot(before.arguments[k].type) for k in act_b]
+    sc = [F.slot(after.arguments[j].type) for j in act_c]
+    with ir.InsertionPoint(op):
+        _store_slots(F, sb, [op.operands[k] for k in act_b])
+    with ir.InsertionPoint(list(before.operations)[0]):
+        _load_slots(F, sb, [before.arguments[k] for k in act_b])
+    F.run_block(before)
+    with ir.InsertionPoint(cond):
+        _store_slots(F, sc, [cond.operands[1 + j] for j in act_c])
+    with ir.InsertionPoint(list(after.operations)[0]):
+        _load_slots(F, sc, [after.arguments[j] for j in act_c])
+    F.run_block(after)
+    with ir.InsertionPoint(yld):
+        _store_slots(F, sb, [yld.operands[k] for k in act_b])
+    with ir.InsertionPoint.after(op):
+        _load_slots(F, sc, [op.results[j] for j in act_c])
+
+
+TANGENT_STRUCTURED = {"scf.if": tan_if, "scf.for": tan_for, "scf.while": tan_while}
+
+
+# -- generation -----------------------------------------------------------------
+def forward_function(gen, callee, acts, target, at):
+    """(name, result types) of the forward derivative of @callee, or None."""
+    fn = gen.lookup(callee)
+    if fn is None or not len(fn.regions[0].blocks):
+        gen.pas.error(at, f"cannot differentiate the call to @{callee}: it has no body")
+        return None
+    ins, outs = S.func_types(fn)
+    spec = S.DiffSpec("fwd", callee, acts, ins, outs, target)
+    key = spec.key()
+    if key in gen.made:
+        return gen.made[key]
+    name = f"__dg_fwd_{callee}_{spec.digest()}"
+    touts = [t for t in outs if B.is_float(t)]
+    gen.made[key] = (name, list(outs) + touts)
+    if name in gen.funcs:
+        return gen.made[key]
+    gen.begin(key, callee, at)
+    new = gen.clone(fn, name, target)
+    entry = new.regions[0].blocks[0]
+    args = list(entry.arguments)
+    tangents = {}
+    for k, a in enumerate(acts):
+        if S.is_shadowed(a):
+            tangents[args[k]] = entry.add_argument(ins[k], new.location)
+    new.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get([a.type for a in entry.arguments], list(outs) + touts))
+    shadowed = {k for k, a in enumerate(acts) if S.is_shadowed(a)}
+    act = Activity(entry, {k for k in shadowed if B.is_float(ins[k])},
+                   {k for k in shadowed if B.is_memref(ins[k])})
+    F = ForwardSweep(gen, act, entry, tangents, target)
+    F.run_block(entry)
+    ret = list(entry.operations)[-1]
+    with ir.InsertionPoint(ret), ret.location:
+        extra = [F.tangent(v) for v in ret.operands if B.is_float(v.type)]
+        func.ReturnOp(list(ret.operands) + extra)
+    ret.erase()
+    gen.busy.discard(key)
+    return gen.made[key]
+
+
+def make_forward(gen, spec, at):
+    """For a diffgpu.fwddiff op: (name, result types, index of its results)."""
+    made = forward_function(gen, spec.callee, spec.acts, spec.target, at)
+    if made is None:
+        return None
+    name, types = made
+    return name, types, len(spec.result_types)
