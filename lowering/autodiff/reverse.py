@@ -11,7 +11,7 @@ through `need(v)` (directly, via a slot, or via the tape: see tape.py).
 """
 from __future__ import annotations
 
-from diffgpu._mlir import ir, memref
+from diffgpu._mlir import arith, ir, memref
 
 from . import build as B
 from . import rules_arith, rules_diffgpu, rules_func, rules_math, rules_memref, rules_scf
@@ -145,12 +145,16 @@ class ReverseSweep:
                               "cannot be used by its reverse sweep (not supported)")
         term = list(frame.fwd.operations)[-1]
         if frame.kind == "slot":
-            slot = self.tape.fwd_slot(v.type)
+            # i1 is kept as i8: memref<i1> does not lower to LLVM
+            wide = ir.IntegerType.get_signless(8) if str(v.type) == "i1" else v.type
+            slot = self.tape.fwd_slot(wide)
             with ir.InsertionPoint(term):
-                memref.store(v, slot, [])
+                memref.store(v if wide == v.type else arith.extui(wide, v), slot, [])
             with ir.InsertionPoint(frame.anchor):
                 val = memref.load(slot, [])
-            first = val.owner
+                first = val.owner
+                if wide != v.type:
+                    val = arith.trunci(v.type, val)
         else:
             with ir.InsertionPoint(term), term.location:
                 self.tape.push(v)
