@@ -13,8 +13,8 @@ traceback (DIFFGPU_DEBUG=1 shows internal ones).
 """
 from __future__ import annotations
 
-import io
 import os
+import re
 import sys
 
 from diffgpu.tools import _cli, _diag
@@ -79,6 +79,7 @@ def _run(argv: list[str]) -> int:
 
     display, data = _read_input(opts.input)
     text = _decode(data, display)
+    _check_nesting(text, display)
     lines = text.splitlines(keepends=True)
     chunks = _split(lines, opts.split_marker)
     printer = _diag.Printer(display, lines, sys.stderr)
@@ -181,6 +182,30 @@ def _decode(data: bytes, display: str) -> str:
         line = data[:exc.start].count(b"\n") + 1
         raise DriverError(f"{display}:{line}: input is not valid UTF-8 "
                           f"(byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+#: deepest bracket nesting accepted: MLIR's parser, verifier and printer
+#: recurse and overflow the C stack (a segfault) on inputs nested a few
+#: thousand levels deep; real kernels stay far below this
+MAX_NESTING = 256
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|->|[\[({<]|[\])}>]|\n')
+
+
+def _check_nesting(text: str, display: str) -> None:
+    """Reject absurdly deep nesting (outside strings and comments) up front."""
+    depth, lineno = 0, 1
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok == "\n":
+            lineno += 1
+        elif tok in "([{<":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise DriverError(
+                    f"{display}:{lineno}: input nests brackets more than {MAX_NESTING} levels "
+                    "deep; diffgpu-opt does not accept it (MLIR would overflow its stack)")
+        elif tok in ")]}>":
+            depth = max(depth - 1, 0)
 
 
 def _split(lines: list[str], marker: str | None) -> list[tuple[int, int]]:

@@ -100,6 +100,16 @@ def test_unknown_op_in_our_namespace(tmp_path):
                                        "'diffgpu.nope'")
 
 
+@pytest.mark.parametrize("text", [
+    "func.func @f() attributes {x = " + "[" * 20000 + "]" * 20000 + "} { return }\n",
+    "func.func @f() {" + "scf.execute_region {" * 5000 + "scf.yield }" * 5000 + " return }\n",
+])
+def test_deep_nesting_does_not_overflow_the_stack(text):
+    # MLIR's recursive parser/printer segfaults on inputs like these
+    assert_clean_failure(*run_opt(["-", "--canonicalize"], stdin=text.encode()),
+                         "input nests brackets more than")
+
+
 def test_empty_input():
     assert_clean_failure(*run_opt(["-"], stdin=b""), "<stdin>: input is empty")
     assert_clean_failure(*run_opt(["-"], stdin=b"\n  \n"), "input is empty")
