@@ -485,6 +485,59 @@ def three_d(A, B):
     B[i, j, k] = A[i, j, k] * 2 + k
 
 
+def _break_continue_ref(x, y):
+    for i in range(N):
+        total, count = 0.0, 0
+        for k in range(N):
+            if x[k] < 0:
+                continue
+            if count == 3:
+                break
+            total += x[k] * (i + 1)
+            count += 1
+        y[i] = total
+
+
+@case(x_y(), _break_continue_ref)
+@dg.kernel
+def for_break_continue(x, y):
+    i = dg.global_id(0)
+    if i < len(x):
+        total = 0.0
+        count = 0
+        for k in range(len(x)):
+            if x[k] < 0:
+                continue
+            if count == 3:
+                break
+            total += x[k] * (i + 1)
+            count += 1
+        y[i] = total
+
+
+def _while_break_ref(x, y):
+    for i in range(N):
+        j = i
+        while True:
+            if x[j] > 0.5 or j == 0:
+                break
+            j -= 1
+        y[i] = j + x[j]
+
+
+@case(x_y(), _while_break_ref)
+@dg.kernel
+def while_true_break(x, y):
+    i = dg.global_id(0)
+    if i < len(x):
+        j = i
+        while True:
+            if x[j] > 0.5 or j == 0:
+                break
+            j -= 1
+        y[i] = j + x[j]
+
+
 # --- functions -----------------------------------------------------------------
 @case(x_y(-0.5, 1.5), lambda x, y: y.__setitem__(slice(None), np.clip(x, 0, 1) + x ** 3))
 @dg.kernel

@@ -129,15 +129,17 @@ def k_recursion(A):
 
 
 @dg.kernel
-def k_break(A, n):
+def k_for_else(A, n):
     for i in range(n):
-        break
+        A[i] = 0.0
+    else:
+        A[0] = 1.0
 
 
 @dg.kernel
-def k_continue(A, n):
-    for i in range(n):
-        continue
+def k_global_stmt(A):
+    global G_INT
+    A[0] = 1.0
 
 
 @dg.kernel
@@ -256,8 +258,8 @@ CASES = [
     (k_float_index, (A1,), "A[1.5]", "1.5", "array index must be an integer"),
     (k_scalar_store, (A1, F32), "x[0] =", "x[0]", "cannot store into 'x'"),
     (k_recursion, (A1,), "return rec(", "rec(x", "recursion is not supported"),
-    (k_break, (A1, I64), "break", "break", "'break' is not supported"),
-    (k_continue, (A1, I64), "continue", "continue", "'continue' is not supported"),
+    (k_for_else, (A1, I64), "for i in", "for", "'for ... else' is not supported"),
+    (k_global_stmt, (A1,), "global G_INT", "global", "global statement"),
     (k_one_branch, (A1, I64), "A[0] = t", "t", "'t' may be undefined"),
     (k_undefined, (A1,), "not_defined_anywhere", "not_defined", "'not_defined_anywhere' is not defined"),
     (k_return_value, (A1,), "return A[0]", "return", "kernel cannot return a value"),

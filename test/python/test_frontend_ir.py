@@ -136,6 +136,45 @@ def test_loops_carry_values():
 
 
 @dg.kernel
+def exits(A, n):
+    total = 0.0
+    for i in range(n):
+        if A[i] < 0:
+            continue
+        if A[i] > 10:
+            break
+        total += A[i]
+    j = 0
+    while True:
+        j += 1
+        if j >= n:
+            break
+    A[0] = total + j
+
+
+def test_break_and_continue():
+    t = ir_of(exits, A32, I64).text
+    assert "scf.for" not in t  # a for loop with break becomes scf.while
+    assert t.count("scf.while") == 2
+    # carried: the index counter, total, and the break flag
+    assert re.search(r"scf\.while \(.*\) : \(index, f32, i1\) -> \(index, f32, i1\)", t)
+    assert re.search(r"scf\.if .* -> \(index, f32, i1\)", t)  # rest of the body under the if
+
+
+@dg.kernel
+def only_continue(A, n):
+    for i in range(n):
+        if A[i] < 0:
+            continue
+        A[i] = 1.0
+
+
+def test_continue_keeps_scf_for():
+    t = ir_of(only_continue, A32, I64).text
+    assert "scf.for" in t and "scf.while" not in t
+
+
+@dg.kernel
 def guard(A, n):
     i = dg.global_id(0)
     if i >= n:

@@ -13,7 +13,7 @@ import math
 
 from diffgpu import activities
 from diffgpu.builtins import MATH_FUNCTIONS
-from diffgpu.frontend.emitter import I1, I64, INDEX
+from diffgpu.frontend.emitter import I64, INDEX
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import ArrayT, Scalar, promote
 from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe

@@ -13,7 +13,7 @@ import types as pytypes
 
 from diffgpu.frontend.emitter import I1, I64
 from diffgpu.frontend.source import FrontendError
-from diffgpu.frontend.types_infer import ArrayT, Scalar, promote, true_div_type
+from diffgpu.frontend.types_infer import Scalar, promote, true_div_type
 from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
 
 BINOPS = {

@@ -76,10 +76,10 @@ def wider(a: str, b: str) -> str:
 
 def promote(a: Scalar, b: Scalar) -> Scalar:
     """Result type of a binary arithmetic op on `a` and `b` (see module doc)."""
-    if a.ty == "index" or b.ty == "index":
-        raise TypeError("index values are internal")
     if a.ty == b.ty:
         return Scalar(a.ty, a.weak and b.weak)
+    if a.ty == "index" or b.ty == "index":
+        raise TypeError("index values are internal")
     if a.weak and not b.weak:
         a, b = b, a
     if b.weak and not a.weak:  # a strong, b weak
