@@ -122,6 +122,7 @@ class ReverseSweep:
             return finish() if finish is not None else None
         finally:
             self.frames.pop()
+            anchor.erase()  # the marker only positions the pops
 
     # -- forward values -----------------------------------------------------
     def need(self, v):
