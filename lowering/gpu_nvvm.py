@@ -10,11 +10,18 @@ Runs on the LLVM/NVVM dialect inside each `gpu.module`, before
   `.visible .func` in the PTX;
 - f32 square roots: libdevice's `__nv_sqrtf` is `sqrt.approx.f32`; calls to
   it become `llvm.intr.sqrt` (`sqrt.rn.f32`, correctly rounded like CUDA's
-  default `sqrtf` and like the CPU path).
+  default `sqrtf` and like the CPU path);
+- negative strides: MLIR's memref lowering marks `index * stride` and the
+  element GEP `nuw` (no unsigned wrap), which makes any access through a
+  negative stride (`A[::-1]`) poison. diffgpu arrays may have any strides, so
+  these ops are rebuilt without wrap flags (the Python bindings can neither
+  read nor set those properties, so `nsw`/`inbounds` go too; the PTX of
+  contiguous and strided kernels is unchanged).
 
     llvm.func @f(%x: f32) -> f32 {                  llvm.func internal @f(%x: f32) -> f32 {
       %y = llvm.call @__nv_sqrtf(%x) : ...     =>     %y = llvm.intr.sqrt(%x) : (f32) -> f32
     llvm.func @_mlir_ciface_f(...) {...}            (erased)
+    llvm.mul %i, %s overflow<nsw, nuw>              llvm.mul %i, %s
 """
 from __future__ import annotations
 
@@ -26,6 +33,8 @@ from diffgpu.lowering.registry import ModulePass, register_pass
 CIFACE_PREFIX = "_mlir_ciface_"
 KERNEL_ATTRS = ("gpu.kernel", "nvvm.kernel")
 PRECISE = {"__nv_sqrtf": "llvm.intr.sqrt"}
+#: ops whose `nuw` flag MLIR's memref lowering sets on index arithmetic
+_WRAP_OPS = ("llvm.mul", "llvm.add", "llvm.getelementptr")
 
 
 @register_pass
@@ -58,13 +67,13 @@ class NvvmCleanup(ModulePass):
                     f.attributes["linkage"] = internal
                     if "sym_visibility" in f.attributes:
                         del f.attributes["sym_visibility"]
-                _precise_calls(f)
+                _rewrite_body(f)
 
 
-def _precise_calls(f) -> None:
+def _rewrite_body(f) -> None:
     from diffgpu._mlir import ir
 
-    calls = []
+    calls, flagged = [], []
 
     def visit(op):
         op = op.operation
@@ -72,12 +81,23 @@ def _precise_calls(f) -> None:
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             if callee in PRECISE:
                 calls.append((op, PRECISE[callee]))
+        elif op.name in _WRAP_OPS:  # flags are invisible from Python: rebuild all
+            flagged.append(op)
         return ir.WalkResult.ADVANCE
 
     f.walk(visit, ir.WalkOrder.PRE_ORDER)
     for op, intr in calls:
-        new = ir.Operation.create(intr, results=[op.results[0].type],
-                                  operands=list(op.operands), loc=op.location,
-                                  ip=ir.InsertionPoint(op))
-        op.results[0].replace_all_uses_with(new.results[0])
-        op.erase()
+        _replace(op, intr, {})
+    for op in flagged:  # rebuilt from operands and visible attributes: no flags
+        _replace(op, op.name, {k: op.attributes[k] for k in op.attributes})
+
+
+def _replace(op, name: str, attributes: dict) -> None:
+    from diffgpu._mlir import ir
+
+    new = ir.Operation.create(name, results=[r.type for r in op.results],
+                              operands=list(op.operands), attributes=attributes,
+                              loc=op.location, ip=ir.InsertionPoint(op))
+    for old, rep in zip(op.results, new.results):
+        old.replace_all_uses_with(rep)
+    op.erase()

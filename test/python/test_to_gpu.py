@@ -300,8 +300,8 @@ def _launch_args(descriptors, values):
 @pytest.mark.gpu
 @needs_nvptx
 def test_ptx_runs_on_gpu(tmp_path):
-    # the ABI on real hardware: strided views, a 2-D transposed view, a
-    # float atomic, shared memory with a barrier
+    # the ABI on real hardware: strided views (negative strides too), a 2-D
+    # transposed view, a float atomic, shared memory with a barrier
     import cupy as cp
     import numpy as np
 
@@ -345,6 +345,10 @@ def test_ptx_runs_on_gpu(tmp_path):
     want = 2.0 * x.get() + y.get()
     launch("saxpy", (64,), 2.0, x, y)
     assert np.array_equal(y.get(), want) and float(yb[0]) == 1.0
+    x, y = xb[::-2], yb[::-3]  # negative strides
+    want = 2.0 * x.get() + y.get()
+    launch("saxpy", (64,), 2.0, x, y)
+    assert np.array_equal(y.get(), want)
 
     a = np.arange(12.0).reshape(3, 4)
     A = cp.asarray(a.T.copy()).T  # Fortran-ordered view

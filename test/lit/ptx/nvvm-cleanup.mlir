@@ -1,4 +1,5 @@
 // RUN: diffgpu-opt %s -p 'diffgpu-to-nvvm{chip=sm_90}' | FileCheck %s --check-prefix=NVVM
+// RUN: diffgpu-opt %s -p 'diffgpu-to-nvvm{chip=sm_90}' | FileCheck %s --check-prefix=NOWRAP
 // RUN: %if nvptx %{ diffgpu-opt %s -p 'diffgpu-to-ptx{chip=sm_90}' --emit=ptx | FileCheck %s --check-prefix=PTX %}
 
 // diffgpu-nvvm-cleanup (in diffgpu-to-nvvm / diffgpu-to-ptx): the device
@@ -6,6 +7,12 @@
 // LLVM's correctly rounded intrinsic instead of libdevice's approximation
 // (the f64 one stays libdevice's, which is sqrt.rn.f64 already). In the PTX
 // only the kernel is left: the device function was inlined and dropped.
+// No `nuw` flag is left on the index arithmetic (strides may be negative).
+
+// NOWRAP: llvm.mul
+// NOWRAP-NOT: nuw
+// NOWRAP: llvm.getelementptr
+// NOWRAP-NOT: nuw
 
 // NVVM-LABEL: gpu.module @diffgpu_sm_90
 // NVVM-NOT: _mlir_ciface_
