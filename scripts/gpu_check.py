@@ -156,8 +156,9 @@ def builtin_cases():
 
 
 def corpus_cases():
-    """Cases of test/python/kernels_corpus.py (`CASES`: objects or tuples with
-    name, kernel, grid, block, args(rng) [, mode])."""
+    """Cases of test/python/kernels_corpus.py (`CASES` of `Case`: name,
+    kernel, make(dtype, xp), ref(*numpy args), grid, block), in float32 and
+    float64; their expected results come from the numpy reference `ref`."""
     path = os.path.join(REPO, "test", "python", "kernels_corpus.py")
     if not os.path.exists(path):
         return []
@@ -167,21 +168,9 @@ def corpus_cases():
     spec.loader.exec_module(mod)
     out = []
     for c in getattr(mod, "CASES", []):
-        if isinstance(c, dict):
-            get = c.get
-        elif isinstance(c, (tuple, list)):
-            fields = ("name", "kernel", "grid", "block", "args", "mode")
-            d = dict(zip(fields, c))
-            get = d.get
-        else:
-            def get(k, default=None, c=c):
-                return getattr(c, k, default)
-        args = get("args")
-        if not callable(args):
-            fixed = args
-            args = lambda r, fixed=fixed: _copy_args(fixed)  # noqa: E731
-        out.append((f"corpus {get('name')}", get("kernel"), get("grid", 1),
-                    get("block", 1), get("mode", "launch") or "launch", args))
+        for dt in (np.float32, np.float64):
+            out.append((f"corpus {c.name} {np.dtype(dt).name}", c.kernel, c.grid, c.block,
+                        "launch", lambda r, c=c, dt=dt: c.make(dt, np), c.ref))
     return out
 
 
@@ -220,7 +209,7 @@ def encode_args(args, arrays: dict, prefix: str) -> list:
 
 def _enc(x, arrays, key):
     if isinstance(x, np.ndarray):
-        arrays[key] = x
+        arrays[key] = x.copy()  # the inputs, before any run changes them
         return {"array": key, "strides": list(x.strides), "shape": list(x.shape)}
     dtype = type(x).__name__ if isinstance(x, np.generic) else (
         "int" if isinstance(x, int) else "float")
@@ -310,36 +299,101 @@ def diff_of(mode, args):
 # prepare / run
 # ---------------------------------------------------------------------------
 
-def prepare(directory: str, chip: str) -> int:
+def all_cases():
+    """(name, kernel, grid, block, mode, make(rng), ref or None) of every case."""
+    return [c + (None,) for c in builtin_cases()] + corpus_cases()
+
+
+def _copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _prepare_case(directory, chip, k, name, kernel, grid, block, mode, make, ref) -> dict:
     from diffgpu.launch import get_program
+    rec = {"name": name, "kernel": kernel.name, "grid": grid, "block": block, "mode": mode}
+    try:
+        args = make(np.random.default_rng(k))
+        arrays = {}
+        rec["args"] = encode_args(args, arrays, "in")
+        types = signature_of(kernel, args)
+        rec["signature"] = ", ".join(str(t) for t in types)
+        diff = diff_of(mode, args)
+        rec["key"] = cache.cache_key(kernel, types, chip, diff)
+        get_program(kernel, types, chip, diff)          # PTX into the cache
+        if ref is not None:  # expected: the numpy reference
+            expect = _copies(args)
+            ref(*expect)
+            want = results(expect, None)
+            try:  # and how the CPU fares against it, for the record
+                run_case(kernel, grid, block, mode, args)
+                _, ok = _compare(results(args, None), want)
+                note = "cpu ok" if ok else "cpu MISMATCHES the reference"
+            except Exception as exc:
+                note = f"cpu failed: {type(exc).__name__}"
+        else:  # expected: the CPU result
+            want = results(args, run_case(kernel, grid, block, mode, args))
+            note = "cpu result"
+        for j, r in enumerate(want):
+            arrays[f"out{j}"] = r
+        rec["outputs"], rec["note"] = len(want), note
+        np.savez(os.path.join(directory, f"case{k}.npz"), **arrays)
+        rec["file"] = f"case{k}.npz"
+    except Exception as exc:
+        rec["error"] = f"{type(exc).__name__}: {exc}"
+    return rec
+
+
+def _isolated(fn, fallback: dict) -> dict:
+    """fn() in a forked child: MLIR aborts on some inputs, and one case must
+    not take the whole preparation down. Returns fn's dict (JSON)."""
+    if not hasattr(os, "fork"):
+        return fn()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        try:
+            data = json.dumps(fn()).encode()
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            data = json.dumps(dict(fallback, error=f"{type(exc).__name__}: {exc}")).encode()
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if data:
+        return json.loads(data)
+    why = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+           else f"exit status {os.WEXITSTATUS(status)}")
+    return dict(fallback, error=f"compiler crashed ({why}) preparing this case")
+
+
+def prepare(directory: str, chip: str) -> int:
     os.makedirs(directory, exist_ok=True)
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
     manifest = {"chip": chip, "fingerprint": cache.compiler_fingerprint(), "cases": []}
     failed = 0
-    for k, (name, kernel, grid, block, mode, make) in enumerate(builtin_cases() + corpus_cases()):
-        rec = {"name": name, "kernel": kernel.name, "grid": grid, "block": block, "mode": mode}
-        try:
-            rng = np.random.default_rng(k)
-            args = make(rng)
-            arrays = {}
-            rec["args"] = encode_args(args, arrays, "in")
-            types = signature_of(kernel, args)
-            rec["signature"] = ", ".join(str(t) for t in types)
-            diff = diff_of(mode, args)
-            rec["key"] = cache.cache_key(kernel, types, chip, diff)
-            get_program(kernel, types, chip, diff)          # PTX into the cache
-            grads = run_case(kernel, grid, block, mode, args)  # CPU reference
-            for j, r in enumerate(results(args, grads)):
-                arrays[f"out{j}"] = r
-            rec["outputs"] = len(results(args, grads))
-            np.savez(os.path.join(directory, f"case{k}.npz"), **arrays)
-            rec["file"] = f"case{k}.npz"
-            print(f"prepared  {name:28s} {rec['signature']}")
-        except Exception as exc:
+    for k, case in enumerate(all_cases()):
+        rec = _isolated(lambda: _prepare_case(directory, chip, k, *case),
+                        {"name": case[0], "kernel": case[1].name})
+        if "error" in rec:
             failed += 1
-            rec["error"] = f"{type(exc).__name__}: {exc}"
-            print(f"FAILED    {name:28s} {rec['error'].splitlines()[0]}")
+            print(f"FAILED    {rec['name']:36s} {rec['error'].splitlines()[0][:150]}")
+        else:
+            print(f"prepared  {rec['name']:36s} {rec['signature']:40s} {rec['note']}")
         manifest["cases"].append(rec)
+    try:  # an AOT bundle too: dg.compile + save_bundle, loaded by --run
+        c = dg.compile(axpy, ("float32[:]", "float32[:]", "float32"), target=chip)
+        dg.save_bundle(os.path.join(directory, "bundle.dgb"), [c])
+        manifest["bundle"] = "bundle.dgb"
+        print(f"prepared  {'bundle axpy':36s} {c.signature}")
+    except Exception as exc:
+        failed += 1
+        print(f"FAILED    bundle axpy: {type(exc).__name__}: {exc}")
     with open(os.path.join(directory, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"\n{len(manifest['cases']) - failed} cases prepared for {chip} in {directory}"
@@ -369,8 +423,7 @@ def run(directory: str) -> int:
     if stale:
         print("note: compiler sources or chip differ from --prepare; using the stored "
               "cache keys")
-    cases = {name: (kernel, grid, block, mode)
-             for name, kernel, grid, block, mode, _ in builtin_cases() + corpus_cases()}
+    cases = {c[0]: c[1:5] for c in all_cases()}
     rows, bad = [], 0
     for rec in manifest["cases"]:
         name = rec["name"]
@@ -403,11 +456,37 @@ def run(directory: str) -> int:
             rows.append((name, rec.get("signature", "?"), "-", "-", f"ERROR {msg}"))
             if os.environ.get("DIFFGPU_DEBUG"):
                 traceback.print_exc()
+    if manifest.get("bundle"):
+        row = _run_bundle(cupy, os.path.join(directory, manifest["bundle"]))
+        rows.append(row)
+        bad += row[-1] != "ok"
     _table(rows)
     print(f"\n{len(rows) - bad}/{len(rows)} cases match the CPU results"
           + ("" if "mlir" not in sys.modules or sys.modules["mlir"] is None
              else " (WARNING: mlir was imported)"))
     return 1 if bad else 0
+
+
+def _run_bundle(cupy, path):
+    """Load the AOT bundle and launch it on CuPy arrays (a reversed view too)."""
+    try:
+        b = dg.load_bundle(path)
+        rng = np.random.default_rng(7)
+        A, B = rng.standard_normal((2, 3000)).astype(np.float32)
+        want = A[::-1] + np.float32(0.25) * B
+        dA = cupy.asarray(A)[::-1]          # negative strides on the device
+        t0 = time.perf_counter()
+        b["axpy"][24, 128](dA, cupy.asarray(B), np.float32(0.25))
+        cupy.cuda.get_current_stream().synchronize()
+        ms = (time.perf_counter() - t0) * 1e3
+        err, ok = _compare([dA.get()], [want])
+        return ("bundle axpy (reversed view)", "float32[:], float32[:], float32",
+                f"{ms:.2f}", f"{err:.2e}", "ok" if ok else "MISMATCH")
+    except Exception as exc:
+        if os.environ.get("DIFFGPU_DEBUG"):
+            traceback.print_exc()
+        msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:70]
+        return ("bundle axpy", "?", "-", "-", f"ERROR {msg}")
 
 
 def _to_device(cupy):
