@@ -1,57 +1,78 @@
-"""Barriers on the host: split a kernel body into phases at top-level barriers.
+"""Barriers on the host: the kernel body as a block-level program of phases.
 
 The CPU runs one emulated thread after another, so `diffgpu.barrier` ("no
-thread passes before every thread of the block has reached it") is emulated
-by cutting the per-thread function at each top-level barrier: phase i holds
-the ops between barrier i-1 and barrier i, and the entry runs, per block,
-phase 0 for every thread, then phase 1 for every thread, and so on.
+thread of the block passes it before every thread has reached it") is
+emulated by cutting the per-thread code at barriers. The ops between two
+barriers form a *phase*, outlined into `@k__phaseN`; the entry runs, per
+block, each phase for every thread before the next phase.
 
-A value defined in one phase and used in a later one is kept in a per-block
-buffer `memref<?xT>` indexed by the thread's linear index in its block
-(`tx + bx * (ty + by * tz)`), stored at the end of its phase and loaded at
-the start of each later phase that uses it:
+Structured ops that contain barriers (`scf.if`, `scf.for`, `scf.while`) are
+not outlined: they become block-level control flow around their phases, with
+a per-thread *mask* of the threads that take the branch or are still in the
+loop (so divergent branches and loops behave as on a GPU whose exited
+threads leave the barrier). A branch or loop iteration runs while any
+thread of the block is active in it; each phase inside runs only for the
+active threads.
 
-    func.func private @k__thread(%A: memref<?xf32, ...>, %s: memref<64xf32>) {
-      %t = ...                      // phase 0
-      memref.store %v, %s[%t]
-      "diffgpu.barrier"() : () -> ()
-      %w = memref.load %s[%t]       // phase 1 uses %t
-      ...
-    }
-  becomes
-    func.func private @k__phase0(%A, %s, %spill0: memref<?xindex>, %lin: index) {
-      %t = ...
-      memref.store %v, %s[%t]
-      memref.store %t, %spill0[%lin]
-      return
-    }
-    func.func private @k__phase1(%A, %s, %spill0: memref<?xindex>, %lin: index) {
-      %t = memref.load %spill0[%lin]
-      %w = memref.load %s[%t]
-      ...
+Values live across phases are kept per thread in one spill buffer per block
+(`memref<?xi8>`, 8 bytes per thread and slot, viewed as `memref<?xT>` and
+indexed by the thread's linear index `tx + bx * (ty + by * tz)`): stored
+right after their definition, loaded at the start of each phase using them.
+Loop-carried values, loop counters, branch results and masks have slots too.
+Constants are re-created instead; function arguments pass to every phase.
+
+    "diffgpu.barrier"() : () -> ()      // at top level: phase 0 | phase 1
+    scf.for %i = %a to %b step %c {     // block-level loop, per-thread counters
+      ... "diffgpu.barrier"() ...       //   phases of the body, masked
     }
 
-Barriers nested in control flow or in device functions are rejected by the
-pass with a clear error (not yet supported), never run with wrong semantics.
-Only scalar values (integers, floats, index) may live across a barrier.
+Each phase function is `@k__phaseN(args..., shared..., %spill: memref<?xi8>,
+%lin: index, %nthreads: index)`. Barriers inside other region ops, and values
+of non-scalar type (memrefs) live across a barrier, are errors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from diffgpu.lowering.host_ops import isa, walk_ops
+
+BARRIER = "diffgpu.barrier"
+STRUCTURED = ("scf.if", "scf.for", "scf.while")
+SLOT_BYTES = 8
 
 
-@dataclass
-class Phases:
-    """Per-thread functions the entry calls in order for every block."""
-    functions: list
-    spill_types: list = field(default_factory=list)  # memref<?xT>, one per spilled value
-    anchor: object = None  # the last function; the entry is inserted after it
+class BarrierError(Exception):
+    """Reported by the pass at `op`."""
+
+    def __init__(self, op, message):
+        super().__init__(message)
+        self.op = op
 
 
-def _top_level(op):
-    """The ancestor of `op` that sits directly in a func.func body."""
+def has_barrier(op) -> bool:
+    return bool(walk_ops(op, (BARRIER,)))
+
+
+def check_placement(k) -> list:
+    """(op, message) for each barrier nested in something we cannot split."""
+    errors = []
+    for b in walk_ops(k, (BARRIER,)):
+        parent = b.parent
+        while parent is not None and parent.name != "func.func":
+            if parent.name not in STRUCTURED:
+                errors.append((b, f"barrier inside '{parent.name}' is not supported on the "
+                                  "host target"))
+                break
+            parent = parent.parent
+    return errors
+
+
+def _func_of(value):
+    """The func.func in which `value` is defined."""
+    from diffgpu._mlir import ir
+
+    v = value.maybe_downcast()
+    op = v.owner.owner if isinstance(v, ir.BlockArgument) else v.owner
     op = op.operation
-    while op.parent is not None and op.parent.name != "func.func":
+    while op.name != "func.func":
         op = op.parent
     return op
 
@@ -59,113 +80,347 @@ def _top_level(op):
 def _is_scalar(t) -> bool:
     from diffgpu._mlir import ir
 
-    from diffgpu.lowering.host_ops import isa
     return isa(ir.IndexType, t) or isa(ir.IntegerType, t) or isa(ir.FloatType, t)
 
 
-def split_phases(pass_, k, n_args: int):
-    """Split `k` (the per-thread function) at its top-level barriers.
+class BarrierLowering:
+    """Emit the block-level program of the per-thread function `k`."""
 
-    Returns Phases, or None after reporting an error through `pass_`.
-    Without barriers, `k` itself is the only phase.
-    """
-    from diffgpu._mlir import func, ir, memref
+    def __init__(self, k, n_args: int, base: str):
+        from diffgpu._mlir import ir
 
-    entry = k.regions[0].blocks[0]
-    ops = [op.operation for op in entry.operations]
-    if not any(op.name == "diffgpu.barrier" for op in ops):
-        return Phases([k], [], k)
+        self.k, self.n_args, self.base = k, n_args, base
+        self.k_args = list(k.regions[0].blocks[0].arguments)[:n_args]
+        self.slots: dict = {}  # value -> slot
+        self.slot_types: list = []
+        self.phases: list = []
+        self.anchor = k
+        self.i1 = ir.IntegerType.get_signless(1)
+        self.idx = ir.IndexType.get()
 
-    segments = [[]]
-    barriers = []
-    for op in ops:
-        if op.name == "diffgpu.barrier":
-            barriers.append(op)
-            segments.append([])
-        else:
-            segments[-1].append(op)
-    phase_of = {op: i for i, seg in enumerate(segments) for op in seg}
+    # Slots -------------------------------------------------------------------
+    def new_slot(self, typ, value=None, op=None) -> int:
+        if not _is_scalar(typ):
+            raise BarrierError(op if op is not None else self.k,
+                               f"a value of type {typ} is live across a barrier; only scalars "
+                               "may be on the host target")
+        self.slot_types.append(typ)
+        if value is not None:
+            self.slots[value] = len(self.slot_types) - 1
+        return len(self.slot_types) - 1
 
-    # Values used in a later phase than the one defining them.
-    spilled = []  # (value, defining phase, {later phase: [OpOperand]})
-    remat = []  # (constant, {later phase: [OpOperand]}): cloned, not stored
-    for i, seg in enumerate(segments):
-        for op in seg:
-            for res in op.results:
-                later = {}
-                for use in res.uses:
-                    p = phase_of[_top_level(use.owner)]
-                    if p != i:
-                        later.setdefault(p, []).append(use)
-                if not later:
-                    continue
-                if op.name == "arith.constant":
-                    remat.append((res, later))
-                    continue
-                if not _is_scalar(res.type):
-                    pass_.error(op, f"a value of type {res.type} is live across a barrier; "
-                                    "only scalars may be on the host target")
-                    continue
-                spilled.append((res, i, later))
-    if pass_._failed:
-        return None
+    def view(self, slot, spill, nthreads, ip, loc):
+        """`memref<?xT>` view of a slot in the spill buffer (i1 kept as i8:
+        the memref lowering stores whole bytes only)."""
+        from diffgpu._mlir import arith, ir, memref
 
-    base = ir.StringAttr(k.attributes["sym_name"]).value
-    base = base[:-len("__thread")] if base.endswith("__thread") else base
-    idx = ir.IndexType.get()
-    spill_types = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], v.type)
-                   for v, _, _ in spilled]
-    arg_types = [a.type for a in entry.arguments][:n_args]
-    ftype = ir.FunctionType.get(arg_types + spill_types + [idx], [])
+        c = arith.ConstantOp(self.idx, slot * SLOT_BYTES, loc=loc, ip=ip).result
+        off = arith.MulIOp(nthreads, c, loc=loc, ip=ip).result
+        t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], self._storage(slot))
+        return memref.ViewOp(t, spill, off, [nthreads], loc=loc, ip=ip).result
 
-    fns, anchor = [], k
-    for i, seg in enumerate(segments):
-        fn = func.FuncOp(f"{base}__phase{i}", ftype, loc=k.location,
-                         ip=ir.InsertionPoint.after(anchor))
+    def _storage(self, slot):
+        from diffgpu._mlir import ir
+
+        t = self.slot_types[slot]
+        return ir.IntegerType.get_signless(8) if t == self.i1 else t
+
+    def load_slot(self, slot, spill, nthreads, index, ip, loc):
+        from diffgpu._mlir import arith, memref
+
+        v = memref.LoadOp(self.view(slot, spill, nthreads, ip, loc), [index],
+                          loc=loc, ip=ip).result
+        if self.slot_types[slot] == self.i1:
+            v = arith.TruncIOp(self.i1, v, loc=loc, ip=ip).result
+        return v
+
+    def store_slot(self, value, slot, spill, nthreads, index, ip, loc):
+        from diffgpu._mlir import arith, memref
+
+        ref = self.view(slot, spill, nthreads, ip, loc)
+        if self.slot_types[slot] == self.i1:
+            value = arith.ExtUIOp(self._storage(slot), value, loc=loc, ip=ip).result
+        memref.StoreOp(value, ref, [index], loc=loc, ip=ip)
+
+    # Entry-level (block-level) code -------------------------------------------
+    def run(self, ctx) -> None:
+        """Emit the block-level program at ctx.ip; `ctx` is to_host's EntryContext."""
+        self.ctx = ctx
+        entry = self.k.regions[0].blocks[0]
+        self.lower_block(entry, ctx.ip, None, lambda term: [])
+
+    def load_e(self, slot, lin, ip):
+        c = self.ctx
+        return self.load_slot(slot, c.spill, c.nthreads, lin, ip, c.loc)
+
+    def store_e(self, value, slot, lin, ip):
+        c = self.ctx
+        self.store_slot(value, slot, c.spill, c.nthreads, lin, ip, c.loc)
+
+    def lin_loop(self, ip):
+        """`scf.for %lin = 0 to nthreads` at ip; returns (inner ip, %lin)."""
+        from diffgpu._mlir import ir, scf
+
+        c = self.ctx
+        loop = scf.ForOp(c.zero, c.nthreads, c.one, loc=c.loc, ip=ip)
+        scf.YieldOp([], loc=c.loc, ip=ir.InsertionPoint(loop.body))
+        return ir.InsertionPoint.at_block_terminator(loop.body), loop.induction_variable
+
+    def make_mask(self, ip, parent, src, negate=False):
+        """New mask slot: parent[t] & (src[t] xor negate) (parent None: all)."""
+        from diffgpu._mlir import arith
+
+        c = self.ctx
+        dst = self.new_slot(self.i1)
+        lip, lin = self.lin_loop(ip)
+        v = self.load_e(src, lin, lip) if src is not None else \
+            arith.ConstantOp(self.i1, 1, loc=c.loc, ip=lip).result
+        if negate:
+            true = arith.ConstantOp(self.i1, 1, loc=c.loc, ip=lip).result
+            v = arith.XOrIOp(v, true, loc=c.loc, ip=lip).result
+        if parent is not None:
+            v = arith.AndIOp(v, self.load_e(parent, lin, lip), loc=c.loc, ip=lip).result
+        self.store_e(v, dst, lin, lip)
+        return dst
+
+    def any_active(self, mask, ip):
+        """i1: does any thread have its mask set?"""
+        from diffgpu._mlir import arith, ir, scf
+
+        c = self.ctx
+        false = arith.ConstantOp(self.i1, 0, loc=c.loc, ip=ip).result
+        loop = scf.ForOp(c.zero, c.nthreads, c.one, [false], loc=c.loc, ip=ip)
+        lip = ir.InsertionPoint(loop.body)
+        acc = loop.inner_iter_args[0]
+        m = self.load_e(mask, loop.induction_variable, lip)
+        scf.YieldOp([arith.OrIOp(acc, m, loc=c.loc, ip=lip).result], loc=c.loc, ip=lip)
+        return loop.results[0]
+
+    # Lowering of blocks and structured ops --------------------------------------
+    def lower_block(self, block, ip, mask, term_stores) -> None:
+        ops = [op.operation for op in block.operations]
+        term, body = ops[-1], ops[:-1]
+        run = []
+        for op in body:
+            if op.name == BARRIER:
+                self.flush(run, [], ip, mask)
+                run = []
+            elif op.name in STRUCTURED and has_barrier(op):
+                # the op's operands (condition, bounds, initial values) are
+                # stored per thread by the phase before it
+                slots = [self.new_slot(v.type, op=op) for v in op.operands]
+                self.flush(run, list(zip(op.operands, slots)), ip, mask)
+                run = []
+                getattr(self, "lower_" + op.name.split(".")[1])(op, ip, mask, slots)
+            else:
+                run.append(op)
+        self.flush(run, term_stores(term), ip, mask)
+
+    def lower_if(self, op, ip, mask, operand_slots) -> None:
+        from diffgpu._mlir import ir, scf
+
+        c = self.ctx
+        cond = operand_slots[0]
+        res_slots = [self.new_slot(r.type, r, op) for r in op.results]
+        for r_i, region in enumerate(op.regions):
+            if not region.blocks or (r_i == 1 and len(region.blocks[0].operations) <= 1
+                                     and not res_slots):
+                continue
+            m = cond if mask is None and r_i == 0 else \
+                self.make_mask(ip, mask, cond, negate=(r_i == 1))
+            branch = scf.IfOp(self.any_active(m, ip), loc=op.location, ip=ip)
+            bip = ir.InsertionPoint(branch.then_block)
+            scf.YieldOp([], loc=c.loc, ip=bip)
+            bip = ir.InsertionPoint.at_block_terminator(branch.then_block)
+            self.lower_block(region.blocks[0], bip, m,
+                             lambda t: list(zip(t.operands, res_slots)))
+
+    def lower_for(self, op, ip, mask, operand_slots) -> None:
+        from diffgpu._mlir import arith, ir
+
+        c = self.ctx
+        body = op.regions[0].blocks[0]
+        iv = body.arguments[0]
+        iv_slot, ub_slot, step_slot, *carried = operand_slots  # lb is the first iv
+        self.slots[iv] = iv_slot
+        for arg, res, slot in zip(list(body.arguments)[1:], op.results, carried):
+            self.slots[arg] = slot
+            self.slots[res] = slot
+        unsigned = "unsignedCmp" in op.attributes
+        loop_mask = [None]
+
+        def before(bip):
+            lm = self.new_slot(self.i1)
+            lip, lin = self.lin_loop(bip)
+            i = self.load_e(iv_slot, lin, lip)
+            u = self.load_e(ub_slot, lin, lip)
+            pred = arith.CmpIPredicate.ult if unsigned else arith.CmpIPredicate.slt
+            v = arith.CmpIOp(pred, i, u, loc=c.loc, ip=lip).result
+            if mask is not None:
+                v = arith.AndIOp(v, self.load_e(mask, lin, lip), loc=c.loc, ip=lip).result
+            self.store_e(v, lm, lin, lip)
+            loop_mask[0] = lm
+            return self.any_active(lm, bip)
+
+        def after(aip):
+            lm = loop_mask[0]
+            self.lower_block(body, aip, lm, lambda t: list(zip(t.operands, carried)))
+            lip, lin = self.lin_loop(aip)  # iv += step for the active threads
+            active = self.load_e(lm, lin, lip)
+            from diffgpu._mlir import scf
+            guard = scf.IfOp(active, loc=c.loc, ip=lip)
+            gip = ir.InsertionPoint(guard.then_block)
+            nxt = arith.AddIOp(self.load_e(iv_slot, lin, gip), self.load_e(step_slot, lin, gip),
+                               loc=c.loc, ip=gip).result
+            self.store_e(nxt, iv_slot, lin, gip)
+            scf.YieldOp([], loc=c.loc, ip=gip)
+
+        self.block_while(op, ip, before, after)
+
+    def lower_while(self, op, ip, mask, operand_slots) -> None:
+        from diffgpu._mlir import arith
+
+        c = self.ctx
+        before_b, after_b = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        b_slots = operand_slots
+        for arg, slot in zip(before_b.arguments, b_slots):
+            self.slots[arg] = slot
+        a_slots = [self.new_slot(a.type, a, op) for a in after_b.arguments]
+        for res, slot in zip(op.results, a_slots):
+            self.slots[res] = slot
+        lm = self.make_mask(ip, mask, None)  # threads still in the loop
+        cond = self.new_slot(self.i1)
+
+        def before(bip):
+            self.lower_block(before_b, bip, lm, lambda t: list(zip(
+                list(t.operands), [cond] + a_slots)))
+            lip, lin = self.lin_loop(bip)
+            v = arith.AndIOp(self.load_e(lm, lin, lip), self.load_e(cond, lin, lip),
+                             loc=c.loc, ip=lip).result
+            self.store_e(v, lm, lin, lip)
+            return self.any_active(lm, bip)
+
+        def after(aip):
+            self.lower_block(after_b, aip, lm, lambda t: list(zip(t.operands, b_slots)))
+
+        self.block_while(op, ip, before, after)
+
+    def block_while(self, op, ip, before, after) -> None:
+        """A block-level `scf.while` with no carried values."""
+        from diffgpu._mlir import ir, scf
+
+        w = scf.WhileOp([], [], loc=op.location, ip=ip)
+        bblock = w.regions[0].blocks.append()
+        ablock = w.regions[1].blocks.append()
+        bip = ir.InsertionPoint(bblock)
+        go = before(bip)
+        scf.ConditionOp(go, [], loc=op.location, ip=bip)
+        aip = ir.InsertionPoint(ablock)
+        after(aip)
+        scf.YieldOp([], loc=op.location, ip=aip)
+
+    # Phases -------------------------------------------------------------------
+    def flush(self, ops, stores, ip, mask) -> None:
+        """Outline `ops` (+ stores of values into slots) into a phase function
+        and call it, at `ip`, for every (active) thread of the block."""
+        from diffgpu._mlir import func, ir, memref
+
+        if not ops and not stores:
+            return
+        loc = ops[0].location if ops else self.ctx.loc
+        arg_types = [a.type for a in self.k_args]
+        spill_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
+                                    ir.IntegerType.get_signless(8))
+        ftype = ir.FunctionType.get(arg_types + [spill_t, self.idx, self.idx], [])
+        name = f"{self.base}__phase{len(self.phases)}"
+        fn = func.FuncOp(name, ftype, loc=loc, ip=ir.InsertionPoint.after(self.anchor))
         fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
-        fn.attributes["diffgpu.target"] = k.attributes["diffgpu.target"]
-        block = fn.add_entry_block(arg_locs=[k.location] * len(ftype.inputs))
-        for op in seg:
+        fn.attributes["diffgpu.target"] = self.k.attributes["diffgpu.target"]
+        block = fn.add_entry_block(arg_locs=[loc] * len(ftype.inputs))
+        for op in ops:
             block.append(op)
-        if i < len(segments) - 1:
-            loc = seg[-1].location if seg else k.location
-            func.ReturnOp([], loc=loc, ip=ir.InsertionPoint(block))
-        fns.append(fn)
-        anchor = fn.operation
+        args = list(block.arguments)
+        spill, lin, nthreads = args[self.n_args:]
+        bip = ir.InsertionPoint(block)
+        for value, slot in stores:
+            self.store_slot(value, slot, spill, nthreads, lin, bip, loc)
+        func.ReturnOp([], loc=loc, ip=bip)
+        self.phases.append(fn.operation)
+        self.anchor = fn.operation
+        self.remap(fn)
+        self.ctx.call_per_thread(fn.operation, ip, mask, self)
 
-    # Function arguments: every phase has its own copy.
-    for j, arg in enumerate(list(entry.arguments)[:n_args]):
-        for use in list(arg.uses):
-            p = phase_of[_top_level(use.owner)]
-            use.owner.operands[use.operand_number] = fns[p].arguments[j]
+    def remap(self, fn) -> None:
+        """Operands defined outside `fn`: arguments, re-created constants,
+        or loads of their slots at the phase's start."""
+        from diffgpu._mlir import ir
 
-    # Spilled values: store at the end of the defining phase, load in later ones.
-    n_spill = len(spilled)
-    for s, (value, i, later) in enumerate(spilled):
-        src = fns[i]
-        lin = src.arguments[n_args + n_spill]
-        term = src.entry_block.operations[len(src.entry_block.operations) - 1]
-        memref.StoreOp(value, src.arguments[n_args + s], [lin], loc=value.owner.location,
-                       ip=ir.InsertionPoint(term))
-        for p, uses in later.items():
-            dst = fns[p]
-            ip = ir.InsertionPoint.at_block_begin(dst.entry_block)
-            loaded = memref.LoadOp(dst.arguments[n_args + s],
-                                   [dst.arguments[n_args + n_spill]],
-                                   loc=value.owner.location, ip=ip).result
-            for use in uses:
-                use.owner.operands[use.operand_number] = loaded
-    for value, later in remat:
-        for p, uses in later.items():
-            ip = ir.InsertionPoint.at_block_begin(fns[p].entry_block)
-            copy = value.owner.clone(ip=ip).results[0]
-            for use in uses:
-                use.owner.operands[use.operand_number] = copy
+        fop = fn.operation
+        block = fn.regions[0].blocks[0]
+        args = list(block.arguments)
+        spill, lin, nthreads = args[self.n_args:]
+        cache: dict = {}
+        start = ir.InsertionPoint.at_block_begin(block)
+        for op in walk_ops(fop):
+            if op == fop:
+                continue
+            for i, v in enumerate(list(op.operands)):
+                if _func_of(v) == fop:
+                    continue
+                if v not in cache:
+                    cache[v] = self.external(v, fn, args, spill, lin, nthreads, start)
+                op.operands[i] = cache[v]
 
-    for b in barriers:
-        b.erase()
-    k.erase()
-    return Phases([fn.operation for fn in fns], spill_types, anchor)
+    def external(self, v, fn, args, spill, lin, nthreads, start):
+        from diffgpu._mlir import ir
+
+        for j, a in enumerate(self.k_args):
+            if v == a:
+                return args[j]
+        d = v.maybe_downcast()
+        if isinstance(d, ir.OpResult) and d.owner.operation.name == "arith.constant":
+            return d.owner.operation.clone(ip=start).results[0]
+        if v not in self.slots:
+            self.store_after_def(v)
+        return self.load_slot(self.slots[v], spill, nthreads, lin, start, fn.location)
+
+    def store_after_def(self, v) -> None:
+        """Give `v` (a result of an op in an earlier phase) a slot, stored
+        right after its definition."""
+        from diffgpu._mlir import ir
+
+        d = v.maybe_downcast()
+        owner = d.owner.operation if isinstance(d, ir.OpResult) else None
+        if owner is None or owner.parent is None or owner.parent.name != "func.func" \
+                or owner.parent not in self.phases:
+            raise BarrierError(self.k, "internal error: a value crossing a barrier has no "
+                                       "definition in an earlier phase")
+        slot = self.new_slot(v.type, v, owner)
+        pf = owner.parent
+        pargs = list(pf.regions[0].blocks[0].arguments)
+        spill, lin, nthreads = pargs[self.n_args:]
+        ip = ir.InsertionPoint.after(owner)  # successive inserts keep their order
+        self.store_slot(v, slot, spill, nthreads, lin, ip, owner.location)
+
+    def finish(self) -> None:
+        """Erase the per-thread function, now split into phases."""
+        k = self.k
+        for op in walk_ops(k):
+            values = list(op.results) + [a for r in op.regions for b in r.blocks
+                                         for a in b.arguments]
+            for v in values:
+                for use in v.uses:
+                    if _op_func(use.owner) != k:
+                        raise BarrierError(op, "internal error: a value of the kernel is "
+                                               "still used by a phase")
+        k.erase()
+
+
+def _op_func(op):
+    op = op.operation
+    while op.name != "func.func":
+        op = op.parent
+    return op
 
 
 def linear_thread(tids, bdim, ip, loc):

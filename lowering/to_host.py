@@ -138,13 +138,9 @@ class LowerToHost(ModulePass):
                                        "on the host target")
                     elif not _static_memref(op.results[0].type):
                         self.error(op, "diffgpu.shared_alloc needs a memref of static shape")
-                elif name == "diffgpu.barrier":
-                    if not is_kernel:
-                        self.error(op, "barrier inside a device function is not yet supported "
-                                       "on the host target")
-                    elif op.block != entry:
-                        self.error(op, "barrier inside control flow is not yet supported on "
-                                       "the host target")
+                elif name == "diffgpu.barrier" and not is_kernel:
+                    self.error(op, "barrier inside a device function is not yet supported "
+                                   "on the host target")
                 elif name == "func.call":
                     callee = str(op.attributes["callee"]).lstrip("@")
                     if callee in kernel_names:
@@ -184,11 +180,19 @@ class LowerToHost(ModulePass):
         n_user = len(k.regions[0].blocks[0].arguments)
         shared_types = _shared_to_args(k)
         user_types = [a.type for a in k.regions[0].blocks[0].arguments][:n_user]
-        loc, target = k.location, targets.get_target(k)
-        phases = host_barrier.split_phases(self, k, n_user + len(shared_types))
-        if phases is None:
-            return  # `k` may be gone: use only what was read above
-        _build_entry(entry_name(name), loc, target, user_types, shared_types, phases)
+        if not host_barrier.has_barrier(k):
+            _build_entry(entry_name(name), k, user_types, shared_types, None)
+            return
+        for op, msg in host_barrier.check_placement(k):
+            self.error(op, msg)
+        if self._failed:
+            return
+        lowering = host_barrier.BarrierLowering(k, n_user + len(shared_types), name)
+        try:
+            _build_entry(entry_name(name), k, user_types, shared_types, lowering)
+            lowering.finish()
+        except host_barrier.BarrierError as exc:
+            self.fail(exc.op, str(exc))
 
 
 def entry_name(kernel: str) -> str:
@@ -234,14 +238,55 @@ def _shared_to_args(k) -> list:
     return types
 
 
-def _build_entry(name, loc, target, user_types, shared_types, phases) -> None:
-    """`@name(user args..., gx, gy, gz, bx, by, bz)`: the grid/block loops."""
-    from diffgpu._mlir import func, ir, memref, scf
+class EntryContext:
+    """What the block-level code of an entry needs (see host_barrier.py)."""
 
+    def __init__(self, loc, geom, zero, one, bdim, args, ip, nthreads=None, spill=None):
+        self.loc, self.geom, self.zero, self.one = loc, geom, zero, one
+        self.bdim, self.args, self.ip = bdim, args, ip
+        self.nthreads, self.spill = nthreads, spill
+
+    def thread_loops(self, ip):
+        """z, y, x loops over the block's threads writing the geometry
+        global; returns (inner ip, [tx, ty, tz])."""
+        from diffgpu._mlir import ir, scf
+
+        ivs = [None] * 3
+        for d in (2, 1, 0):
+            loop = scf.ForOp(self.zero, self.bdim[d], self.one, loc=self.loc, ip=ip)
+            scf.YieldOp([], loc=self.loc, ip=ir.InsertionPoint(loop.body))
+            ip = ir.InsertionPoint.at_block_terminator(loop.body)
+            host_ops.store_geometry(self.geom, d, loop.induction_variable, ip, self.loc)
+            ivs[d] = loop.induction_variable
+        return ip, ivs
+
+    def call_per_thread(self, fn, ip, mask, lowering) -> None:
+        """Call phase `fn` for every thread (with its mask slot set, if any)."""
+        from diffgpu._mlir import func, ir, scf
+
+        tip, tids = self.thread_loops(ip)
+        lin = host_barrier.linear_thread(tids, self.bdim, tip, self.loc)
+        if mask is not None:
+            active = lowering.load_slot(mask, self.spill, self.nthreads, lin, tip, self.loc)
+            guard = scf.IfOp(active, loc=self.loc, ip=tip)
+            tip = ir.InsertionPoint(guard.then_block)
+            scf.YieldOp([], loc=self.loc, ip=tip)
+            tip = ir.InsertionPoint.at_block_terminator(guard.then_block)
+        callee = ir.FlatSymbolRefAttr.get(ir.StringAttr(fn.attributes["sym_name"]).value)
+        func.CallOp([], callee, self.args + [self.spill, lin, self.nthreads],
+                    loc=self.loc, ip=tip)
+
+
+def _build_entry(name, k, user_types, shared_types, lowering) -> None:
+    """`@name(user args..., gx, gy, gz, bx, by, bz)`: the grid/block loops
+    around a call of `k` per thread, or around `lowering`'s block program."""
+    from diffgpu._mlir import arith, func, ir, memref, scf
+
+    loc, target = k.location, targets.get_target(k)
     idx = ir.IndexType.get()
     n_user = len(user_types)
-    ftype = ir.FunctionType.get(user_types + [idx] * 6, [])
-    entry_fn = func.FuncOp(name, ftype, loc=loc, ip=ir.InsertionPoint.after(phases.anchor))
+    ftype = ir.FunctionType.get(list(user_types) + [idx] * 6, [])
+    entry_fn = func.FuncOp(name, ftype, loc=loc, ip=ir.InsertionPoint.after(k))
     targets.set_target(entry_fn.operation, target)
     entry_fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
     block = entry_fn.add_entry_block(arg_locs=[loc] * (n_user + 6))
@@ -257,35 +302,33 @@ def _build_entry(name, loc, target, user_types, shared_types, phases) -> None:
     zero = host_ops.const_index(0, ip, loc)
     one = host_ops.const_index(1, ip, loc)
 
-    def loops(bounds, slots, ip):
-        """Nest z, y, x loops; return the insertion point inside and the ivs (x, y, z)."""
-        ivs = [None] * 3
-        for d in (2, 1, 0):
-            loop = scf.ForOp(zero, bounds[d], one, loc=loc, ip=ip)
-            inner = ir.InsertionPoint(loop.body)
-            scf.YieldOp([], loc=loc, ip=inner)
-            ip = ir.InsertionPoint.at_block_terminator(loop.body)
-            host_ops.store_geometry(g, slots + d, loop.induction_variable, ip, loc)
-            ivs[d] = loop.induction_variable
-        return ip, ivs
-
-    bip, _ = loops(grid, 3, ip)
+    bip = ip
+    for d in (2, 1, 0):  # blocks: z, y, x
+        loop = scf.ForOp(zero, grid[d], one, loc=loc, ip=bip)
+        scf.YieldOp([], loc=loc, ip=ir.InsertionPoint(loop.body))
+        bip = ir.InsertionPoint.at_block_terminator(loop.body)
+        host_ops.store_geometry(g, 3 + d, loop.induction_variable, bip, loc)
     shared = [memref.AllocOp(t, [], [], loc=loc, ip=bip).result for t in shared_types]
-    nthreads = None
-    if phases.spill_types:
-        from diffgpu._mlir import arith
+    ctx = EntryContext(loc, g, zero, one, bdim, user + shared, bip)
+    if lowering is None:
+        tip, _ = ctx.thread_loops(bip)
+        callee = ir.FlatSymbolRefAttr.get(_sym_name(k))
+        func.CallOp([], callee, user + shared, loc=loc, ip=tip)
+        bufs = shared
+    else:
         nthreads = arith.MulIOp(arith.MulIOp(bdim[0], bdim[1], loc=loc, ip=bip).result,
                                 bdim[2], loc=loc, ip=bip).result
-    spills = [memref.AllocOp(t, [nthreads], [], loc=loc, ip=bip).result
-              for t in phases.spill_types]
-    for fn in phases.functions:
-        tip, tids = loops(bdim, 0, bip)
-        call_args = user + shared + spills
-        if phases.spill_types:
-            call_args = call_args + [host_barrier.linear_thread(tids, bdim, tip, loc)]
-        callee = ir.FlatSymbolRefAttr.get(ir.StringAttr(fn.attributes["sym_name"]).value)
-        func.CallOp([], callee, call_args, loc=loc, ip=tip)
-    for buf in shared + spills:
+        per_thread = arith.ConstantOp(idx, 0, loc=loc, ip=bip)  # set below
+        size = arith.MulIOp(nthreads, per_thread.result, loc=loc, ip=bip).result
+        i8 = ir.IntegerType.get_signless(8)
+        spill_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i8)
+        spill = memref.AllocOp(spill_t, [size], [], loc=loc, ip=bip).result
+        ctx.nthreads, ctx.spill = nthreads, spill
+        lowering.run(ctx)
+        nbytes = host_barrier.SLOT_BYTES * max(1, len(lowering.slot_types))
+        per_thread.operation.attributes["value"] = ir.IntegerAttr.get(idx, nbytes)
+        bufs = shared + [spill]
+    for buf in bufs:
         memref.DeallocOp(buf, loc=loc, ip=bip)
     func.ReturnOp([], loc=loc, ip=ip)
 
