@@ -138,7 +138,11 @@ class ReverseSweep:
             attrs = {k: op.attributes[k] for k in op.attributes}
             return ir.Operation.create(op.name, results=[v.type], attributes=attrs).results[0]
         if v in frame.cache:
-            return frame.cache[v]
+            val = frame.cache[v]
+            if callable(val):  # computed on first use, at the block's start
+                with ir.InsertionPoint(frame.anchor):
+                    val = frame.cache[v] = val()
+            return val
         if frame is self.frames[0] and B.is_block_arg(v):
             return self.rev_args[v.arg_number]
         if B.is_memref(v.type):

@@ -45,7 +45,7 @@ def _store_reverse(R, op):
         return
     sh = R.shadow(mem)
     idx = [R.need(i) for i in op.operands[2:]]
-    d = memref.load(sh, idx)
+    d = memref.load(sh, idx) if R.is_active(value) else None
     memref.store(B.zero(elem), sh, idx)
     R.add_adj(value, d)
 

@@ -70,8 +70,10 @@ def _for_reverse(R, op):
     carries = list(loop.inner_iter_args)
 
     def seed():
-        back = arith.subi(arith.subi(tc, one), k_iv)
-        R.frame.cache[iv] = arith.addi(lb, arith.muli(back, step))
+        def forward_iv():  # i = lb + (tc - 1 - k) * step
+            back = arith.subi(arith.subi(tc, one), k_iv)
+            return arith.addi(lb, arith.muli(back, step))
+        R.frame.cache[iv] = forward_iv
         for j, k in enumerate(act):
             R.add_adj(yld.operands[k], carries[j])
 
