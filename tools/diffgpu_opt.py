@@ -149,7 +149,12 @@ def _build(pipeline: str, ctx):
     try:
         return registry.build_pass_manager(pipeline, ctx)
     except (registry.PipelineError, targets.TargetError) as exc:
-        raise DriverError(str(exc)) from None
+        msg = str(exc)
+        m = re.search(r"'([\w.-]+)' does not refer to a registered pass or pass pipeline", msg)
+        if m:
+            msg = (f"unknown pass '{m.group(1)}' in pipeline {pipeline!r} (see --list-passes; "
+                   "every upstream MLIR pass is available by its name)")
+        raise DriverError("\n".join(ln for ln in msg.splitlines() if ln.strip())) from None
 
 
 # ---------------------------------------------------------------------------

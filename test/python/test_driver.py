@@ -124,7 +124,7 @@ def test_parse_error_on_stdin_names_stdin():
 
 @pytest.mark.parametrize("args, message", [
     (["--no-such-pass"], "unknown option or pass '--no-such-pass'"),
-    (["-p", "no-such-pass"], "'no-such-pass' does not refer to a registered pass"),
+    (["-p", "no-such-pass"], "unknown pass 'no-such-pass' in pipeline"),
     (["-p", "gpu-module-to-binary{format=offload}"], "unknown format 'offload'"),
     (["--gpu-module-to-binary=format=offload"], "unknown format 'offload'"),
     (["-p", "gpu-module-to-binary{format=}"], "unknown format ''"),

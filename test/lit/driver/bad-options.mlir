@@ -7,7 +7,7 @@
 // RUN: not diffgpu-opt %s --no-such-pass 2>&1 | FileCheck %s --check-prefix=UNKNOWN --implicit-check-not=Traceback
 // UNKNOWN: diffgpu-opt: error: unknown option or pass '--no-such-pass'
 // RUN: not diffgpu-opt %s -p 'canonicalize,no-such-pass' 2>&1 | FileCheck %s --check-prefix=UNKNOWN-P --implicit-check-not=Traceback
-// UNKNOWN-P: diffgpu-opt: error: invalid pass 'no-such-pass': {{.*}}'no-such-pass' does not refer to a registered pass or pass pipeline
+// UNKNOWN-P: diffgpu-opt: error: unknown pass 'no-such-pass' in pipeline 'canonicalize,no-such-pass'
 // RUN: not diffgpu-opt %s --emit=foo 2>&1 | FileCheck %s --check-prefix=EMIT --implicit-check-not=Traceback
 // EMIT: diffgpu-opt: error: unknown --emit value 'foo'; expected one of: mlir, llvm, ptx
 // RUN: not diffgpu-opt %s --verify-diagnostics=yes 2>&1 | FileCheck %s --check-prefix=FLAGVAL --implicit-check-not=Traceback
