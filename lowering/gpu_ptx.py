@@ -257,9 +257,11 @@ def compile_ptx(module_text, chip: str, context=None) -> PtxResult:
         except MLIRError as exc:
             raise CompileError(_diagnostics(exc)) from None
         ptxs = extract_ptx(module)
+    if not ptxs:
+        raise CompileError(f"the module has no GPU kernel or function for {chip}")
     if len(ptxs) != 1:
-        raise CompileError(f"expected one GPU module for {chip}, got {len(ptxs)}: the "
-                           "kernels must share one target")
+        raise CompileError(f"the GPU functions have {len(ptxs)} different targets for "
+                           f"{chip} (e.g. different O levels); compile_ptx needs one")
     (ptx,) = ptxs.values()
     externs = re.findall(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", ptx, re.M)
     if externs:

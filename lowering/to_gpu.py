@@ -112,6 +112,13 @@ class LowerToGpu(ModulePass):
             return
         # kernels that are also called like device functions get a device copy
         called = {c for f in gpu for c in _callees(f)}
+        for f in gpu:
+            if _is_kernel(f) and _sym(f) in called and any(
+                    op.name == "diffgpu.shared_alloc" for op in _walk(f)):
+                self.error(f, f"kernel '@{_sym(f)}' allocates shared memory, so it cannot "
+                              "also be called from another function")
+        if self._failed:
+            return
         copies = {}
         for f in gpu:
             name = _sym(f)

@@ -106,3 +106,17 @@ func.func @k(%i: index) attributes {diffgpu.kernel, diffgpu.target = #nvvm.targe
   %t = memref.alloca() : memref<4xi1>
   return
 }
+
+// -----
+
+// A kernel with shared memory cannot double as a device function: its
+// workgroup memory belongs to the kernel launch.
+// expected-error @+1 {{kernel '@inner' allocates shared memory, so it cannot also be called from another function}}
+func.func @inner() attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
+  %s = "diffgpu.shared_alloc"() : () -> memref<4xf32, #gpu.address_space<workgroup>>
+  return
+}
+func.func @outer() attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
+  func.call @inner() : () -> ()
+  return
+}
