@@ -39,7 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # `diffgpu-opt ... | head`: stop quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
         return 1
     except Exception as exc:  # last resort: never a traceback for users
         if os.environ.get("DIFFGPU_DEBUG"):
@@ -80,7 +84,7 @@ def _run(argv: list[str]) -> int:
     display, data = _read_input(opts.input)
     text = _decode(data, display)
     _check_nesting(text, display)
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     chunks = _split(lines, opts.split_marker)
     printer = _diag.Printer(display, lines, sys.stderr)
     runner = _ChunkRunner(ctx, pm, opts, printer)
@@ -211,6 +215,13 @@ def _check_nesting(text: str, display: str) -> None:
                     "deep; diffgpu-opt does not accept it (MLIR would overflow its stack)")
         elif tok in ")]}>":
             depth = max(depth - 1, 0)
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as MLIR counts them: split at '\\n' only (str.splitlines also
+    splits at \\r, \\f, U+2028, ..., which would shift line numbers)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def _split(lines: list[str], marker: str | None) -> list[tuple[int, int]]:
