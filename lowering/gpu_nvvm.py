@@ -4,7 +4,7 @@ Runs on the LLVM/NVVM dialect inside each `gpu.module`, before
 `gpu-module-to-binary`:
 
 - `convert-gpu-to-nvvm` asks for C-interface wrappers of every function
-  (`@_mlir_ciface_f`); nothing on the GPU calls them: they are erased;
+  (`@_mlir_ciface_f`); nothing on the GPU calls the defined ones: erased;
 - device functions (defined `llvm.func`s that are not kernels) get internal
   linkage, so LLVM drops them once inlined instead of emitting each as a
   `.visible .func` in the PTX;
@@ -58,11 +58,11 @@ class NvvmCleanup(ModulePass):
             names = {f.attributes["sym_name"].value for f in funcs}
             for f in funcs:
                 name = f.attributes["sym_name"].value
-                if name.startswith(CIFACE_PREFIX) and name[len(CIFACE_PREFIX):] in names:
-                    f.erase()
-                    continue
                 if not f.regions[0].blocks:
-                    continue  # a declaration (libdevice before linking)
+                    continue  # a declaration (libdevice before linking, externals)
+                if name.startswith(CIFACE_PREFIX) and name[len(CIFACE_PREFIX):] in names:
+                    f.erase()  # a wrapper; of an external `f`, it is `f` that is one
+                    continue
                 if not any(k in f.attributes for k in KERNEL_ATTRS):
                     f.attributes["linkage"] = internal
                     if "sym_visibility" in f.attributes:

@@ -21,7 +21,8 @@ self-contained; `math.fpowi` is expanded first (`math-expand-ops`), and ops
 without a libdevice mapping (`math.trunc`, ...) go through
 `convert-math-to-llvm`; `diffgpu-nvvm-cleanup` (lowering/gpu_nvvm.py) then
 makes f32 sqrt correctly rounded, internalizes device functions and drops C
-wrappers. `compile_ptx` refuses PTX with unresolved `.extern` functions.
+wrappers. `compile_ptx` refuses PTX with unresolved `.extern` functions
+other than CUDA's system calls (`malloc`/`free` of heap tapes, `vprintf`).
 
 The kernel ABI is documented in lowering/to_gpu.py.
 """
@@ -48,6 +49,8 @@ BINARY_FORMATS = ("isa", "assembly", "llvm", "offloading", "bin", "binary",
 #: gpu::CompilationTarget values held by gpu.ObjectAttr.format
 OBJECT_FORMATS = {1: "llvm", 2: "ptx", 3: "cubin", 4: "fatbin"}
 _NVPTX_TRIPLES = ("nvptx64-nvidia-cuda", "nvptx-nvidia-cuda")
+#: CUDA system calls: `.extern` in PTX, resolved by the driver (device heap, printf)
+SYSTEM_CALLS = ("malloc", "free", "vprintf", "__assertfail")
 _DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
            "index": "int64", "i1": "bool"}
 
@@ -263,7 +266,9 @@ def compile_ptx(module_text, chip: str, context=None) -> PtxResult:
         raise CompileError(f"the GPU functions have {len(ptxs)} different targets for "
                            f"{chip} (e.g. different O levels); compile_ptx needs one")
     (ptx,) = ptxs.values()
-    externs = re.findall(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", ptx, re.M)
+    externs = [name.removeprefix("_mlir_ciface_") for name in
+               re.findall(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", ptx, re.M)
+               if name not in SYSTEM_CALLS]
     if externs:
         raise CompileError(f"the PTX calls functions it does not define: {', '.join(externs)}")
     entries = ptx_entries(ptx)

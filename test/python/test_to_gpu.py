@@ -185,6 +185,27 @@ def test_compile_errors_are_clean():
         compile_ptx(two, "sm_90")
 
 
+@needs_nvptx
+def test_externals():
+    # heap memory (memref.alloc) uses CUDA's device malloc/free, which the
+    # driver resolves; a call to a function without a body is refused
+    heap = kernel("k", f"%A: {memref('f32')}, %n: index", f"""
+        %m = memref.alloc(%n) : memref<?xf32>
+        %c0 = arith.constant 0 : index
+        %x = memref.load %A[%c0] : {memref('f32')}
+        memref.store %x, %m[%n] : memref<?xf32>
+        %y = memref.load %m[%c0] : memref<?xf32>
+        memref.store %y, %A[%n] : {memref('f32')}
+        memref.dealloc %m : memref<?xf32>
+    """)
+    ptx = compile_ptx(heap, "sm_90").ptx
+    assert re.search(r"\.extern \.func .*malloc", ptx)
+    ext = ("func.func private @ext(f32) -> f32 attributes {diffgpu.target = " + SM90 + "}\n"
+           + kernel("k", "%x: f32", "%y = func.call @ext(%x) : (f32) -> f32"))
+    with pytest.raises(CompileError, match="the PTX calls functions it does not define: ext"):
+        compile_ptx(ext, "sm_90")
+
+
 def test_pipeline_expansion_names_the_passes():
     names = [e.name for e in expand(parse_pipeline("diffgpu-to-ptx{chip=sm_90}"))]
     assert names[:4] == ["diffgpu-verify-targets", "diffgpu-autodiff",
