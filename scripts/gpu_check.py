@@ -248,7 +248,7 @@ def _restride(a, strides):
     if a.strides == strides or a.size == 0:
         return a.copy()
     if all(s > 0 for s in strides):
-        span = max(s * (n - 1) for s, n in zip(strides, a.shape)) // a.itemsize + 1
+        span = sum(s * (n - 1) for s, n in zip(strides, a.shape)) // a.itemsize + 1
         base = np.zeros(span, a.dtype)
         view = np.lib.stride_tricks.as_strided(base, a.shape, strides)
         view[...] = a
@@ -432,6 +432,7 @@ def run(directory: str) -> int:
             bad += 1
             continue
         kernel, grid, block, mode = cases[name]
+        print(f"running {name}", file=sys.stderr, flush=True)
         try:
             data = np.load(os.path.join(directory, rec["file"]))
             args = decode_args(rec["args"], data, _to_device(cupy))
@@ -494,7 +495,7 @@ def _to_device(cupy):
     def conv(a):
         if a.flags.c_contiguous or a.size == 0 or any(s <= 0 for s in a.strides):
             return cupy.asarray(np.ascontiguousarray(a))
-        span = max(s * (n - 1) for s, n in zip(a.strides, a.shape)) // a.itemsize + 1
+        span = sum(s * (n - 1) for s, n in zip(a.strides, a.shape)) // a.itemsize + 1
         base = cupy.zeros(span, a.dtype)
         view = cupy.ndarray(a.shape, a.dtype, memptr=base.data, strides=a.strides)
         view[...] = cupy.asarray(np.ascontiguousarray(a))
