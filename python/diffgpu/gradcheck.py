@@ -7,8 +7,8 @@ the float64 signature is compiled like any other.
 
 - reverse mode, dot-product test: <D, J V> (central finite differences along
   a random V) equals <J^T D, V> (dg.autodiff with random shadows D);
-- forward mode: J V (dg.fwddiff with tangents V, Active scalars held Const)
-  equals the finite-difference J V, element by element;
+- forward mode: J V (dg.fwddiff with tangents V; an Active scalar x becomes
+  Duplicated(x, v)) equals the finite-difference J V, element by element;
 - small problems (at most `max_elements` inputs and outputs): the whole
   Jacobian, column by column by finite differences, row by row by reverse
   mode and column by column by forward mode, element by element.
@@ -100,13 +100,15 @@ class _Problem:
         return [_host(shadows[i]) for i in self.dup] + [float(g) for g in grads]
 
     def jvp(self, v):
-        """J V by forward mode (Active scalars held Const: their V is ignored)."""
+        """J V by forward mode (Active scalars become Duplicated(x, v))."""
         args, acts, shadows = self.args(), [], {}
         for i, a in enumerate(args):
             if i in self.dup:
                 shadows[i] = self.xp.asarray(v[self.inputs.index(i)].copy())
                 cls = DuplicatedNoNeed if self.kinds[i] == "dupnoneed" else Duplicated
                 acts.append(cls(a, shadows[i]))
+            elif i in self.active:
+                acts.append(Duplicated(a, float(v[self.inputs.index(i)])))
             else:
                 acts.append(Const(a))
         fwddiff(self.launcher, *acts)
@@ -151,9 +153,8 @@ def gradcheck(launcher, *activities, eps: float = 1e-6, atol: float = 1e-5,
     v = p.random(rng, p.inputs)
     d = [rng.standard_normal(p.base[i].shape) for i in p.dup]
 
-    # forward mode: J V element by element (tangents of Active scalars are 0)
-    v_fwd = [x if i in p.dup else 0.0 for i, x in zip(p.inputs, v)]
-    _compare(p, p.jvp(v_fwd), p.fd_jvp(v_fwd, eps), "forward mode J V", None, atol, rtol)
+    # forward mode: J V element by element
+    _compare(p, p.jvp(v), p.fd_jvp(v, eps), "forward mode J V", None, atol, rtol)
 
     # reverse mode: <D, J V> == <J^T D, V>
     lhs, rhs = _dot(d, p.fd_jvp(v, eps)), _dot(p.vjp(d), v)
@@ -202,8 +203,7 @@ def _full_jacobian(p, eps, atol, rtol) -> None:
             e = _unit(p, p.inputs, k, j)
             col = p.fd_jvp(e, eps)
             cols.append((k, j, col))
-            if p.inputs[k] in p.dup:
-                _compare(p, p.jvp(e), col, "forward mode", p.label(p.inputs, k, j), atol, rtol)
+            _compare(p, p.jvp(e), col, "forward mode", p.label(p.inputs, k, j), atol, rtol)
     for ko, size in enumerate(p.sizes(p.dup)):
         for jo in range(size):
             row = p.vjp(_unit(p, p.dup, ko, jo))

@@ -55,6 +55,16 @@ def step(y, x):
             y[i] = 0.0
 
 
+@dg.kernel
+def rowdot(out, A, x, s):
+    i = dg.global_id(0)
+    if i < A.shape[0]:
+        acc = 0.0
+        for j in range(A.shape[1]):
+            acc += A[i, j] * dg.sin(x[j])
+        out[i] = s * acc + out[i] * out[i]
+
+
 # --- decorators --------------------------------------------------------------
 
 def test_decorator_attributes():
@@ -209,6 +219,23 @@ def test_gradcheck_passes_and_leaves_inputs():
     assert dg.gradcheck(sq[1, 8], dg.Duplicated(y, np.zeros_like(y)),
                         dg.Duplicated(x, np.zeros_like(x)), dg.Active(0.7))
     assert np.array_equal(x, x0) and np.array_equal(y, y0)
+
+
+@pytest.mark.parametrize("max_elements", [64, 0])
+def test_gradcheck_loops_2d_and_scalars(max_elements):
+    # full Jacobian (64) and dot-product/forward only (0), float32 inputs
+    # checked in float64, an Active scalar in both modes
+    rng = np.random.default_rng(3)
+    out, A, x = (rng.standard_normal(s).astype(np.float32) for s in (4, (4, 5), 5))
+    assert dg.gradcheck(rowdot[1, 8], dg.Duplicated(out, np.zeros(4, np.float32)),
+                        dg.Duplicated(A, np.zeros((4, 5), np.float32)),
+                        dg.DuplicatedNoNeed(x, np.zeros(5, np.float32)), dg.Active(0.3),
+                        max_elements=max_elements)
+
+
+def test_gradcheck_needs_an_output():
+    with pytest.raises(dg.GradcheckError, match="at least one Duplicated"):
+        dg.gradcheck(sq[1, 8], np.zeros(3), np.ones(3), dg.Active(1.0))
 
 
 def test_gradcheck_reports_worst_element():
