@@ -36,7 +36,10 @@ for var in ("HOME", "DIFFGPU_CACHE_DIR", "DIFFGPU_DEBUG"):
         config.environment[var] = os.environ[var]
 
 config.substitutions.append(("%python", python))
-config.substitutions.append(("diffgpu-opt", f"{python} -m diffgpu.tools.diffgpu_opt"))
+# `diffgpu-opt` as a command word only, not inside paths such as %s
+# (lit substitutions are regular expressions).
+config.substitutions.append((r"(?<![\w/.-])diffgpu-opt(?![\w/.-])",
+                             f"{python} -m diffgpu.tools.diffgpu_opt"))
 config.substitutions.append(("FileCheck", _filecheck()))
 config.substitutions.append(("%irdl", os.path.join(repo, "dialects", "diffgpu.irdl.mlir")))
 config.substitutions.append(("%repo", repo))
