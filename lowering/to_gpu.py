@@ -16,7 +16,9 @@ from the functions (never a default), and sets `gpu.container_module`:
 - `diffgpu.thread_id/block_id/block_dim/grid_dim {dim = d}` -> `gpu.thread_id x`
   etc., `diffgpu.barrier` -> `gpu.barrier`, `diffgpu.atomic_add` ->
   `memref.atomic_rmw addf|addi`, `diffgpu.shared_alloc` -> a workgroup
-  attribution of the kernel, `math.ipowi` -> a call to a generated helper;
+  attribution of the kernel, `math.ipowi` -> a call to a generated helper
+  (lowering/gpu_ops.py);
+- the gpu.module carries NVPTX's `llvm.data_layout` (8-byte aligned i64);
 - host-target functions are left untouched.
 
     func.func @k(%A: memref<?xf32, strided<[?], offset: ?>>)
@@ -43,8 +45,9 @@ PTX `.entry` takes these parameters, in argument order):
 - memref of rank r (`memref<?x..xT, strided<[?, ..], offset: ?>>`): 3 + 2r
   parameters: `.u64` allocated pointer, `.u64` aligned pointer (the one
   accessed), `.u64` offset, `.u64` size[0..r-1], `.u64` stride[0..r-1]; offset
-  and strides count elements, not bytes. The runtime passes the array's data
-  pointer twice and offset 0 (byte offsets are folded into the pointer);
+  and strides count elements, not bytes, and strides may be negative or 0.
+  The runtime passes the array's data pointer (its first element) twice and
+  offset 0 (byte offsets are folded into the pointer);
 - f32 / f64 scalar: `.f32` / `.f64` by value; i32: `.u32`; i64 and `index`:
   `.u64`; i1: `.u8` (0 or 1);
 - shared memory is not a parameter: it is static `.shared` memory.
@@ -61,14 +64,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.lowering import targets as T
+from diffgpu.lowering.gpu_ops import bad_memref, expand_ipowi, fresh, rewrite_ops, walk
 from diffgpu.lowering.registry import ModulePass, register_pass
 
-GEOMETRY = {"diffgpu.thread_id": "gpu.thread_id", "diffgpu.block_id": "gpu.block_id",
-            "diffgpu.block_dim": "gpu.block_dim", "diffgpu.grid_dim": "gpu.grid_dim"}
 DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
 DEVICE_SUFFIX = "__dg_device"
-#: memref.atomic_rmw kinds (arith::AtomicRMWKind)
-_RMW_ADDF, _RMW_ADDI = 0, 1
 _FUNC_PROPS = ("sym_name", "function_type", "sym_visibility", "res_attrs")
 #: NVPTX64's data layout (LLVM 22). Without it the MLIR -> LLVM translation
 #: gives i64 loads/stores LLVM's default 4-byte alignment and the backend
@@ -114,7 +114,7 @@ class LowerToGpu(ModulePass):
         called = {c for f in gpu for c in _callees(f)}
         for f in gpu:
             if _is_kernel(f) and _sym(f) in called and any(
-                    op.name == "diffgpu.shared_alloc" for op in _walk(f)):
+                    op.name == "diffgpu.shared_alloc" for op in walk(f)):
                 self.error(f, f"kernel '@{_sym(f)}' allocates shared memory, so it cannot "
                               "also be called from another function")
         if self._failed:
@@ -124,7 +124,7 @@ class LowerToGpu(ModulePass):
             name = _sym(f)
             if _is_kernel(f) and name in called:
                 copy = f.clone(ip=ir.InsertionPoint(body))
-                copy_name = _fresh(name + DEVICE_SUFFIX, funcs)
+                copy_name = fresh(name + DEVICE_SUFFIX, funcs)
                 copy.attributes["sym_name"] = ir.StringAttr.get(copy_name)
                 del copy.attributes[T.KERNEL_ATTR]
                 funcs[copy_name] = copy
@@ -143,9 +143,9 @@ class LowerToGpu(ModulePass):
             else:
                 f.detach_from_parent()
                 ir.InsertionPoint(block).insert(f)
-                self._rewrite_ops(f, kernel=None)
+                rewrite_ops(f, None, self.error)
         for gm in modules.values():
-            _expand_ipowi(gm)
+            expand_ipowi(gm)
 
     # Checks ---------------------------------------------------------------
     def _check_function(self, f, funcs) -> None:
@@ -162,7 +162,7 @@ class LowerToGpu(ModulePass):
                           f"{self.chip}")
         if _is_kernel(f) and len(_func_type(f).results):
             self.error(f, f"kernel '@{name}' returns values; kernels return nothing")
-        for op in _walk(f):
+        for op in walk(f):
             if op.name in DIFF_OPS:
                 self.error(op, f"'{op.name}' in '@{name}' is not lowered: run "
                                "diffgpu-autodiff first")
@@ -180,13 +180,13 @@ class LowerToGpu(ModulePass):
                 self.error(op, f"diffgpu.shared_alloc in '@{name}': shared memory can only "
                                "be allocated in a kernel")
             for v in list(op.results) + list(op.operands):
-                bad = _bad_memref(v.type)
+                bad = bad_memref(v.type)
                 if bad:
                     self.error(op, f"'{op.name}' in '@{name}': {bad}")
                     break
 
     def _check_host_calls(self, f, funcs) -> None:
-        for op in _walk(f):
+        for op in walk(f):
             if op.name == "func.call":
                 g = funcs.get(_callee(op))
                 if g is not None and T.is_gpu(T.get_target(g)):
@@ -209,7 +209,7 @@ class LowerToGpu(ModulePass):
             key = str(target)
             if key in out:
                 continue
-            name = _fresh("diffgpu_" + T.chip_of(target), taken)
+            name = fresh("diffgpu_" + T.chip_of(target), taken)
             taken.add(name)
             gm = ir.Operation.create(
                 "gpu.module", attributes={"sym_name": ir.StringAttr.get(name),
@@ -236,86 +236,7 @@ class LowerToGpu(ModulePass):
         for b in list(f.regions[0].blocks):
             b.append_to(g.regions[0])
         f.erase()
-        self._rewrite_ops(g, kernel=g)
-
-    # Op rewrites ----------------------------------------------------------
-    def _rewrite_ops(self, f, kernel) -> None:
-        from diffgpu._mlir import ir
-
-        index = ir.IndexType.get()
-        n_shared = 0
-        for op in _walk(f):
-            name = op.name
-            loc = op.location
-            ip = ir.InsertionPoint(op)
-            new = None
-            if name in GEOMETRY:
-                dim = _dim(op)
-                if dim is None:
-                    self.error(op, f"'{name}' needs a 'dim' attribute of 0, 1 or 2")
-                    continue
-                new = ir.Operation.create(
-                    GEOMETRY[name], results=[index], loc=loc, ip=ip,
-                    attributes={"dimension": ir.Attribute.parse(f"#gpu<dim {'xyz'[dim]}>")})
-            elif name == "diffgpu.barrier":
-                new = ir.Operation.create("gpu.barrier", loc=loc, ip=ip)
-            elif name == "diffgpu.atomic_add":
-                new = self._atomic(op, ip)
-                if new is None:
-                    continue
-            elif name == "diffgpu.shared_alloc":
-                mtype = op.results[0].type
-                problem = _shared_problem(mtype)
-                if problem:
-                    self.error(op, f"diffgpu.shared_alloc: {problem}")
-                    continue
-                arg = kernel.regions[0].blocks[0].add_argument(mtype, loc)
-                op.results[0].replace_all_uses_with(arg)
-                op.erase()
-                n_shared += 1
-                continue
-            elif name == "func.return" and kernel is not None:
-                new = ir.Operation.create("gpu.return", operands=list(op.operands), loc=loc,
-                                          ip=ip)
-            else:
-                continue
-            for old, rep in zip(op.results, new.results):
-                old.replace_all_uses_with(rep)
-            op.erase()
-        if n_shared:
-            kernel.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(64), n_shared)
-
-    def _atomic(self, op, ip):
-        from diffgpu._mlir import ir
-
-        operands = list(op.operands)
-        if len(operands) < 2:
-            self.error(op, "diffgpu.atomic_add takes a memref, a value and indices")
-            return None
-        mem, val, idx = operands[0], operands[1], operands[2:]
-        mtype = ir.MemRefType(mem.type)
-        elem = mtype.element_type
-        if val.type != elem:
-            self.error(op, f"diffgpu.atomic_add: value of type {val.type} added to a memref "
-                           f"of {elem}")
-            return None
-        if len(idx) != mtype.rank:
-            self.error(op, f"diffgpu.atomic_add: {len(idx)} indices for a memref of rank "
-                           f"{mtype.rank}")
-            return None
-        if isinstance(elem, ir.FloatType):
-            kind = _RMW_ADDF
-        elif isinstance(elem, ir.IntegerType):
-            kind = _RMW_ADDI
-        else:
-            self.error(op, f"diffgpu.atomic_add: unsupported element type {elem}")
-            return None
-        return ir.Operation.create(
-            "memref.atomic_rmw", results=[elem], operands=[val, mem] + idx,
-            attributes={"kind": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kind)},
-            loc=op.location, ip=ip)
-
+        rewrite_ops(g, g, self.error)
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -334,51 +255,20 @@ def _func_type(f):
     return ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
 
 
-def _walk(op) -> list:
-    """All ops nested in `op` (pre-order), as a list safe to mutate over."""
-    from diffgpu._mlir import ir
-
-    out = []
-
-    def visit(o):
-        out.append(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return [o.operation for o in out[1:]]
-
-
 def _callee(call) -> str:
     from diffgpu._mlir import ir
     return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
 
 
 def _callees(f) -> set:
-    return {_callee(op) for op in _walk(f) if op.name == "func.call"}
+    return {_callee(op) for op in walk(f) if op.name == "func.call"}
 
 
 def _rename_calls(f, renames: dict) -> None:
     from diffgpu._mlir import ir
-    for op in _walk(f):
+    for op in walk(f):
         if op.name == "func.call" and _callee(op) in renames:
             op.attributes["callee"] = ir.FlatSymbolRefAttr.get(renames[_callee(op)])
-
-
-def _fresh(name: str, taken) -> str:
-    if name not in taken:
-        return name
-    i = 1
-    while f"{name}_{i}" in taken:
-        i += 1
-    return f"{name}_{i}"
-
-
-def _dim(op):
-    from diffgpu._mlir import ir
-    if "dim" not in op.attributes or not isinstance(op.attributes["dim"], ir.IntegerAttr):
-        return None
-    d = ir.IntegerAttr(op.attributes["dim"]).value
-    return d if d in (0, 1, 2) else None
 
 
 def _target_problem(target) -> str | None:
@@ -403,103 +293,6 @@ def _target_problem(target) -> str | None:
     if re.search(r"\blink\s*=", text):
         return "'link' (extra bitcode libraries) is not supported"
     return None
-
-
-def _bad_memref(t) -> str | None:
-    """Memrefs the NVPTX lowering cannot handle (MLIR asserts on i1 stores)."""
-    from diffgpu._mlir import ir
-    if not isinstance(t, ir.MemRefType):
-        return None
-    elem = ir.MemRefType(t).element_type
-    if isinstance(elem, ir.IntegerType) and ir.IntegerType(elem).width % 8:
-        return (f"memref of {elem} is not supported on the GPU (use i8 or wider "
-                "elements)")
-    return None
-
-
-def _shared_problem(t) -> str | None:
-    from diffgpu._mlir import ir
-    if not isinstance(t, ir.MemRefType):
-        return f"result {t} is not a memref"
-    m = ir.MemRefType(t)
-    if not m.has_static_shape:
-        return f"shared memory {t} needs a static shape"
-    if str(m.memory_space) != "#gpu.address_space<workgroup>":
-        return f"shared memory {t} must be in #gpu.address_space<workgroup>"
-    plain = ir.MemRefType.get(m.shape, m.element_type, memory_space=m.memory_space,
-                              loc=ir.Location.unknown())
-    if plain != m:
-        return f"shared memory {t} must have the identity layout"
-    return _bad_memref(t)
-
-
-def _expand_ipowi(gm) -> None:
-    """Replace `math.ipowi` (no NVVM lowering) by calls to generated helpers."""
-    from diffgpu._mlir import ir
-
-    block = gm.regions[0].blocks[0]
-    target = ir.ArrayAttr(gm.attributes["targets"])[0]
-    helpers = {}
-    for f in list(block.operations):
-        for op in _walk(f.operation):
-            if op.name != "math.ipowi":
-                continue
-            ty = str(op.results[0].type)
-            if ty not in helpers:
-                helpers[ty] = _ipowi_helper(block, ty, target)
-            call = ir.Operation.create(
-                "func.call", results=[op.results[0].type], operands=list(op.operands),
-                attributes={"callee": ir.FlatSymbolRefAttr.get(helpers[ty])},
-                loc=op.location, ip=ir.InsertionPoint(op))
-            op.results[0].replace_all_uses_with(call.results[0])
-            op.erase()
-
-
-def _ipowi_helper(block, ty: str, target) -> str:
-    """`b ** e` by squaring; e < 0 gives 1 for b == 1, +-1 for b == -1, else 0."""
-    from diffgpu._mlir import ir
-
-    taken = {o.operation.attributes["sym_name"].value for o in block.operations
-             if "sym_name" in o.operation.attributes}
-    name = _fresh(f"__dg_ipowi_{ty}", taken)
-    text = f"""
-func.func private @{name}(%b: {ty}, %e: {ty}) -> {ty} attributes {{diffgpu.target = {target}}} {{
-  %c0 = arith.constant 0 : {ty}
-  %c1 = arith.constant 1 : {ty}
-  %cm1 = arith.constant -1 : {ty}
-  %neg = arith.cmpi slt, %e, %c0 : {ty}
-  %r = scf.if %neg -> {ty} {{
-    %is1 = arith.cmpi eq, %b, %c1 : {ty}
-    %ism1 = arith.cmpi eq, %b, %cm1 : {ty}
-    %bit = arith.andi %e, %c1 : {ty}
-    %odd = arith.cmpi ne, %bit, %c0 : {ty}
-    %sgn = arith.select %odd, %cm1, %c1 : {ty}
-    %t = arith.select %ism1, %sgn, %c0 : {ty}
-    %u = arith.select %is1, %c1, %t : {ty}
-    scf.yield %u : {ty}
-  }} else {{
-    %res:3 = scf.while (%acc = %c1, %base = %b, %ex = %e) : ({ty}, {ty}, {ty}) -> ({ty}, {ty}, {ty}) {{
-      %go = arith.cmpi sgt, %ex, %c0 : {ty}
-      scf.condition(%go) %acc, %base, %ex : {ty}, {ty}, {ty}
-    }} do {{
-    ^bb0(%a: {ty}, %x: {ty}, %n: {ty}):
-      %lsb = arith.andi %n, %c1 : {ty}
-      %set = arith.cmpi ne, %lsb, %c0 : {ty}
-      %m = arith.muli %a, %x : {ty}
-      %a2 = arith.select %set, %m, %a : {ty}
-      %x2 = arith.muli %x, %x : {ty}
-      %n2 = arith.shrsi %n, %c1 : {ty}
-      scf.yield %a2, %x2, %n2 : {ty}, {ty}, {ty}
-    }}
-    scf.yield %res#0 : {ty}
-  }}
-  return %r : {ty}
-}}"""
-    parsed = ir.Module.parse(text)
-    fn = parsed.body.operations[0].operation
-    fn.detach_from_parent()
-    ir.InsertionPoint(block).insert(fn)
-    return name
 
 
 from diffgpu.lowering import gpu_nvvm, gpu_ptx  # noqa: E402,F401  (register passes, pipelines)

@@ -1,0 +1,225 @@
+"""Op rewrites of `diffgpu-lower-to-gpu` (lowering/to_gpu.py), inside gpu.modules.
+
+    %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index      %t = gpu.thread_id x
+    "diffgpu.barrier"() : () -> ()                                 gpu.barrier
+    %o = "diffgpu.atomic_add"(%A, %v, %i) : (...) -> f32      =>   %o = memref.atomic_rmw addf %v, %A[%i]
+    %s = "diffgpu.shared_alloc"() : () -> memref<16xf32, #gpu.address_space<workgroup>>
+                                                                   (a workgroup attribution of the kernel)
+    %p = math.ipowi %n, %e : i64                                   %p = func.call @__dg_ipowi_i64(%n, %e)
+    func.return (in a kernel)                                      gpu.return
+"""
+from __future__ import annotations
+
+GEOMETRY = {"diffgpu.thread_id": "gpu.thread_id", "diffgpu.block_id": "gpu.block_id",
+            "diffgpu.block_dim": "gpu.block_dim", "diffgpu.grid_dim": "gpu.grid_dim"}
+#: memref.atomic_rmw kinds (arith::AtomicRMWKind)
+_RMW_ADDF, _RMW_ADDI = 0, 1
+
+
+def rewrite_ops(f, kernel, error) -> None:
+    """Rewrite the diffgpu ops of function `f` (now in a gpu.module) to gpu
+    ops; `kernel` is `f` when it is a gpu.func kernel, else None (shared
+    memory was rejected there). Problems go to `error(op, message)`."""
+    from diffgpu._mlir import ir
+
+    index = ir.IndexType.get()
+    n_shared = 0
+    for op in walk(f):
+        name = op.name
+        loc = op.location
+        ip = ir.InsertionPoint(op)
+        new = None
+        if name in GEOMETRY:
+            dim = _dim(op)
+            if dim is None:
+                error(op, f"'{name}' needs a 'dim' attribute of 0, 1 or 2")
+                continue
+            new = ir.Operation.create(
+                GEOMETRY[name], results=[index], loc=loc, ip=ip,
+                attributes={"dimension": ir.Attribute.parse(f"#gpu<dim {'xyz'[dim]}>")})
+        elif name == "diffgpu.barrier":
+            new = ir.Operation.create("gpu.barrier", loc=loc, ip=ip)
+        elif name == "diffgpu.atomic_add":
+            new = _atomic(op, ip, error)
+            if new is None:
+                continue
+        elif name == "diffgpu.shared_alloc":
+            mtype = op.results[0].type
+            problem = _shared_problem(mtype)
+            if problem:
+                error(op, f"diffgpu.shared_alloc: {problem}")
+                continue
+            arg = kernel.regions[0].blocks[0].add_argument(mtype, loc)
+            op.results[0].replace_all_uses_with(arg)
+            op.erase()
+            n_shared += 1
+            continue
+        elif name == "func.return" and kernel is not None:
+            new = ir.Operation.create("gpu.return", operands=list(op.operands), loc=loc,
+                                      ip=ip)
+        else:
+            continue
+        for old, rep in zip(op.results, new.results):
+            old.replace_all_uses_with(rep)
+        op.erase()
+    if n_shared:
+        kernel.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), n_shared)
+
+def _atomic(op, ip, error):
+    from diffgpu._mlir import ir
+
+    operands = list(op.operands)
+    if len(operands) < 2:
+        error(op, "diffgpu.atomic_add takes a memref, a value and indices")
+        return None
+    mem, val, idx = operands[0], operands[1], operands[2:]
+    mtype = ir.MemRefType(mem.type)
+    elem = mtype.element_type
+    if val.type != elem:
+        error(op, f"diffgpu.atomic_add: value of type {val.type} added to a memref "
+                       f"of {elem}")
+        return None
+    if len(idx) != mtype.rank:
+        error(op, f"diffgpu.atomic_add: {len(idx)} indices for a memref of rank "
+                       f"{mtype.rank}")
+        return None
+    if isinstance(elem, ir.FloatType):
+        kind = _RMW_ADDF
+    elif isinstance(elem, ir.IntegerType):
+        kind = _RMW_ADDI
+    else:
+        error(op, f"diffgpu.atomic_add: unsupported element type {elem}")
+        return None
+    return ir.Operation.create(
+        "memref.atomic_rmw", results=[elem], operands=[val, mem] + idx,
+        attributes={"kind": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kind)},
+        loc=op.location, ip=ip)
+
+
+def walk(op) -> list:
+    """All ops nested in `op` (pre-order), as a list safe to mutate over."""
+    from diffgpu._mlir import ir
+
+    out = []
+
+    def visit(o):
+        out.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return [o.operation for o in out[1:]]
+
+
+def fresh(name: str, taken) -> str:
+    if name not in taken:
+        return name
+    i = 1
+    while f"{name}_{i}" in taken:
+        i += 1
+    return f"{name}_{i}"
+
+
+def _dim(op):
+    from diffgpu._mlir import ir
+    if "dim" not in op.attributes or not isinstance(op.attributes["dim"], ir.IntegerAttr):
+        return None
+    d = ir.IntegerAttr(op.attributes["dim"]).value
+    return d if d in (0, 1, 2) else None
+
+
+def bad_memref(t) -> str | None:
+    """Memrefs the NVPTX lowering cannot handle (MLIR asserts on i1 stores)."""
+    from diffgpu._mlir import ir
+    if not isinstance(t, ir.MemRefType):
+        return None
+    elem = ir.MemRefType(t).element_type
+    if isinstance(elem, ir.IntegerType) and ir.IntegerType(elem).width % 8:
+        return (f"memref of {elem} is not supported on the GPU (use i8 or wider "
+                "elements)")
+    return None
+
+
+def _shared_problem(t) -> str | None:
+    from diffgpu._mlir import ir
+    if not isinstance(t, ir.MemRefType):
+        return f"result {t} is not a memref"
+    m = ir.MemRefType(t)
+    if not m.has_static_shape:
+        return f"shared memory {t} needs a static shape"
+    if str(m.memory_space) != "#gpu.address_space<workgroup>":
+        return f"shared memory {t} must be in #gpu.address_space<workgroup>"
+    plain = ir.MemRefType.get(m.shape, m.element_type, memory_space=m.memory_space,
+                              loc=ir.Location.unknown())
+    if plain != m:
+        return f"shared memory {t} must have the identity layout"
+    return bad_memref(t)
+
+
+def expand_ipowi(gm) -> None:
+    """Replace `math.ipowi` (no NVVM lowering) by calls to generated helpers."""
+    from diffgpu._mlir import ir
+
+    block = gm.regions[0].blocks[0]
+    target = ir.ArrayAttr(gm.attributes["targets"])[0]
+    helpers = {}
+    for f in list(block.operations):
+        for op in walk(f.operation):
+            if op.name != "math.ipowi":
+                continue
+            ty = str(op.results[0].type)
+            if ty not in helpers:
+                helpers[ty] = _ipowi_helper(block, ty, target)
+            call = ir.Operation.create(
+                "func.call", results=[op.results[0].type], operands=list(op.operands),
+                attributes={"callee": ir.FlatSymbolRefAttr.get(helpers[ty])},
+                loc=op.location, ip=ir.InsertionPoint(op))
+            op.results[0].replace_all_uses_with(call.results[0])
+            op.erase()
+
+
+def _ipowi_helper(block, ty: str, target) -> str:
+    """`b ** e` by squaring; e < 0 gives 1 for b == 1, +-1 for b == -1, else 0."""
+    from diffgpu._mlir import ir
+
+    taken = {o.operation.attributes["sym_name"].value for o in block.operations
+             if "sym_name" in o.operation.attributes}
+    name = fresh(f"__dg_ipowi_{ty}", taken)
+    text = f"""
+func.func private @{name}(%b: {ty}, %e: {ty}) -> {ty} attributes {{diffgpu.target = {target}}} {{
+  %c0 = arith.constant 0 : {ty}
+  %c1 = arith.constant 1 : {ty}
+  %cm1 = arith.constant -1 : {ty}
+  %neg = arith.cmpi slt, %e, %c0 : {ty}
+  %r = scf.if %neg -> {ty} {{
+    %is1 = arith.cmpi eq, %b, %c1 : {ty}
+    %ism1 = arith.cmpi eq, %b, %cm1 : {ty}
+    %bit = arith.andi %e, %c1 : {ty}
+    %odd = arith.cmpi ne, %bit, %c0 : {ty}
+    %sgn = arith.select %odd, %cm1, %c1 : {ty}
+    %t = arith.select %ism1, %sgn, %c0 : {ty}
+    %u = arith.select %is1, %c1, %t : {ty}
+    scf.yield %u : {ty}
+  }} else {{
+    %res:3 = scf.while (%acc = %c1, %base = %b, %ex = %e) : ({ty}, {ty}, {ty}) -> ({ty}, {ty}, {ty}) {{
+      %go = arith.cmpi sgt, %ex, %c0 : {ty}
+      scf.condition(%go) %acc, %base, %ex : {ty}, {ty}, {ty}
+    }} do {{
+    ^bb0(%a: {ty}, %x: {ty}, %n: {ty}):
+      %lsb = arith.andi %n, %c1 : {ty}
+      %set = arith.cmpi ne, %lsb, %c0 : {ty}
+      %m = arith.muli %a, %x : {ty}
+      %a2 = arith.select %set, %m, %a : {ty}
+      %x2 = arith.muli %x, %x : {ty}
+      %n2 = arith.shrsi %n, %c1 : {ty}
+      scf.yield %a2, %x2, %n2 : {ty}, {ty}, {ty}
+    }}
+    scf.yield %res#0 : {ty}
+  }}
+  return %r : {ty}
+}}"""
+    parsed = ir.Module.parse(text)
+    fn = parsed.body.operations[0].operation
+    fn.detach_from_parent()
+    ir.InsertionPoint(block).insert(fn)
+    return name
