@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu.lowering import host_barrier, host_ops, targets
+from diffgpu.lowering import host_barrier, host_inline, host_ops, targets
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
@@ -108,17 +108,19 @@ class LowerToHost(ModulePass):
                 host_ops.rewrite_geometry(op)
             for op in host_ops.walk_ops(f, ("diffgpu.atomic_add",)):
                 host_ops.rewrite_atomic_add(op)
+        try:  # calls reaching barriers/shared memory: into the kernels
+            host_inline.inline_barrier_calls(kernels, host)
+        except host_inline.InlineError as exc:
+            self.fail(exc.op, str(exc))
         for k in kernels:
             with k.location:  # builders that take no loc= (block arguments)
                 self._lower_kernel(module, k)
 
     # Checks, all before any rewrite -----------------------------------------
     def _check(self, host, kernels, names) -> None:
-        kernel_names = {_sym_name(k) for k in kernels}
         for f in host:
             if not f.regions[0].blocks:
                 continue  # an external declaration
-            entry = f.regions[0].blocks[0]
             is_kernel = f in kernels
             for op in host_ops.walk_ops(f):
                 name = op.name
@@ -133,22 +135,11 @@ class LowerToHost(ModulePass):
                     if why:
                         self.error(op, why)
                 elif name == "diffgpu.shared_alloc":
-                    if not is_kernel or op.block != entry:
-                        self.error(op, "diffgpu.shared_alloc must be in a kernel's entry block "
-                                       "on the host target")
+                    if not is_kernel:
+                        self.error(op, "diffgpu.shared_alloc must be in a kernel on the host "
+                                       "target")
                     elif not _static_memref(op.results[0].type):
                         self.error(op, "diffgpu.shared_alloc needs a memref of static shape")
-                elif name == "diffgpu.barrier" and not is_kernel:
-                    self.error(op, "barrier inside a device function is not yet supported "
-                                   "on the host target")
-                elif name == "func.call":
-                    callee = str(op.attributes["callee"]).lstrip("@")
-                    if callee in kernel_names:
-                        kern = next(k for k in kernels if _sym_name(k) == callee)
-                        if host_ops.walk_ops(kern, ("diffgpu.shared_alloc", "diffgpu.barrier")):
-                            self.error(op, f"calling kernel '@{callee}', which uses shared memory "
-                                           "or barriers, from another function is not yet "
-                                           "supported on the host target")
         for f in host:
             name = _sym_name(f)
             if f not in kernels and f.regions[0].blocks and not name.startswith("__dg_") \

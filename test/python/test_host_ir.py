@@ -16,8 +16,15 @@ import pytest
 
 from diffgpu.errors import CompileError, LaunchError
 from diffgpu.lowering.targets import HOST_TARGET
-from diffgpu.runtime.cpu import HostProgram, compile_host
+from diffgpu.runtime.cpu import HostProgram
+from diffgpu.runtime.cpu import compile_host as _compile_host
 from diffgpu.types import ArrayType, ScalarType
+
+@functools.lru_cache(maxsize=None)
+def compile_host(text):
+    """Each test module text compiles once per session."""
+    return _compile_host(text)
+
 
 NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
 DTYPE = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
@@ -514,6 +521,41 @@ def test_barrier_in_divergent_branch_and_loop():
     np.testing.assert_array_equal(count, np.maximum(np.arange(64) % 32 - 1, 0))
 
 
+SHARED_32 = "memref<32xf32, #gpu.address_space<workgroup>>"
+BARRIER_IN_CALLS = kernel("rotate", [("A", mem("f32")), ("s", SHARED_32)], f"""
+  %t = "diffgpu.thread_id"() {{dim = 0 : i64}} : () -> index
+  %bd = "diffgpu.block_dim"() {{dim = 0 : i64}} : () -> index
+  %v = memref.load %A[%t] : {mem("f32")}
+  memref.store %v, %s[%t] : {SHARED_32}
+  "diffgpu.barrier"() : () -> ()
+  %c1 = arith.constant 1 : index
+  %t1 = arith.addi %t, %c1 : index
+  %j = arith.remui %t1, %bd : index
+  %w = memref.load %s[%j] : {SHARED_32}
+  "diffgpu.barrier"() : () -> ()
+  return %w : f32""", is_kernel=False, results="f32") + kernel(
+    "twice", [("A", mem("f32")), ("s", SHARED_32)], f"""
+  %a = func.call @rotate(%A, %s) : ({mem("f32")}, {SHARED_32}) -> f32
+  %t = "diffgpu.thread_id"() {{dim = 0 : i64}} : () -> index
+  memref.store %a, %A[%t] : {mem("f32")}
+  "diffgpu.barrier"() : () -> ()
+  %b = func.call @rotate(%A, %s) : ({mem("f32")}, {SHARED_32}) -> f32
+  memref.store %b, %A[%t] : {mem("f32")}
+  return""", is_kernel=False) + kernel("k", [("A", mem("f32"))], f"""
+  %s = "diffgpu.shared_alloc"() : () -> {SHARED_32}
+  func.call @twice(%A, %s) : ({mem("f32")}, {SHARED_32}) -> ()
+  return""")
+
+
+def test_barriers_in_device_functions_are_inlined():
+    """Device functions (nested) with barriers run correctly once inlined."""
+    prog = compile_host(BARRIER_IN_CALLS)
+    assert prog.kernel_names() == ["k"]
+    A = np.arange(16, dtype=np.float32)
+    prog.launch("k", (A,), array_types(A), (1, 1, 1), (16, 1, 1))
+    np.testing.assert_array_equal(A, np.roll(np.arange(16, dtype=np.float32), -2))
+
+
 # ---------------------------------------------------------------------------
 # Every math / arith op the frontend may emit, f32 and f64, against numpy
 # ---------------------------------------------------------------------------
@@ -834,13 +876,14 @@ def test_scalar_arguments_are_checked():
     assert A[0] == -7
 
 
-def test_barrier_in_device_function_is_a_compile_error():
+def test_recursion_through_barriers_is_a_compile_error():
     text = kernel("f", [], """
   "diffgpu.barrier"() : () -> ()
+  func.call @f() : () -> ()
   return""", is_kernel=False) + kernel("k", [], """
   func.call @f() : () -> ()
   return""")
-    with pytest.raises(CompileError, match="barrier inside a device function is not yet"):
+    with pytest.raises(CompileError, match="nest too deeply"):
         compile_host(text)
 
 

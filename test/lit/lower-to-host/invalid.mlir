@@ -14,10 +14,15 @@ func.func @k(%A: memref<?xf32, strided<[?], offset: ?>>)
 
 // -----
 
-// A barrier in a device function cannot be emulated either.
+// A recursive function with a barrier cannot be inlined into the kernel.
 func.func @f() attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
-  // expected-error @+1 {{barrier inside a device function is not yet supported on the host target}}
   "diffgpu.barrier"() : () -> ()
+  func.call @f() : () -> ()
+  return
+}
+// expected-error @+1 {{calls reaching barriers in '@k' nest too deeply (recursion?) to be inlined on the host target}}
+func.func @k() attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  func.call @f() : () -> ()
   return
 }
 
@@ -36,9 +41,9 @@ func.func @k(%x: f32) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<
 
 // -----
 
-// Shared memory only in a kernel's entry block.
+// Shared memory only in kernels.
 func.func @f() attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
-  // expected-error @+1 {{diffgpu.shared_alloc must be in a kernel's entry block on the host target}}
+  // expected-error @+1 {{diffgpu.shared_alloc must be in a kernel on the host target}}
   %s = "diffgpu.shared_alloc"() : () -> memref<4xf32, #gpu.address_space<workgroup>>
   return
 }
