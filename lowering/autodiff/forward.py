@@ -113,8 +113,10 @@ class ForwardSweep:
             if self.is_active(old):
                 self.act.active.add(nr)
             old.replace_all_uses_with(nr)
-        if len(new.results) > nres:
-            self.set_tangent(new.results[0], new.results[nres])
+        tangents = iter(list(new.results)[nres:])  # one per float result, in order
+        for nr in list(new.results)[:nres]:
+            if B.is_float(nr.type):
+                self.set_tangent(nr, next(tangents))
         op.operation.erase()
 
 

@@ -134,9 +134,6 @@ class Generator:
             self.pas.error(at, f"cannot differentiate the call to @{callee}: it has no body")
             return None
         ins, outs = S.func_types(fn)
-        if len(outs) > 1:
-            self.pas.error(at, f"cannot differentiate the call to @{callee}: more than one result")
-            return None
         spec = S.DiffSpec("split", callee, acts, ins, outs, target)
         key = spec.key()
         if key in self.made:
