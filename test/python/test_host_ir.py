@@ -887,6 +887,13 @@ def test_recursion_through_barriers_is_a_compile_error():
         compile_host(text)
 
 
+def test_gpu_target_functions_are_refused():
+    text = ROW_SUMS + kernel("g", [], "  return").replace(
+        HOST_TARGET, '#nvvm.target<O = 3, chip = "sm_90">')
+    with pytest.raises(CompileError, match="'@g' targets sm_90"):
+        compile_host(text)
+
+
 def test_invalid_ir_is_a_compile_error():
     with pytest.raises(CompileError, match="invalid diffgpu IR"):
         compile_host("func.func @k(")

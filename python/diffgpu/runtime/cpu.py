@@ -209,6 +209,18 @@ def _loc_text(loc) -> str:
     return text.replace('"', "")
 
 
+def _check_host_only(module) -> None:
+    """GPU-target functions cannot run here (the pass leaves them untouched)."""
+    from diffgpu.lowering import targets
+
+    for op in module.body.operations:
+        t = targets.get_target(op)
+        if op.operation.name == "func.func" and t is not None and not targets.is_host(t):
+            name = str(op.operation.attributes["sym_name"]).strip('"')
+            raise CompileError(f"function '@{name}' targets {targets.describe(t)}; the CPU "
+                               "runtime compiles host-target modules only")
+
+
 def lower_host(module_text: str) -> str:
     """Run `diffgpu-to-host` on diffgpu IR text; the LLVM-dialect text."""
     from diffgpu._mlir import MLIRError, ir
@@ -221,6 +233,7 @@ def lower_host(module_text: str) -> str:
             module = ir.Module.parse(module_text)
     except MLIRError as exc:
         raise CompileError(f"invalid diffgpu IR:\n{_diagnostics(exc)}") from None
+    _check_host_only(module)
     with ctx, ir.Location.unknown():  # as diffgpu-opt runs passes
         pm = build_pass_manager(PIPELINE, ctx)
         try:
