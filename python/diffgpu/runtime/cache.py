@@ -37,7 +37,7 @@ SUFFIX = ".dgc"
 _COMPILER_PACKAGES = ("diffgpu.frontend", "diffgpu.dialects", "diffgpu.lowering")
 _COMPILER_MODULES = ("diffgpu.builtins", "diffgpu.types", "diffgpu.activities")
 
-_fingerprint: str | None = None
+_fingerprint: tuple | None = None  # (file stamps, digest)
 _fp_lock = threading.Lock()
 
 
@@ -155,27 +155,39 @@ def _package_files(pkg: str) -> list[str]:
 def compiler_fingerprint() -> str:
     """sha256 of the compiler's sources: a changed compiler invalidates entries.
 
-    Finds the files with importlib's finders; imports none of them (no MLIR).
+    Finds the files with importlib's finders and imports none of them (no
+    MLIR). Re-hashed whenever a file's size or mtime changes (it is read only
+    when a signature misses the in-memory table).
     """
     global _fingerprint
+    files = []
+    for pkg in _COMPILER_PACKAGES + _COMPILER_MODULES:
+        try:
+            files += _package_files(pkg)
+        except (ImportError, ValueError):
+            continue
+    stamp = []
+    for path in files:
+        try:
+            st = os.stat(path)
+            stamp.append((path, st.st_mtime_ns, st.st_size))
+        except OSError:
+            continue
+    stamp = tuple(stamp)
     with _fp_lock:
-        if _fingerprint is None:
-            h = hashlib.sha256()
-            files = []
-            for pkg in _COMPILER_PACKAGES + _COMPILER_MODULES:
-                try:
-                    files += _package_files(pkg)
-                except (ImportError, ValueError):
-                    continue
-            for path in files:
-                try:
-                    with open(path, "rb") as f:
-                        data = f.read()
-                except OSError:
-                    continue
-                h.update(os.path.basename(path).encode() + b"\0" + data + b"\0")
-            _fingerprint = h.hexdigest()
-        return _fingerprint
+        if _fingerprint is not None and _fingerprint[0] == stamp:
+            return _fingerprint[1]
+    h = hashlib.sha256()
+    for path, _, _ in stamp:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        h.update(os.path.basename(path).encode() + b"\0" + data + b"\0")
+    with _fp_lock:
+        _fingerprint = (stamp, h.hexdigest())
+        return _fingerprint[1]
 
 
 def cache_key(defn, arg_types, target: str, diff=None) -> str:
