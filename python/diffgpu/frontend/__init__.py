@@ -7,6 +7,24 @@ every op). `build_diff_module(...)` wraps a kernel into a new kernel whose body
 is one `diffgpu.autodiff` / `diffgpu.fwddiff` op (the host-side
 `dg.autodiff(kernel[grid, block], ...)`). Both raise
 `diffgpu.errors.CompileError` for user errors. This package never imports MLIR.
+
+Semantics worth knowing (see types_infer.py for the typing rules):
+- literals and `int()`/`float()` results are weak (NumPy 2 / JAX): `2.0 * x[i]`
+  stays float32; a strong int with a float gives that float type;
+- `and`/`or` give booleans; their right operand is evaluated only when needed
+  when it loads memory or calls (`i < n and A[i] > 0` is safe);
+- `math.floor/ceil/trunc` return ints (Python), `dg.floor/ceil/trunc` floats;
+- a constant negative index `A[-1]` counts from the end; runtime indices are
+  used as they are (no wrap-around, no bounds check);
+- `break`/`continue`/early `return` are structured (the rest of the block goes
+  under an `scf.if`); `return` inside a loop is rejected;
+- a variable assigned in only one branch (or only inside a loop) and read
+  afterwards is an error, as Python would risk a NameError.
+
+Modules: source (AST, locations, errors), values / types_infer (what an
+expression is, promotion), emitter (MLIR text), expressions / operators /
+statements / loops / builtins_lower / diff_lower (the visitor's mixins),
+lowerer (one function), module (specializations of all callees).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import ast
 import builtins as py_builtins
 
 from diffgpu.frontend.emitter import I1, I64, INDEX
-from diffgpu.frontend.expressions import em_structured, has_effects
+from diffgpu.frontend.operators import em_structured, has_effects
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.statements import Ret, assigned_names, check_no_return
 from diffgpu.frontend.types_infer import Scalar

@@ -14,6 +14,7 @@ from diffgpu.frontend.diff_lower import DiffMixin
 from diffgpu.frontend.emitter import Emitter
 from diffgpu.frontend.expressions import ExprMixin
 from diffgpu.frontend.loops import LoopMixin
+from diffgpu.frontend.operators import OperatorMixin
 from diffgpu.frontend.source import FrontendError, debug
 from diffgpu.frontend.statements import StmtMixin, assigned_names
 from diffgpu.frontend.values import Value
@@ -42,8 +43,8 @@ def construct_name(node) -> str:
     return CONSTRUCT_NAMES.get(type(node), type(node).__name__)
 
 
-class FunctionLowerer(ExprMixin, StmtMixin, LoopMixin, BuiltinMixin, DiffMixin,
-                      ast.NodeVisitor):
+class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMixin,
+                      DiffMixin, ast.NodeVisitor):
     def __init__(self, mb, defn, kind, src, arg_types, symbol, is_entry):
         self.mb, self.defn, self.kind, self.src = mb, defn, kind, src
         self.py_func = defn.py_func

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 
 from diffgpu.frontend.emitter import I1
-from diffgpu.frontend.expressions import em_structured
+from diffgpu.frontend.operators import BINOPS, em_structured
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import Scalar, promote
 from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
@@ -217,7 +217,6 @@ class StmtMixin:
                             "not an array", target)
 
     def visit_AugAssign(self, node):
-        from diffgpu.frontend.expressions import BINOPS
         op = BINOPS.get(type(node.op))
         if op is None:
             raise FrontendError(f"operator {type(node.op).__name__} is not supported", node)
