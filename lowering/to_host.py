@@ -19,8 +19,11 @@ place of, a C library function the lowering declares (`@exp`, `@malloc`...);
 kernel entries keep their names, except names in `RESERVED` (`@exp` becomes
 `@__dg_entry_exp`; see `entry_name`).
 Geometry ops in every host function read the global; `diffgpu.atomic_add`
-becomes load/add/store. Kernels with top-level `diffgpu.barrier`s are split
-into phases (see host_barrier.py). GPU-target functions are left untouched.
+becomes load/add/store (host_ops.py). Calls from kernels to functions that
+reach a barrier or shared memory are inlined (host_inline.py); kernels with
+barriers (at top level or in scf.if/for/while) are split into phases run
+for every thread of a block in turn (host_barrier.py): the entry then calls
+`@k__phaseN` instead of `@k__thread`. GPU-target functions are left untouched.
 
     func.func @k(%A: memref<?xf32, strided<[?], offset: ?>>)
         attributes {diffgpu.kernel, diffgpu.target = #llvm.target<...>} {
@@ -64,7 +67,6 @@ _LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ce
 RESERVED = frozenset(_LIBM + tuple(n + "f" for n in _LIBM) + (
     "malloc", "free", "aligned_alloc", "calloc", "realloc", "memcpy", "memmove", "memset",
     "memrefCopy", "abort", "printf", "puts"))
-GRID_ARGS = ("gx", "gy", "gz", "bx", "by", "bz")
 _DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
 
 

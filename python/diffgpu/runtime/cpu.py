@@ -117,8 +117,9 @@ class HostProgram:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_llvm_text(cls, text: str) -> "HostProgram":
-        """Rebuild from `llvm_text` (e.g. a cache entry) without recompiling."""
+    def from_llvm_text(cls, text: str, opt_level: int = OPT_LEVEL) -> "HostProgram":
+        """Rebuild from `llvm_text` (e.g. a cache entry) without recompiling
+        the diffgpu IR; LLVM optimises (`opt_level` 0-3) and JIT-compiles it."""
         from diffgpu._mlir import MLIRError, ir
         from diffgpu.dialects import make_context
 
@@ -128,7 +129,7 @@ class HostProgram:
                 module = ir.Module.parse(text)
         except MLIRError as exc:
             raise CompileError(f"cannot parse lowered host module: {_diagnostics(exc)}") from None
-        return cls(text, _make_engine(module), (ctx, module))
+        return cls(text, _make_engine(module, opt_level), (ctx, module))
 
     def kernel_names(self) -> list[str]:
         """Names of the kernels (entries with the C interface)."""
@@ -176,14 +177,17 @@ class HostProgram:
             fn(packed)
 
 
-def _make_engine(module):
+def _make_engine(module, opt_level: int):
     from diffgpu._mlir import execution_engine
+
+    if opt_level not in (0, 1, 2, 3):
+        raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
 
     if execution_engine is None:
         raise CompileError("this MLIR distribution has no ExecutionEngine: the CPU runtime "
                            "is unavailable")
     try:
-        return execution_engine.ExecutionEngine(module, opt_level=OPT_LEVEL)
+        return execution_engine.ExecutionEngine(module, opt_level=opt_level)
     except Exception as exc:  # JIT failure (e.g. unresolved symbol): not the user's bug
         raise CompileError(f"JIT compilation of the host module failed: {exc}") from None
 
@@ -243,6 +247,10 @@ def lower_host(module_text: str) -> str:
         return str(module)
 
 
-def compile_host(module_text: str) -> HostProgram:
-    """diffgpu IR text (host-target kernels) -> a launchable HostProgram."""
-    return HostProgram.from_llvm_text(lower_host(module_text))
+def compile_host(module_text: str, opt_level: int = OPT_LEVEL) -> HostProgram:
+    """diffgpu IR text (host-target kernels) -> a launchable HostProgram.
+
+    Raises CompileError with the diagnostics (`file:line:col: error: ...`)
+    of any pass that fails. `opt_level` is LLVM's (O0 JITs several times
+    faster, runs a few times slower)."""
+    return HostProgram.from_llvm_text(lower_host(module_text), opt_level)
