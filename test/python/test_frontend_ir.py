@@ -323,3 +323,79 @@ def test_nested_definition_columns_exact():
 def test_target_on_every_function(target):
     t = ir_of(guard, A32, I64, target=target).text
     assert t.count(f"diffgpu.target = {target}") == 2
+
+
+EPS = np.float32(0.5)  # a numpy scalar: strongly typed
+DEBUG = False
+
+
+def make_scaler(k):
+    @dg.kernel
+    def scaler(A):
+        A[dg.global_id()] *= k  # closure variable, default axis 0
+    return scaler
+
+
+def test_closure_constant():
+    t = ir_of(make_scaler(3), A64).text
+    assert "arith.constant 3.0 : f64" in t
+
+
+@dg.kernel
+def static_and_strong(A, n):
+    if DEBUG:  # resolved at compile time: no scf.if
+        A[0] = -1.0
+    A[1] = n * EPS
+
+
+def test_static_if_and_numpy_scalar_constant():
+    t = ir_of(static_and_strong, A64, I64).text
+    assert "scf.if" not in t and "-1.0" not in t
+    # int64 with a strong float32 constant: float32 (a weak 0.5 would give f64)
+    assert "arith.constant 0.5 : f32" in t and re.search(r"arith\.mulf .* : f32", t)
+
+
+@dg.kernel
+def accumulate_while(A, n):
+    s = 0  # weak int: the loop body makes it float32
+    k = 0
+    while k < n:
+        s = s + A[k]
+        k += 1
+    rows, = A.shape
+    A[0] = s / rows
+
+
+def test_loop_types_reach_fixpoint():
+    t = ir_of(accumulate_while, A32, I64).text
+    assert re.search(r"scf\.while \(.*\) : \(f32, i64\) -> \(f32, i64\)", t)
+
+
+@dg.func
+def mutual_a(x):
+    return mutual_b(x)
+
+
+@dg.func
+def mutual_b(x):
+    return mutual_a(x)
+
+
+@dg.kernel
+def mutual(A):
+    A[0] = mutual_a(A[0])
+
+
+def test_mutual_recursion_rejected():
+    with pytest.raises(dg.CompileError, match="recursion is not supported"):
+        build_module(mutual, (A32,), HOST_TARGET)
+
+
+@dg.kernel
+def weak_args(A):
+    A[0] = square(2.0) * A[0]
+
+
+def test_weak_arguments_specialize_callees():
+    t = ir_of(weak_args, A32).text
+    assert "func.call @square(" in t and re.search(r"arith\.mulf .* : f32", func_text(t, "weak_args"))
