@@ -71,6 +71,10 @@ class Generator:
     # -- helpers ------------------------------------------------------------
     def clone(self, src, name, target):
         self.lower_in(ir.StringAttr(src.attributes["sym_name"]).value)
+        for op in walk_ops(src.regions[0].blocks[0]):
+            if op.operation.name == "diffgpu.shared_alloc":
+                self.pas.fail(op, "cannot differentiate a kernel that allocates shared memory "
+                                  "(dg.shared_array): not supported yet")
         new = src.operation.clone(ip=ir.InsertionPoint(self.body))
         new.attributes["sym_name"] = ir.StringAttr.get(name)
         if targets.KERNEL_ATTR in new.attributes:

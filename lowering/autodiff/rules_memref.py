@@ -32,8 +32,13 @@ def _load_reverse(R, op):
 def _store_needs(R, op):
     value, mem = op.operands[0], op.operands[1]
     if R.is_active(value) and not R.is_dup(mem):
-        R.error(op, "active value stored into an array without a shadow "
-                    "(make the array dg.Duplicated, or the value constant)")
+        owner = mem.owner
+        if not isinstance(owner, ir.Block) and owner.operation.name == "diffgpu.shared_alloc":
+            R.error(op, "active value stored into shared memory: differentiating through "
+                        "dg.shared_array is not supported yet")
+        else:
+            R.error(op, "active value stored into an array without a shadow "
+                        "(make the array dg.Duplicated, or the value constant)")
         return False
     return R.is_dup(mem)
 

@@ -616,3 +616,19 @@ def test_float32():
         f"  memref.store %p, %X[%i] : {A32}\n")
     case = Case("k_f32", [("X", A32)], body, ["dup"], [uniform(-1, 1, np.float32)])
     dot_test(case, eps=1e-2, rtol=1e-3, atol=1e-4)
+
+
+def test_barrier():
+    """Threads exchange values through a const array around a barrier; the
+    reverse sweep mirrors the barrier."""
+    body = gid() + (
+        f"  %x = memref.load %X[%i] : {A64}\n"
+        f"  %c = memref.load %C[%i] : {A64}\n"
+        f'  "diffgpu.barrier"() : () -> ()\n'
+        f"  %p = arith.mulf %x, %c : f64\n"
+        f"  %q = arith.mulf %p, %x : f64\n"
+        f"  memref.store %q, %X[%i] : {A64}\n")
+    case = Case("k_bar", [("X", A64), ("C", A64)], body, ["dup", "const"],
+                [uniform(-1, 1), uniform(-1, 1, seed=3)])
+    dot_test(case)
+    fwd_test(case)

@@ -116,3 +116,19 @@ func.func @k(%x: f64) attributes {diffgpu.kernel, diffgpu.target = #host} {
   %t = "diffgpu.fwddiff"(%x) {callee = @f, activity = ["active"], diffgpu.target = #host, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1>} : (f64) -> f64
   return
 }
+
+// -----
+
+!A = memref<?xf32, strided<[?], offset: ?>>
+#sm90 = #nvvm.target<O = 3, chip = "sm_90">
+
+// Kernels with shared memory are not differentiable yet: said clearly.
+func.func @f(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  // expected-error@+1 {{cannot differentiate a kernel that allocates shared memory (dg.shared_array): not supported yet}}
+  %s = "diffgpu.shared_alloc"() : () -> memref<4xf32, #gpu.address_space<workgroup>>
+  return
+}
+func.func @k(%X: !A, %dX: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  "diffgpu.autodiff"(%X, %dX) {callee = @f, activity = ["dup"], diffgpu.target = #sm90, operandSegmentSizes = array<i32: 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A) -> ()
+  return
+}
