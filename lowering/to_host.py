@@ -155,10 +155,10 @@ class LowerToHost(ModulePass):
                 continue
             if _func_results(k):
                 self.error(k, f"kernel '@{name}' returns values; kernels return nothing")
-            for taken in {name + THREAD_SUFFIX, entry_name(name)} - {name}:
-                if taken in names:
-                    self.error(k, f"cannot lower kernel '@{name}': symbol '@{taken}' "
-                                  "already exists")
+            taken = {name + THREAD_SUFFIX, entry_name(name)} - {name}
+            taken |= {n for n in names if n.startswith(name + "__phase")}
+            for t in sorted(taken & names):
+                self.error(k, f"cannot lower kernel '@{name}': symbol '@{t}' already exists")
 
     # One kernel -------------------------------------------------------------
     def _lower_kernel(self, module, k) -> None:
