@@ -8,6 +8,7 @@ loop bodies (and every value of a split augmented-forward/reverse pair used
 for calls) go on a per-thread LIFO stack of i64 words:
 
     %h = memref.alloca() : memref<1xmemref<?xi64>>   // the growable buffer
+                                                      // (first 128 words: an alloca)
     %n = memref.alloca() : memref<1xindex>            // words in use
 
 A push appends before the terminator of the value's forward block (growing
@@ -21,7 +22,7 @@ from diffgpu._mlir import arith, ir, memref, scf
 
 from . import build as B
 
-INITIAL_WORDS = 64
+INITIAL_WORDS = 128
 
 
 def holder_types():
@@ -50,7 +51,10 @@ class Tape:
             ht, ct = holder_types()
             with at_begin(self.fwd_entry):
                 h = memref.alloca(ht, [], [])
-                buf = memref.alloc(ht.element_type, [B.idx(INITIAL_WORDS)], [])
+                # the first words live on the thread's stack: no heap
+                # allocation (device malloc) unless the tape outgrows them
+                first = memref.alloca(ir.MemRefType.get([INITIAL_WORDS], B.i64()), [], [])
+                buf = memref.cast(ht.element_type, first)
                 c0 = B.idx(0)
                 memref.store(buf, h, [c0])
                 n = memref.alloca(ct, [], [])
@@ -69,7 +73,7 @@ class Tape:
         """Free the buffer (standalone functions, at the end of the reverse)."""
         if self.owned and self._fwd is not None:
             h, _ = self._fwd
-            memref.dealloc(memref.load(h, [B.idx(0)]))
+            _free_heap(memref.load(h, [B.idx(0)]))
 
     # -- slots ------------------------------------------------------------
     def fwd_slot(self, t):
@@ -102,7 +106,7 @@ class Tape:
                 i = loop.induction_variable
                 memref.store(memref.load(buf, [i]), nb, [i])
                 scf.YieldOp([])
-            memref.dealloc(buf)
+            _free_heap(buf)
             memref.store(nb, h, [c0])
             scf.YieldOp([])
         buf2 = memref.load(h, [c0])
@@ -120,6 +124,17 @@ class Tape:
         memref.store(top, n, [c0])
         buf = memref.load(h, [c0])
         return _decode(memref.load(buf, [top]), t), first
+
+
+def _free_heap(buf):
+    """Free a tape buffer unless it is the initial stack one (capacity
+    INITIAL_WORDS; heap buffers are always larger)."""
+    c0 = B.idx(0)
+    heap = arith.cmpi(arith.CmpIPredicate.ne, memref.dim(buf, c0), B.idx(INITIAL_WORDS))
+    free = scf.IfOp(heap)
+    with ir.InsertionPoint(free.then_block):
+        memref.dealloc(buf)
+        scf.YieldOp([])
 
 
 def _encode(v):

@@ -60,7 +60,9 @@ func.func @k(%X: !A, %dX: !A, %n: index) attributes {diffgpu.kernel, diffgpu.tar
 // CHECK-LABEL: func.func @__dg_rev_f_
 // CHECK-SAME: (%[[X:.+]]: memref<?xf64, {{.+}}>, %[[N:.+]]: index, %[[DX:.+]]: memref<?xf64, {{.+}}>)
 // CHECK:      %[[TAPE:.+]] = memref.alloca() : memref<1xmemref<?xi64>>
-// CHECK:      %[[BUF:.+]] = memref.alloc(%{{.+}}) : memref<?xi64>
+// CHECK-NEXT: %[[STACK:.+]] = memref.alloca() : memref<128xi64>
+// CHECK-NEXT: %[[BUF:.+]] = memref.cast %[[STACK]] : memref<128xi64> to memref<?xi64>
+// CHECK:      memref.store %[[BUF]], %[[TAPE]]
 // CHECK:      %[[CNT:.+]] = memref.alloca() : memref<1xindex>
 // CHECK:      %[[X0:.+]] = memref.load %[[X]]
 // CHECK:      %[[R:.+]] = scf.for %{{.+}} = %[[LB:.+]] to %[[N]] step %[[ST:[a-z0-9_]+]] iter_args(%[[A:.+]] = %[[X0]]) -> (f64) {
@@ -83,8 +85,12 @@ func.func @k(%X: !A, %dX: !A, %n: index) attributes {diffgpu.kernel, diffgpu.tar
 // CHECK-NEXT:   %[[DN:.+]] = arith.mulf %[[DA]], %[[COS]]
 // CHECK-NEXT:   scf.yield %[[DN]] : f64
 // CHECK:      "diffgpu.atomic_add"(%[[DX]], %[[DA0]], %{{.+}})
-// CHECK:      memref.dealloc
-// CHECK-NEXT: return
+// CHECK:      %[[LAST:.+]] = memref.load %[[TAPE]]
+// CHECK:      %[[CAP:.+]] = memref.dim %[[LAST]]
+// CHECK:      %[[HEAP:.+]] = arith.cmpi ne, %[[CAP]]
+// CHECK-NEXT: scf.if %[[HEAP]] {
+// CHECK-NEXT:   memref.dealloc %[[LAST]]
+// CHECK:      return
 
 
 
