@@ -632,3 +632,20 @@ def test_barrier():
                 [uniform(-1, 1), uniform(-1, 1, seed=3)])
     dot_test(case)
     fwd_test(case)
+
+
+def test_tape_growth():
+    """A long loop (600 taped words per thread) outgrows the stack part of
+    the tape: the buffer moves to the heap, doubling, and is freed."""
+    body = loop_body(
+        f"  %x = memref.load %X[%i] : {A64}\n"
+        f"  %acc = scf.for %j = %c0 to %nn step %c1 iter_args(%a = %x) -> (f64) {{\n"
+        f"    %s = math.sin %a : f64\n"
+        f"    %m = arith.mulf %s, %x : f64\n"
+        f"    %r = arith.addf %m, %a : f64\n"
+        f"    scf.yield %r : f64\n"
+        f"  }}\n"
+        f"  memref.store %acc, %Z[%i] : {A64}\n")
+    case = Case("k_grow", [("X", A64), ("Z", A64), ("n", "i64")], body,
+                ["dup", "dup", "const"], [uniform(-0.3, 0.3), uniform(-1, 1), 600])
+    dot_test(case, rtol=1e-5)
