@@ -19,21 +19,29 @@ import builtins as py_builtins
 from diffgpu.frontend.emitter import I1, I64, INDEX
 from diffgpu.frontend.operators import em_structured, has_effects
 from diffgpu.frontend.source import FrontendError
-from diffgpu.frontend.statements import Ret, assigned_names, check_no_return
+from diffgpu.frontend.source import memo_node
+from diffgpu.frontend.statements import Ret, assigned_in, check_no_return
 from diffgpu.frontend.types_infer import Scalar
 from diffgpu.frontend.values import Const, PyObj, Value
 
 MAX_TYPE_ROUNDS = 6
 
 
-def has_break(stmts) -> bool:
+@memo_node
+def has_break(loop) -> bool:
+    """Whether a loop's body breaks out of it (not of a nested loop)."""
     def walk(n):
         if isinstance(n, ast.Break):
             return True
         if isinstance(n, (ast.For, ast.While)):
             return False
         return any(walk(c) for c in ast.iter_child_nodes(n))
-    return any(walk(s) for s in stmts)
+    return any(walk(s) for s in loop.body)
+
+
+@memo_node
+def _loads(tree) -> list:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
 
 
 class LoopMixin:
@@ -63,7 +71,7 @@ class LoopMixin:
                 self.env[n] = v
 
     def loop_carried(self, node, extra=()):
-        names = [n for n in assigned_names(node.body) + list(extra) if n in self.env]
+        names = [n for n in assigned_in(node) + list(extra) if n in self.env]
         return list(dict.fromkeys(names))
 
     def run_loop_body(self, carried, body_fn, node):
@@ -137,8 +145,8 @@ class LoopMixin:
     def visit_While(self, node):
         if node.orelse:
             raise FrontendError("'while ... else' is not supported", node)
-        check_no_return(node.body, "while")
-        flag = f"%break{node.lineno}_{node.col_offset}" if has_break(node.body) else None
+        check_no_return(node, "while")
+        flag = f"%break{node.lineno}_{node.col_offset}" if has_break(node) else None
         if flag:
             self.env[flag] = Const.of(False)
         carried = self.loop_carried(node, [flag] if flag else [])
@@ -177,14 +185,14 @@ class LoopMixin:
             raise FrontendError("'for ... else' is not supported", node)
         if not isinstance(node.target, ast.Name):
             raise FrontendError("the loop variable must be a single name", node.target)
-        check_no_return(node.body, "for")
+        check_no_return(node, "for")
         em = self.em
         start, stop, step = self.range_bounds(node)
         var = node.target.id
         extra = [var] if var in self.env or var in self.loads_outside(node) else []
         if var not in self.env and extra:
             self.env[var] = em.value(start, I64)
-        flag = f"%break{node.lineno}_{node.col_offset}" if has_break(node.body) else None
+        flag = f"%break{node.lineno}_{node.col_offset}" if has_break(node) else None
         if flag:
             self.env[flag] = Const.of(False)
             extra.append(flag)
@@ -282,7 +290,6 @@ class LoopMixin:
         return op(f"arith.maxsi {q.ref}, {zero.ref} : i64")
 
     def loads_outside(self, loop) -> set:
-        inside = {id(n) for n in ast.walk(loop)}
-        return {n.id for n in ast.walk(self.src.tree)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                and id(n) not in inside}
+        """Names read anywhere in the function outside `loop`."""
+        inside = {id(n) for n in _loads(loop)}
+        return {n.id for n in _loads(self.src.tree) if id(n) not in inside}

@@ -16,7 +16,7 @@ from diffgpu.frontend.expressions import ExprMixin
 from diffgpu.frontend.loops import LoopMixin
 from diffgpu.frontend.operators import OperatorMixin
 from diffgpu.frontend.source import FrontendError, debug
-from diffgpu.frontend.statements import StmtMixin, assigned_names
+from diffgpu.frontend.statements import StmtMixin, assigned_in
 from diffgpu.frontend.values import Value
 
 CONSTRUCT_NAMES = {
@@ -97,7 +97,7 @@ class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMix
         if len(a.args) != len(self.arg_types):
             raise FrontendError(f"{fn.name!r} takes {len(a.args)} argument(s), "
                                 f"got {len(self.arg_types)}", fn)
-        self.local_names = set(assigned_names(fn.body)) | {p.arg for p in a.args}
+        self.local_names = set(assigned_in(fn)) | {p.arg for p in a.args}
         params = []
         for k, (p, t) in enumerate(zip(a.args, self.arg_types)):
             ref = f"%a{k}"

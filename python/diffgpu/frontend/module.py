@@ -8,11 +8,14 @@ suffix (`@f`, `@f_1`, ...). Callees are device functions (no
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 from diffgpu.frontend.source import FrontendError, FunctionSource
 from diffgpu.frontend.types_infer import ArrayT, Scalar
 
+#: parsed sources (the AST is never mutated), dropped with their functions
+_SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
 
 
@@ -41,13 +44,13 @@ class ModuleBuilder:
         self.texts: list[str] = []
         self.stack: list = []
         self.used: set[str] = set()
-        self.sources: dict = {}
 
     def source(self, py_func) -> FunctionSource:
-        src = self.sources.get(py_func)
-        if src is None:
-            src = self.sources[py_func] = FunctionSource(py_func)
-        return src
+        src = _SOURCES.get(py_func)
+        if src is None or src[0] is not py_func.__code__:
+            src = (py_func.__code__, FunctionSource(py_func))
+            _SOURCES[py_func] = src
+        return src[1]
 
     def symbol(self, name: str) -> str:
         base = name if _SYMBOL_RE.match(name) else "fn"

@@ -9,7 +9,7 @@ import ast
 import operator
 
 from diffgpu.frontend.emitter import I1
-from diffgpu.frontend.source import FrontendError
+from diffgpu.frontend.source import FrontendError, memo_node
 from diffgpu.frontend.types_infer import Scalar, promote, true_div_type
 from diffgpu.frontend.values import Const, Value
 
@@ -242,6 +242,7 @@ class OperatorMixin:
         return em_structured(em, f"scf.if {c.ref} -> ({t.ty})", [l1, l2], [t], "} else {")[0]
 
 
+@memo_node
 def has_effects(node) -> bool:
     """Whether evaluating `node` may load memory or call (short-circuit needed)."""
     return any(isinstance(n, (ast.Call, ast.Subscript)) for n in ast.walk(node))

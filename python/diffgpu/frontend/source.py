@@ -78,5 +78,21 @@ def to_compile_error(err: FrontendError) -> CompileError:
                         src.source_line(line))
 
 
+def memo_node(fn):
+    """Cache a pure function of an AST node on the node (sources are cached
+    and never mutated, so analyses run once per node)."""
+    attr = f"_diffgpu_{fn.__name__}"
+
+    def wrapper(node):
+        try:
+            return node.__dict__[attr]
+        except KeyError:
+            value = node.__dict__[attr] = fn(node)
+            return value
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
 def debug() -> bool:
     return os.environ.get("DIFFGPU_DEBUG", "") not in ("", "0")

@@ -18,7 +18,7 @@ import ast
 
 from diffgpu.frontend.emitter import I1
 from diffgpu.frontend.operators import BINOPS, em_structured
-from diffgpu.frontend.source import FrontendError
+from diffgpu.frontend.source import FrontendError, memo_node
 from diffgpu.frontend.types_infer import Scalar, promote
 from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
 
@@ -40,10 +40,18 @@ def assigned_names(nodes) -> list[str]:
     return list(seen)
 
 
+@memo_node
+def assigned_in(node) -> list[str]:
+    """Names a loop's body assigns."""
+    return assigned_names(node.body)
+
+
+@memo_node
 def contains_return(node) -> bool:
     return any(isinstance(n, ast.Return) for n in ast.walk(node))
 
 
+@memo_node
 def contains_exit(node) -> bool:
     """Whether `node` holds a break/continue of the loop it sits in."""
     if isinstance(node, (ast.Break, ast.Continue)):
@@ -53,11 +61,19 @@ def contains_exit(node) -> bool:
     return any(contains_exit(c) for c in ast.iter_child_nodes(node))
 
 
-def check_no_return(stmts, what):
-    for s in stmts:
+def check_no_return(loop, what):
+    ret = _first_return(loop)
+    if ret is not None:
+        raise FrontendError(f"'return' inside a {what} loop is not supported", ret)
+
+
+@memo_node
+def _first_return(loop):
+    for s in loop.body:
         for n in ast.walk(s):
             if isinstance(n, ast.Return):
-                raise FrontendError(f"'return' inside a {what} loop is not supported", n)
+                return n
+    return None
 
 
 class StmtMixin:
