@@ -17,6 +17,7 @@
   one global suffices (the runtime serialises launches of a program).
 - `diffgpu.atomic_add` becomes load, add, store (nothing runs concurrently);
   its result is the value loaded before the addition.
+- Integer divisions get a divisor that cannot trap (`guard_division`).
 """
 from __future__ import annotations
 
@@ -147,3 +148,51 @@ def strip_address_space(memref_type):
 
     t = ir.MemRefType(memref_type)
     return ir.MemRefType.get(t.shape, t.element_type, t.layout)
+
+
+#: integer divisions that trap on x86 for a zero divisor (signed ones also for MIN / -1)
+INT_DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
+                 "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
+
+
+def guard_division(op) -> None:
+    """Make an integer division safe on the CPU: a zero divisor, and for
+    signed ones the MIN / -1 overflow, would trap (SIGFPE) and kill the
+    process, where a GPU returns an unspecified value. The divisor becomes 1
+    in those cases: x / 0 gives x, MIN / -1 gives MIN (two's complement wrap),
+    MIN % -1 gives 0.
+
+        %q = arith.divsi %a, %b : i32
+      becomes
+        %z = arith.cmpi eq, %b, %c0 : i32
+        %m = arith.cmpi eq, %a, %cMIN : i32
+        %n = arith.cmpi eq, %b, %cm1 : i32
+        %o = arith.andi %m, %n : i1
+        %bad = arith.ori %z, %o : i1
+        %b1 = arith.select %bad, %c1, %b : i32
+        %q = arith.divsi %a, %b1 : i32
+    """
+    from diffgpu._mlir import arith, ir
+
+    loc, ip = op.location, ir.InsertionPoint(op)
+    a, b = op.operands[0], op.operands[1]
+    t = b.type
+    if isa(ir.IndexType, t):
+        width = 64
+    elif isa(ir.IntegerType, t):
+        width = ir.IntegerType(t).width
+    else:
+        return  # vectors etc.: not emitted by diffgpu
+
+    def const(v):
+        return arith.ConstantOp(t, v, loc=loc, ip=ip).result
+
+    eq = arith.CmpIPredicate.eq
+    bad = arith.CmpIOp(eq, b, const(0), loc=loc, ip=ip).result
+    if op.name.endswith("si") and width > 1:
+        is_min = arith.CmpIOp(eq, a, const(-(1 << (width - 1))), loc=loc, ip=ip).result
+        is_m1 = arith.CmpIOp(eq, b, const(-1), loc=loc, ip=ip).result
+        both = arith.AndIOp(is_min, is_m1, loc=loc, ip=ip).result
+        bad = arith.OrIOp(bad, both, loc=loc, ip=ip).result
+    safe = arith.SelectOp(bad, const(1), b, loc=loc, ip=ip).result
+    op.operands[1] = safe

@@ -19,7 +19,8 @@ place of, a C library function the lowering declares (`@exp`, `@malloc`...);
 kernel entries keep their names, except names in `RESERVED` (`@exp` becomes
 `@__dg_entry_exp`; see `entry_name`).
 Geometry ops in every host function read the global; `diffgpu.atomic_add`
-becomes load/add/store (host_ops.py). Calls from kernels to functions that
+becomes load/add/store; integer divisions get a divisor that cannot trap
+(host_ops.py). Calls from kernels to functions that
 reach a barrier or shared memory are inlined (host_inline.py); kernels with
 barriers (at top level or in scf.if/for/while) are split into phases run
 for every thread of a block in turn (host_barrier.py): the entry then calls
@@ -110,6 +111,8 @@ class LowerToHost(ModulePass):
                 host_ops.rewrite_geometry(op)
             for op in host_ops.walk_ops(f, ("diffgpu.atomic_add",)):
                 host_ops.rewrite_atomic_add(op)
+            for op in host_ops.walk_ops(f, host_ops.INT_DIVISIONS):
+                host_ops.guard_division(op)
         try:  # calls reaching barriers/shared memory: into the kernels
             host_inline.inline_barrier_calls(kernels, host)
         except host_inline.InlineError as exc:

@@ -170,3 +170,33 @@ func.func @exp(%A: memref<?xf64, strided<[?], offset: ?>>)
   memref.store %e, %A[%c0] : memref<?xf64, strided<[?], offset: ?>>
   return
 }
+
+// -----
+
+// Integer divisions get a divisor that cannot trap on the CPU: 1 where it is
+// 0, or (signed) where the dividend is MIN and the divisor -1.
+
+// CHECK-LABEL: func.func private @div__thread
+// CHECK-SAME: (%[[A:.+]]: i32, %[[B:.+]]: i32, %[[OUT:.+]]: memref
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[Z:.+]] = arith.cmpi eq, %[[B]], %[[C0]] : i32
+// CHECK-NEXT: %[[MIN:.+]] = arith.constant -2147483648 : i32
+// CHECK-NEXT: %[[ISMIN:.+]] = arith.cmpi eq, %[[A]], %[[MIN]] : i32
+// CHECK-NEXT: %[[M1:.+]] = arith.constant -1 : i32
+// CHECK-NEXT: %[[ISM1:.+]] = arith.cmpi eq, %[[B]], %[[M1]] : i32
+// CHECK-NEXT: %[[OV:.+]] = arith.andi %[[ISMIN]], %[[ISM1]] : i1
+// CHECK-NEXT: %[[BAD:.+]] = arith.ori %[[Z]], %[[OV]] : i1
+// CHECK-NEXT: %[[C1:.+]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[SAFE:.+]] = arith.select %[[BAD]], %[[C1]], %[[B]] : i32
+// CHECK: %[[Q:.+]] = arith.floordivsi %[[A]], %[[SAFE]] : i32
+// CHECK: %[[Z2:.+]] = arith.cmpi eq, %[[B]], %{{.+}} : i32
+// CHECK: %[[SAFE2:.+]] = arith.select %[[Z2]], %{{.+}}, %[[B]] : i32
+// CHECK: %[[U:.+]] = arith.remui %[[Q]], %[[SAFE2]] : i32
+func.func @div(%a: i32, %b: i32, %out: memref<?xi32, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %q = arith.floordivsi %a, %b : i32
+  %u = arith.remui %q, %b : i32
+  %c0 = arith.constant 0 : index
+  memref.store %u, %out[%c0] : memref<?xi32, strided<[?], offset: ?>>
+  return
+}
