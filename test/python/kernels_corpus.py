@@ -258,6 +258,22 @@ def min_max(x, y):
         y[i] = max(x[i], 0.25, -x[i]) + min(x[i], 0.5, x[i] * x[i])
 
 
+def _builtins_extra_ref(x, m, y):
+    y[:] = m[:, 1] + np.round(x * 3) + x ** 2 + np.isnan(x) + np.isinf(x) * 10 + np.isfinite(x) * 100
+
+
+@case(lambda dt, xp: [grid_vals(dt, xp), rand(dt, xp, N, 2), zeros(dt, xp, N)],
+      _builtins_extra_ref)
+@dg.kernel
+def builtins_extra(x, m, y):
+    i = dg.global_id(0)
+    if i < len(x):
+        idx = (i, 1)  # a tuple variable as an index
+        v = x[i]
+        y[i] = m[idx] + round(v * 3) + pow(v, 2) + math.isnan(v) + math.isinf(v) * 10 \
+            + math.isfinite(v) * 100
+
+
 # --- conditions -------------------------------------------------------------
 @case(x_y(0.0, 1.0), lambda x, y: y.__setitem__(slice(None), ((0.2 < x) & (x < 0.7)) * 1.0))
 @dg.kernel

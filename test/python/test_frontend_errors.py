@@ -342,3 +342,10 @@ def test_bad_host_activities(mode, kinds, types, message):
         A[0] = x
     with pytest.raises(CompileError, match=message):
         build_diff_module(two, mode, kinds, types, HOST_TARGET)
+
+
+def test_kernel_without_source_file():
+    namespace = {"dg": dg}
+    exec("@dg.kernel\ndef nosrc(A):\n    A[0] = 1.0\n", namespace)
+    with pytest.raises(CompileError, match="cannot read the source of 'nosrc'"):
+        build_module(namespace["nosrc"], (A1,), HOST_TARGET)

@@ -78,7 +78,10 @@ class BuiltinMixin:
         if id(obj) in PY_MATH and obj is getattr(math, PY_MATH[id(obj)]):
             name = PY_MATH[id(obj)]
             return self.math_call(name, node, int_result=name in INT_RESULT_MATH)
-        for name in ("abs", "min", "max", "int", "float", "bool", "len"):
+        if obj is getattr(math, "isnan") or obj is getattr(math, "isinf") \
+                or obj is getattr(math, "isfinite"):
+            return self.float_class(obj.__name__, node)
+        for name in ("abs", "min", "max", "int", "float", "bool", "len", "round", "pow"):
             if obj is getattr(py_builtins, name):
                 return getattr(self, f"py_{name}")(node)
         if obj is py_builtins.range:
@@ -175,6 +178,40 @@ class BuiltinMixin:
             better = self.compare(op, b, a)  # Python: min(a, b) is b only if b < a
             acc = self.em.op(f"arith.select {better.ref}, {b.ref}, {a.ref} : {t.ty}", t)
         return acc
+
+    def py_round(self, node):
+        """round(x): nearest int, ties to even (Python 3)."""
+        (a,) = self.call_args(node, 1, 1, "round")
+        v = self.eval_scalar(a, "argument of round()")
+        if isinstance(v, Const):
+            return Const.of(round(v.value))
+        if not v.type.is_float:
+            return v
+        x = self.em.value(v)
+        r = self.em.op(f"math.roundeven {x.ref} : {x.type.ty}", x.type)
+        return self.em.cast(r, Scalar("i64", x.type.weak))
+
+    def py_pow(self, node):
+        a, b = self.call_args(node, 2, 2, "pow")
+        return self.binop("**", self.eval_scalar(a, "argument of pow()"),
+                          self.eval_scalar(b, "argument of pow()"), node)
+
+    def float_class(self, name, node):
+        """math.isnan / isinf / isfinite."""
+        (a,) = self.call_args(node, 1, 1, name)
+        v = self.eval_scalar(a, f"argument of {name}()")
+        if not v.type.is_float:
+            return Const.of(name == "isfinite") if isinstance(v, Const) else \
+                self.em.value(Const(name == "isfinite", Scalar("i1")))
+        em = self.em
+        x = em.value(v)
+        t = x.type.ty
+        if name == "isnan":
+            return em.op(f"arith.cmpf uno, {x.ref}, {x.ref} : {t}", Scalar("i1"))
+        ax = em.op(f"math.absf {x.ref} : {t}", x.type)
+        inf = em.constant(float("inf"), Scalar(t))
+        pred = "oeq" if name == "isinf" else "olt"
+        return em.op(f"arith.cmpf {pred}, {ax.ref}, {inf.ref} : {t}", Scalar("i1"))
 
     def py_int(self, node):
         (a,) = self.call_args(node, 1, 1, "int")

@@ -145,12 +145,17 @@ class ExprMixin:
         if any(isinstance(e, ast.Slice) for e in elts):
             raise FrontendError("slicing is not supported in kernels; index single "
                                 "elements", node)
-        if len(elts) != arr.type.ndim:
+        vals = [self.visit(e) for e in elts]
+        if len(vals) == 1 and isinstance(vals[0], (TupleV, ShapeV)):  # A[idx], idx a tuple
+            v = vals[0]
+            vals = list(v.items) if isinstance(v, TupleV) else [
+                self.array_dim(v.array, k) for k in range(v.array.type.ndim)]
+            elts = [sl] * len(vals)
+        if len(vals) != arr.type.ndim:
             raise FrontendError(f"a {arr.type} needs {arr.type.ndim} indices, got "
-                                f"{len(elts)} (write A[i, j], not A[i][j])", node)
+                                f"{len(vals)} (write A[i, j], not A[i][j])", node)
         out = []
-        for k, e in enumerate(elts):
-            v = self.visit(e)
+        for k, (e, v) in enumerate(zip(elts, vals)):
             if isinstance(v, Const) and v.type.is_int and isinstance(v.value, int) \
                     and not isinstance(v.value, bool) and v.value < 0:
                 d = self.array_dim(arr, k)
