@@ -32,6 +32,9 @@ passes, and print the result.
   --verify-diagnostics       check expected-error/-warning/-note/-remark comments
   --mlir-print-ir-after-all  print the IR after every pass (on stderr)
   --mlir-print-op-generic    print ops in generic form
+  --mlir-print-debuginfo     print locations (loc(...)) with the ops
+  --mlir-disable-threading   run passes on one thread
+  --allow-unregistered-dialect  accept ops of dialects nobody registered
   --emit=mlir|llvm|ptx       what to print: the IR (default), LLVM IR or PTX
   --list-passes              list diffgpu's passes and pipelines
   --version                  print the versions of diffgpu and MLIR
@@ -53,6 +56,9 @@ class Options:
     verify_diagnostics: bool = False
     print_ir_after_all: bool = False
     print_op_generic: bool = False
+    print_debuginfo: bool = False
+    disable_threading: bool = False
+    allow_unregistered: bool = False
     emit: str = "mlir"
     list_passes: bool = False
     version: bool = False
@@ -63,6 +69,9 @@ _FLAGS = {  # option name -> Options field (boolean flags)
     "verify-diagnostics": "verify_diagnostics",
     "mlir-print-ir-after-all": "print_ir_after_all",
     "mlir-print-op-generic": "print_op_generic",
+    "mlir-print-debuginfo": "print_debuginfo",
+    "mlir-disable-threading": "disable_threading",
+    "allow-unregistered-dialect": "allow_unregistered",
     "list-passes": "list_passes",
     "version": "version",
     "help": "help",

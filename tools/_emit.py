@@ -26,11 +26,19 @@ class EmitError(Exception):
         self.location = location
 
 
-def render(module, kind: str, generic: bool = False) -> str:
+def render(module, kind: str, generic: bool = False, debuginfo: bool = False,
+           source_name: str = "-") -> str:
+    """The text to print; `source_name` replaces the name `-` that MLIR's
+    bindings give the parsed buffer in printed locations."""
     if kind == "mlir":
         buf = io.StringIO()
-        module.operation.print(print_generic_op_form=generic, file=buf)
-        return buf.getvalue()
+        module.operation.print(print_generic_op_form=generic, enable_debug_info=debuginfo,
+                               file=buf)
+        text = buf.getvalue()
+        if debuginfo and source_name != "-":
+            quoted = source_name.replace("\\", "\\\\").replace('"', '\\"')
+            text = text.replace('loc("-":', f'loc("{quoted}":')
+        return text
     if kind == "ptx":
         return ptx_of(module)
     if kind == "llvm":

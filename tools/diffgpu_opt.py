@@ -75,10 +75,13 @@ def _run(argv: list[str]) -> int:
     _check_output_path(opts.output)
     from diffgpu.dialects import make_context
     ctx = make_context()
+    ctx.allow_unregistered_dialects = opts.allow_unregistered
+    if opts.disable_threading:
+        ctx.enable_multithreading(False)
     pipeline = _pipeline_text(opts, ctx)
     pm = _build(pipeline, ctx) if pipeline else None
     if pm is not None and opts.print_ir_after_all:
-        pm.enable_ir_printing(print_after_all=True,
+        pm.enable_ir_printing(print_after_all=True, enable_debug_info=opts.print_debuginfo,
                               print_generic_op_form=opts.print_op_generic)
 
     display, data = _read_input(opts.input)
@@ -318,7 +321,8 @@ class _ChunkRunner:
                     self._add_error(exc)
                     return None
             try:
-                return _emit.render(module, self.opts.emit, self.opts.print_op_generic)
+                return _emit.render(module, self.opts.emit, self.opts.print_op_generic,
+                                    self.opts.print_debuginfo, self.printer.name)
             except _emit.EmitError as exc:
                 d = _diag.Diag("error", str(exc), _diag.WHOLE_INPUT)
                 where = _diag.resolve_loc(exc.location)
