@@ -20,6 +20,23 @@ func.func @m() {
 
 // -----
 
+// @above, @-N, -re (regex between {{ and }}) and diagnostics from frontend
+// locations in other files (@unknown) work as in mlir-opt.
+func.func @a() {
+  // expected-error@above {{'func.func' @a has no diffgpu.target}}
+  return
+}
+func.func @b() {
+  return
+}
+// expected-error-re@-3 {{'func.func' @{{[a-z]}} has no {{diffgpu\.[a-z]+}}}}
+// expected-error@unknown {{'func.func' @c has no diffgpu.target}}
+func.func @c() {
+  return
+} loc("kernel.py":7:1)
+
+// -----
+
 // ... and a chunk without diagnostics prints its IR.
 // CHECK-LABEL: func.func @ok
 func.func @ok() attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
