@@ -56,8 +56,9 @@ def __getattr__(name):
 
         mod, attr = _LAZY[name]
         value = getattr(importlib.import_module(mod), attr)
-    elif name == "__all__":
-        value = _API + sorted(k for k in _builtins() if k not in _API)
+    elif name == "__all__":  # `from diffgpu import *` leaves Python's compile alone
+        value = [k for k in _API if k != "compile"] + sorted(
+            k for k in _builtins() if k not in _API)
     else:
         table = _builtins()
         if name not in table:

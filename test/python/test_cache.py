@@ -22,6 +22,7 @@ AXPY = """
 import diffgpu as dg
 
 SCALE = {scale}
+SHAPE = (4, {rows})
 
 @dg.func
 def twice(x):
@@ -31,13 +32,13 @@ def twice(x):
 def axpy(A, B, a):
     i = dg.global_id(0)
     if i < len(A):
-        A[i] = A[i] + a * twice(B[i]) * SCALE
+        A[i] = A[i] + a * twice(B[i]) * SCALE * (SHAPE[0] // 4)
 """
 
 
-def load(tmp_path, name, scale=1.0, twice="2.0 * x"):
+def load(tmp_path, name, scale=1.0, twice="2.0 * x", rows=4):
     path = tmp_path / f"{name}.py"
-    path.write_text(AXPY.format(scale=scale, twice=twice))
+    path.write_text(AXPY.format(scale=scale, twice=twice, rows=rows))
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -67,6 +68,7 @@ def test_key_covers_callees_constants_types_target_diff(tmp_path):
     others = [
         cache.cache_key(load(tmp_path, "k_callee", twice="x + x").axpy, F32, "host"),
         cache.cache_key(load(tmp_path, "k_const", scale=3.0).axpy, F32, "host"),
+        cache.cache_key(load(tmp_path, "k_tuple", rows=8).axpy, F32, "host"),
         cache.cache_key(base.axpy, F32[:2] + (ScalarType("float32"),), "host"),
         cache.cache_key(base.axpy, F32, "sm_90"),
         cache.cache_key(base.axpy, F32, "host", ("reverse", ("dup", "const", "active"))),

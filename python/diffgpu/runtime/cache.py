@@ -64,6 +64,8 @@ def is_definition(x) -> bool:
 def _is_constant(v) -> bool:
     if isinstance(v, (bool, int, float, complex, str, bytes, np.generic, np.dtype)):
         return True
+    if isinstance(v, tuple):  # e.g. a shared_array shape
+        return len(v) < 64 and all(_is_constant(e) for e in v)
     return isinstance(v, type) and issubclass(v, np.generic)
 
 
