@@ -274,6 +274,21 @@ def builtins_extra(x, m, y):
             + math.isfinite(v) * 100
 
 
+def _numpy_fns_ref(x, y, n):
+    y[:] = (np.exp(x) + np.sqrt(np.abs(x)) + np.maximum(x, 0.1) + np.floor(x * 2)
+            + np.float32(1.5) * x + np.trunc(x * 3) + n ** -1.0 + np.arctan2(x, 2.0))
+
+
+@case(lambda dt, xp: [grid_vals(dt, xp, lo=-1.0), zeros(dt, xp, N), 4], _numpy_fns_ref)
+@dg.kernel
+def numpy_functions(x, y, n):
+    i = dg.global_id(0)
+    if i < len(x):
+        v = x[i]
+        y[i] = (np.exp(v) + np.sqrt(np.abs(v)) + np.maximum(v, 0.1) + np.floor(v * 2)
+                + np.float32(1.5) * v + np.int64(v * 3) + n ** -1 + np.arctan2(v, 2.0))
+
+
 # --- conditions -------------------------------------------------------------
 @case(x_y(0.0, 1.0), lambda x, y: y.__setitem__(slice(None), ((0.2 < x) & (x < 0.7)) * 1.0))
 @dg.kernel

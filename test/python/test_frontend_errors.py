@@ -89,6 +89,11 @@ def k_unknown_call(A):
 
 
 @dg.kernel
+def k_numpy_unsupported(A):
+    A[0] = np.sum(A)
+
+
+@dg.kernel
 def k_global_store(A):
     G_INT[0] = A[0]
 
@@ -251,6 +256,7 @@ CASES = [
     (k_slice, (A1,), "A[1:3]", "A[1:3]", "slicing"),
     (k_attr, (A1,), "A.foo", "A.foo", "unknown attribute 'foo'"),
     (k_unknown_call, (A1,), "helper(", "helper(", "unknown Python function 'helper'"),
+    (k_numpy_unsupported, (A1,), "np.sum", "np.sum", "unknown Python function 'np.sum'"),
     (k_global_store, (A1,), "G_INT[0] =", "G_INT[0]", "cannot assign into global 'G_INT'"),
     (k_builtin_arity, (A1,), "thread_id(0, 1)", "dg.thread_id", "thread_id() takes 0 to 1"),
     (k_shared_dtype, (A1,), "complex64", "np.complex64", "unsupported dtype"),

@@ -37,6 +37,30 @@ ACTIVITY_CLASSES = (activities.Const, activities.Duplicated,
                     activities.DuplicatedNoNeed, activities.Active)
 
 
+#: numpy functions usable in kernels -> our name (floor/ceil/trunc give floats)
+NUMPY_MATH = {
+    "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
+    "log1p": "log1p", "expm1": "expm1", "sin": "sin", "cos": "cos", "tan": "tan",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "sqrt": "sqrt", "cbrt": "cbrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "fabs": "fabs", "power": "pow", "arctan2": "atan2", "copysign": "copysign",
+}
+NUMPY_OTHER = ("abs", "absolute", "minimum", "maximum", "float32", "float64", "int32",
+               "int64", "isnan", "isinf", "isfinite")
+
+
+def numpy_function(obj):
+    """The numpy name of `obj` if it is a numpy function kernels support."""
+    if type(obj).__name__ not in ("ufunc", "type", "_ArrayFunctionDispatcher"):
+        return None
+    name = getattr(obj, "__name__", None)
+    if name not in NUMPY_MATH and name not in NUMPY_OTHER:
+        return None
+    import numpy as np
+    return name if getattr(np, name, None) is obj else None
+
+
 def dtype_elem(obj, node) -> str:
     """numpy dtype (np.float32, np.dtype('float32'), float, int) -> f32, ..."""
     from diffgpu.types import DTYPES
@@ -75,6 +99,9 @@ class BuiltinMixin:
                 raise FrontendError(f"diffgpu builtin {tag!r} is not supported in kernels",
                                     node)
             return method(node)
+        np_name = numpy_function(obj)
+        if np_name is not None:
+            return self.numpy_call(np_name, obj, node)
         if id(obj) in PY_MATH and obj is getattr(math, PY_MATH[id(obj)]):
             name = PY_MATH[id(obj)]
             return self.math_call(name, node, int_result=name in INT_RESULT_MATH)
@@ -101,13 +128,13 @@ class BuiltinMixin:
         hi = lo if hi is None else hi
         if node.keywords:
             raise FrontendError(f"{name}() takes no keyword arguments", node.keywords[0].value)
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise FrontendError("*args in calls is not supported", a)
         n = len(node.args)
         if not lo <= n <= hi:
             want = str(lo) if lo == hi else f"{lo} to {hi}"
             raise FrontendError(f"{name}() takes {want} argument(s), got {n}", node)
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                raise FrontendError("*args in calls is not supported", a)
         return node.args
 
     def const_int(self, argnode, what):
@@ -178,6 +205,27 @@ class BuiltinMixin:
             better = self.compare(op, b, a)  # Python: min(a, b) is b only if b < a
             acc = self.em.op(f"arith.select {better.ref}, {b.ref}, {a.ref} : {t.ty}", t)
         return acc
+
+    def numpy_call(self, name, obj, node):
+        """np.exp, np.sqrt, ... (elementwise on scalars); np.float32(x) etc. are
+        strongly typed conversions."""
+        from diffgpu.types import DTYPES
+        if name in NUMPY_MATH:
+            return self.math_call(NUMPY_MATH[name], node, int_result=False)
+        if name in ("abs", "absolute"):
+            return self.py_abs(node)
+        if name in ("minimum", "maximum"):
+            self.call_args(node, 2, 2, f"np.{name}")
+            return self._minmax(node, "min" if name == "minimum" else "max",
+                                "<" if name == "minimum" else ">")
+        if name in ("isnan", "isinf", "isfinite"):
+            return self.float_class(name, node)
+        (a,) = self.call_args(node, 1, 1, f"np.{name}")
+        v = self.eval_scalar(a, f"argument of np.{name}()")
+        t = Scalar(DTYPES[name])
+        if isinstance(v, Const) and not (t.is_int and isinstance(v.value, float)):
+            return Const(v.value, t)
+        return self.em.cast(self.em.value(v), t)
 
     def py_round(self, node):
         """round(x): nearest int, ties to even (Python 3)."""

@@ -79,7 +79,7 @@ class LoopMixin:
         (types, block args, body lines, end values)."""
         em = self.em
         env0 = dict(self.env)
-        types = [self.env[n].type for n in carried]
+        types = [self.merge_type(f"variable {n!r}", [self.env[n]], node) for n in carried]
         for _ in range(MAX_TYPE_ROUNDS):
             args = [em.fresh() for _ in carried]
             with em.capture() as lines:

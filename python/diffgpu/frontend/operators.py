@@ -123,6 +123,8 @@ class OperatorMixin:
                 acc = em.op(f"{mul} {acc.ref}, {x.ref} : {t.ty}", t)
             return acc
         t = promote(a.type, b.type)
+        if not t.is_float and isinstance(b, Const) and b.value < 0:
+            t = Scalar("f64", t.weak)  # Python: int ** negative int is a float
         if not t.is_float:
             raise FrontendError("integer '**' needs a constant exponent between 0 and "
                                 f"{MAX_POW_UNROLL}; convert to float for other powers", node)
