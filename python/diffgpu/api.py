@@ -64,6 +64,15 @@ class Kernel(Definition):
         grid, block = check_geometry(*config)
         return Launcher(self, grid, block)
 
+    @property
+    def signatures(self) -> list[str]:
+        """The signatures compiled (or loaded) in this process, with targets."""
+        out = []
+        for types, target, diff in self._programs:
+            text = f"({', '.join(str(t) for t in types)}) on {target}"
+            out.append(text + (f" [{diff[0]} {', '.join(diff[1])}]" if diff else ""))
+        return out
+
     def ir(self, *args, stage: str = "dialect", target: str | None = None) -> str:
         """The IR text of this kernel for `args` at `stage` (see diffgpu.stages)."""
         from diffgpu.stages import kernel_ir
@@ -89,9 +98,34 @@ class Launcher:
     def __repr__(self) -> str:
         return f"{self.kernel.name}[{self.grid}, {self.block}]"
 
-    def __call__(self, *args) -> None:
+    def __call__(self, *args, **kwargs) -> None:
         from diffgpu.launch import launch
+        if kwargs:
+            args = bind_arguments(self.kernel, args, kwargs)
         launch(self.kernel, args, self.grid, self.block)
+
+
+def bind_arguments(defn, args, kwargs) -> tuple:
+    """Positional + keyword launch arguments in parameter order."""
+    names = defn.arg_names
+    out = list(args) + [_MISSING] * (len(names) - len(args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise LaunchError(f"{defn.name}() has no parameter '{k}' "
+                              f"(parameters: {', '.join(names)})")
+        i = names.index(k)
+        if i < len(args):
+            raise LaunchError(f"{defn.name}() got argument '{k}' twice")
+        out[i] = v
+    missing = [n for n, v in zip(names, out) if v is _MISSING]
+    if missing or len(out) > len(names):
+        raise LaunchError(f"{defn.name}() takes {len(names)} arguments ({', '.join(names)}); "
+                          + (f"missing {', '.join(missing)}" if missing
+                             else f"got {len(args)} positional"))
+    return tuple(out)
+
+
+_MISSING = object()
 
 
 def _decorator(cls, fn, kwargs):

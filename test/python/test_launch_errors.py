@@ -77,6 +77,14 @@ def test_bad_arguments(args, match):
             assert np.array_equal(a, s) and a.dtype == s.dtype
 
 
+def test_keyword_arguments():
+    # keywords bind by parameter name; unknown, repeated or missing ones are errors
+    A, B = arrays()
+    expect_error(lambda: add[1, 4](A, B, b=1.0), "no parameter 'b'")
+    expect_error(lambda: add[1, 4](A, B, 1.0, A=A), "got argument 'A' twice")
+    expect_error(lambda: add[1, 4](A, a=1.0), "missing B")
+
+
 def test_read_only_array_rejected():
     A, B = arrays()
     B.flags.writeable = False
