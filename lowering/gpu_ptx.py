@@ -29,6 +29,7 @@ The kernel ABI is documented in lowering/to_gpu.py.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 
 from diffgpu.lowering import targets as T
@@ -231,16 +232,16 @@ def compile_ptx(module_text, chip: str, context=None) -> PtxResult:
 
     Raises `diffgpu.errors.CompileError` with the diagnostics (`loc: error:
     message` lines) when a pass fails, and `diffgpu.lowering.targets.TargetError`
-    for an unknown chip.
+    for an unknown chip. Text is parsed in `context`, by default one context
+    per thread kept for later calls (a new context costs ~10 ms).
     """
     from diffgpu._mlir import MLIRError, ir
-    from diffgpu.dialects import make_context
     from diffgpu.errors import CompileError
     from diffgpu.lowering.registry import build_pass_manager
 
     T.check_chip(chip)
     if isinstance(module_text, str):
-        ctx = context or make_context()
+        ctx = context or _thread_context()
         with ctx, ir.Location.unknown():
             try:
                 module = ir.Module.parse(module_text)
@@ -291,6 +292,18 @@ def has_nvptx() -> bool:
 
 
 _HAS_NVPTX = None
+_LOCAL = threading.local()
+
+
+def _thread_context():
+    """This thread's MLIR context for compile_ptx (created on first use)."""
+    ctx = getattr(_LOCAL, "ctx", None)
+    if ctx is None:
+        from diffgpu.dialects import make_context
+        ctx = _LOCAL.ctx = make_context()
+    return ctx
+
+
 _PROBE = """
 func.func @probe(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {diffgpu.kernel,
     diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
