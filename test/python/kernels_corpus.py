@@ -189,6 +189,24 @@ def int_float_casts(x, y):
         y[i] = int(x[i] * 10) + float(i) * 0.25
 
 
+def _int_arrays_div_ref(y, a, b, q, r):
+    q[:] = a // b
+    r[:] = a % b
+    y[:] = q + r * 0.5
+
+
+@case(lambda dt, xp: [zeros(dt, xp, 6), xp.asarray(np.array([7, -7, 7, -7, 5, 9], np.int64)),
+                      xp.asarray(np.array([2, 2, -2, -2, -1, -1], np.int64)),
+                      xp.zeros(6, np.int64), xp.zeros(6, np.int64)], _int_arrays_div_ref)
+@dg.kernel
+def int_runtime_division(y, a, b, q, r):
+    i = dg.global_id(0)
+    if i < len(a):
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+        y[i] = q[i] + r[i] * 0.5
+
+
 # --- math ---------------------------------------------------------------------
 def _exp_log_ref(x, y):
     y[:] = np.exp(x) + np.log(x + 2) + np.log1p(x) + np.expm1(x) + np.sqrt(x + 1)

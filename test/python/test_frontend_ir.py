@@ -399,3 +399,20 @@ def weak_args(A):
 def test_weak_arguments_specialize_callees():
     t = ir_of(weak_args, A32).text
     assert "func.call @square(" in t and re.search(r"arith\.mulf .* : f32", func_text(t, "weak_args"))
+
+
+@dg.kernel
+def int_div(a, b, q):
+    i = dg.global_id(0)
+    q[i] = a[i] // b[i] + a[i] % b[i] + a[i] // 4
+
+
+def test_integer_division_by_zero_does_not_trap():
+    AI64 = ArrayType("int64", 1)
+    t = ir_of(int_div, AI64, AI64, AI64).text
+    assert t.count("arith.cmpi eq") == 4  # runtime divisors: == 0 and == -1, twice
+    a = np.array([7, -7, 3], np.int64)
+    b = np.array([0, -1, 2], np.int64)
+    q = np.zeros(3, np.int64)
+    int_div[1, 3](a, b, q)  # x // 0 is unspecified in kernels, but never a crash
+    assert q[1] == 7 + 0 - 2 and q[2] == 1 + 1 + 0
