@@ -19,7 +19,7 @@ import numpy as np
 from diffgpu.activities import Activity, Const, Duplicated
 from diffgpu.errors import LaunchError
 from diffgpu.runtime.args import arg_type, describe_arg, infer_signature, is_device_array
-from diffgpu.types import ArrayType, ScalarType, is_float
+from diffgpu.types import ScalarType, is_float
 
 
 def autodiff(launcher, *activities):
@@ -169,4 +169,4 @@ def _scalar(arr):
     return host[0]
 
 
-__all__ = ["autodiff", "fwddiff", "split_activities", "ArrayType"]
+__all__ = ["autodiff", "fwddiff", "split_activities"]

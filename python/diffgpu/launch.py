@@ -12,7 +12,7 @@ import collections
 import os
 import threading
 
-from diffgpu.errors import CompileError, DiffgpuError, LaunchError
+from diffgpu.errors import CompileError, DiffgpuError
 from diffgpu.runtime import cache
 from diffgpu.runtime.args import check_arity, infer_signature, parse_type
 
@@ -208,4 +208,4 @@ def check_launch_args(kernel, args):
     return infer_signature(args, kernel.arg_names, kernel.name)
 
 
-__all__ = ["launch", "get_program", "Program", "STATS", "LaunchError"]
+__all__ = ["launch", "get_program", "Program", "STATS"]

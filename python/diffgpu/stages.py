@@ -17,7 +17,7 @@ lowering/registry.py: no pass list is repeated here):
 """
 from __future__ import annotations
 
-from diffgpu.errors import CompileError, LaunchError
+from diffgpu.errors import CompileError
 
 STAGES = ("dialect", "autodiff", "gpu", "nvvm", "llvm", "ptx")
 GPU_ONLY = ("nvvm", "ptx")
@@ -139,4 +139,4 @@ def diagnostics(exc) -> str:
     return "\n".join(lines) or str(exc)
 
 
-__all__ = ["kernel_ir", "STAGES", "LaunchError"]
+__all__ = ["kernel_ir", "STAGES", "stage_pipeline"]
