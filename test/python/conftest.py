@@ -1,8 +1,35 @@
-"""pytest setup: a private cache directory, and the `gpu` marker's skips."""
+"""pytest setup: a private cache directory, the `gpu` marker's skips, and
+imports from the repo where diffgpu is not installed (the GPU machine)."""
+import importlib.util
 import os
+import sys
 import tempfile
 
 import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bootstrap_imports():
+    """python/diffgpu is `diffgpu`; lowering/ and dialects/ its subpackages."""
+    try:
+        import diffgpu.lowering.targets  # noqa: F401
+        return
+    except ImportError:
+        pass
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import diffgpu  # noqa: F401
+    for sub in ("lowering", "dialects"):
+        path = os.path.join(REPO, sub)
+        spec = importlib.util.spec_from_file_location(
+            f"diffgpu.{sub}", os.path.join(path, "__init__.py"),
+            submodule_search_locations=[path])
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+
+
+_bootstrap_imports()
 
 # Tests never touch the user's ~/.cache/diffgpu; set before diffgpu is used.
 if "DIFFGPU_TEST_KEEP_CACHE" not in os.environ:

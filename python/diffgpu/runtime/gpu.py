@@ -71,7 +71,7 @@ def synchronize() -> None:
 
 
 def _load_function(ptx: str, entry: str, device_id: int):
-    key = (hash(ptx), len(ptx), entry, device_id)
+    key = (ptx, entry, device_id)
     with _lock:
         fn = _modules.get(key)
         if fn is not None:
@@ -84,7 +84,10 @@ def _load_function(ptx: str, entry: str, device_id: int):
                 with os.fdopen(fd, "w") as f:
                     f.write(ptx)
                 module = cupy.RawModule(path=path)
-                fn = module.get_function(entry)
+                fn = module.get_function(entry)  # loads the module (driver JIT)
+            except Exception as exc:  # CUDADriverError: PTX too new, bad entry...
+                raise LaunchError(f"the CUDA driver cannot load kernel '{entry}' on GPU "
+                                  f"{device_id}: {type(exc).__name__}: {exc}") from None
             finally:
                 os.unlink(path)
         _modules[key] = fn
