@@ -66,53 +66,36 @@ class OperatorMixin:
         if op == "/":
             t = true_div_type(t)
         x, y = self.em.value(a, t), self.em.value(b, t)
-        guard = not (isinstance(b, Const) and b.value not in (0, -1))
         if op == "//":
-            return self.floordiv(x, y, t, guard)
+            return self.floordiv(x, y, t)
         if op == "%":
-            return self.mod(x, y, t, guard)
+            return self.mod(x, y, t)
         table = FLOAT_OPS if t.is_float else INT_OPS
         return self.em.op(f"{table[op]} {x.ref}, {y.ref} : {t.ty}", t)
 
-    def floordiv(self, x, y, t, guard=True):
+    def floordiv(self, x, y, t):
+        """Python's floor division. (A zero divisor gives an unspecified value;
+        the host lowering keeps the CPU from trapping on it.)"""
         em = self.em
         if t.is_float:
             q = em.op(f"arith.divf {x.ref}, {y.ref} : {t.ty}", t)
             return em.op(f"math.floor {q.ref} : {t.ty}", t)
-        ys, minus1 = self._safe_divisor(y, t) if guard else (y, None)
-        q = em.op(f"arith.divsi {x.ref}, {ys.ref} : {t.ty}", t)
-        r = em.op(f"arith.remsi {x.ref}, {ys.ref} : {t.ty}", t)
+        q = em.op(f"arith.divsi {x.ref}, {y.ref} : {t.ty}", t)
+        r = em.op(f"arith.remsi {x.ref}, {y.ref} : {t.ty}", t)
         fix = self._sign_fix(r, y, t)
         one = em.constant(1, t.strong())
         qm = em.op(f"arith.subi {q.ref}, {one.ref} : {t.ty}", t)
-        q = em.op(f"arith.select {fix.ref}, {qm.ref}, {q.ref} : {t.ty}", t)
-        if minus1 is None:
-            return q
-        zero = em.constant(0, t.strong())
-        neg = em.op(f"arith.subi {zero.ref}, {x.ref} : {t.ty}", t)
-        return em.op(f"arith.select {minus1.ref}, {neg.ref}, {q.ref} : {t.ty}", t)
+        return em.op(f"arith.select {fix.ref}, {qm.ref}, {q.ref} : {t.ty}", t)
 
-    def mod(self, x, y, t, guard=True):
+    def mod(self, x, y, t):
+        """Python's modulo: the result has the sign of the divisor."""
         em = self.em
         rem = "arith.remf" if t.is_float else "arith.remsi"
         add = "arith.addf" if t.is_float else "arith.addi"
-        ys = self._safe_divisor(y, t)[0] if guard and not t.is_float else y
-        r = em.op(f"{rem} {x.ref}, {ys.ref} : {t.ty}", t)
+        r = em.op(f"{rem} {x.ref}, {y.ref} : {t.ty}", t)
         fix = self._sign_fix(r, y, t)
         rb = em.op(f"{add} {r.ref}, {y.ref} : {t.ty}", t)
         return em.op(f"arith.select {fix.ref}, {rb.ref}, {r.ref} : {t.ty}", t)
-
-    def _safe_divisor(self, y, t):
-        """(divisor, y == -1): integer division traps on the CPU for y == 0 and
-        for MIN // -1, so those divide by 1 instead (x // 0 is unspecified in
-        kernels; x // -1 is fixed up to -x by the caller)."""
-        em = self.em
-        zero, one = em.constant(0, t.strong()), em.constant(1, t.strong())
-        m1 = em.constant(-1, t.strong())
-        is0 = em.op(f"arith.cmpi eq, {y.ref}, {zero.ref} : {t.ty}", I1)
-        ism1 = em.op(f"arith.cmpi eq, {y.ref}, {m1.ref} : {t.ty}", I1)
-        bad = em.op(f"arith.ori {is0.ref}, {ism1.ref} : i1", I1)
-        return em.op(f"arith.select {bad.ref}, {one.ref}, {y.ref} : {t.ty}", t), ism1
 
     def _sign_fix(self, r, y, t):
         """i1: r != 0 and sign(r) != sign(y) (Python floor semantics)."""
