@@ -35,6 +35,8 @@ class Emitter:
         self.count = 0
         self.buf: list[str] = []
         self.loc = "loc(unknown)"
+        #: i64 value ref -> the index Value it was cast from (cast back for free)
+        self.index_origin: dict[str, Value] = {}
 
     def fresh(self) -> str:
         self.count += 1
@@ -118,6 +120,12 @@ class Emitter:
         if dst == "i1":
             return self.truth(v)
         s = f"{v.ref} : {src} to {dst}"
+        if dst == "index" and v.ref in self.index_origin:
+            return self.index_origin[v.ref]
+        if src == "index" and dst == "i64":
+            out = self.op(f"arith.index_cast {s}", ty)
+            self.index_origin[out.ref] = v
+            return out
         if "index" in (src, dst):
             if src in ("f32", "f64"):
                 v = self.cast(v, I64)
