@@ -20,7 +20,7 @@ kernel entries keep their names, except names in `RESERVED` (`@exp` becomes
 `@__dg_entry_exp`; see `entry_name`).
 Geometry ops in every host function read the global; `diffgpu.atomic_add`
 becomes load/add/store; integer divisions get a divisor that cannot trap
-(host_ops.py). Calls from kernels to functions that
+(host_ops.py); loads and stores are bounds-checked (host_bounds.py). Calls from kernels to functions that
 reach a barrier or shared memory are inlined (host_inline.py); kernels with
 barriers (at top level or in scf.if/for/while) are split into phases run
 for every thread of a block in turn (host_barrier.py): the entry then calls
@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu.lowering import host_barrier, host_inline, host_ops, targets
+from diffgpu.lowering import host_barrier, host_bounds, host_inline, host_ops, targets
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
@@ -105,14 +105,17 @@ class LowerToHost(ModulePass):
             if f not in kernels and f.regions[0].blocks and not name.startswith("__dg_"):
                 ir.SymbolTable.set_symbol_name(f, DEVICE_PREFIX + name)
                 ir.SymbolTable.replace_all_symbol_uses(name, DEVICE_PREFIX + name, module)
-        host_ops.ensure_geometry_global(module)
         for f in host:
-            for op in host_ops.walk_ops(f, tuple(host_ops.GEOMETRY_BASE)):
-                host_ops.rewrite_geometry(op)
             for op in host_ops.walk_ops(f, ("diffgpu.atomic_add",)):
                 host_ops.rewrite_atomic_add(op)
             for op in host_ops.walk_ops(f, host_ops.INT_DIVISIONS):
                 host_ops.guard_division(op)
+        if kernels:  # every user-visible load/store, before ours exist
+            host_bounds.check_accesses(module, host, targets.get_target(kernels[0]))
+        host_ops.ensure_geometry_global(module)
+        for f in host:
+            for op in host_ops.walk_ops(f, tuple(host_ops.GEOMETRY_BASE)):
+                host_ops.rewrite_geometry(op)
         try:  # calls reaching barriers/shared memory: into the kernels
             host_inline.inline_barrier_calls(kernels, host)
         except host_inline.InlineError as exc:

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from diffgpu.errors import CompileError, LaunchError
+from diffgpu.errors import CompileError, DiffgpuError, LaunchError
 from diffgpu.types import ArrayType, ScalarType
 
 PIPELINE = "diffgpu-to-host"
@@ -35,6 +35,14 @@ _SCALAR_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double,
                   "int32": ctypes.c_int32, "int64": ctypes.c_int64}
 _INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _descriptor_classes: dict[int, type] = {}
+#: lowering/host_bounds.py: status function and the module's access locations
+STATUS_FUNC = "__dg_host_status"
+ACCESSES_ATTR = "diffgpu.host_accesses"
+
+
+class OutOfBoundsError(DiffgpuError, IndexError):
+    """A kernel indexed an array out of its bounds on the CPU. The access was
+    skipped (a load read 0); the rest of the launch ran."""
 
 
 def _descriptor_class(rank: int) -> type:
@@ -109,12 +117,18 @@ def _pack_arg(i: int, value, typ, keep: list):
 class HostProgram:
     """A lowered host module in an ExecutionEngine; launch its kernels."""
 
-    def __init__(self, llvm_text: str, _engine, _keep=()):
+    def __init__(self, llvm_text: str, _engine, _keep=(), _accesses=()):
         self.llvm_text = llvm_text
         self._engine = _engine  # kept alive as long as the program
         self._keep = _keep
+        self._accesses = tuple(_accesses)  # source location of access number N+1
         self._entries: dict[str, object] = {}
         self._lock = threading.Lock()
+        self._status = None
+        if f"@_mlir_ciface_{STATUS_FUNC}(" in llvm_text:
+            addr = _engine.raw_lookup("_mlir_ciface_" + STATUS_FUNC)
+            if addr:
+                self._status = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
 
     @classmethod
     def from_llvm_text(cls, text: str, opt_level: int = OPT_LEVEL) -> "HostProgram":
@@ -129,13 +143,19 @@ class HostProgram:
                 module = ir.Module.parse(text)
         except MLIRError as exc:
             raise CompileError(f"cannot parse lowered host module: {_diagnostics(exc)}") from None
-        return cls(text, _make_engine(module, opt_level), (ctx, module))
+        accesses = []
+        if ACCESSES_ATTR in module.operation.attributes:
+            from diffgpu._mlir import ir as _ir
+            accesses = [_ir.StringAttr(a).value
+                        for a in _ir.ArrayAttr(module.operation.attributes[ACCESSES_ATTR])]
+        return cls(text, _make_engine(module, opt_level), (ctx, module), accesses)
 
     def kernel_names(self) -> list[str]:
         """Names of the kernels (entries with the C interface)."""
         import re
         names = re.findall(r"llvm\.func @_mlir_ciface_([\w$.]+)\(", self.llvm_text)
-        return [n[len(ENTRY_PREFIX):] if n.startswith(ENTRY_PREFIX) else n for n in names]
+        return [n[len(ENTRY_PREFIX):] if n.startswith(ENTRY_PREFIX) else n
+                for n in names if n != STATUS_FUNC]
 
     def _entry(self, name: str):
         fn = self._entries.get(name)
@@ -175,6 +195,21 @@ class HostProgram:
         packed = (ctypes.c_void_p * len(ptrs))(*ptrs)
         with self._lock:
             fn(packed)
+            bad = self._read_status()
+        if bad:
+            where = self._accesses[bad - 1] if bad <= len(self._accesses) else "?"
+            raise OutOfBoundsError(
+                f"kernel '{kernel_name}': array index out of bounds at {where} (on the CPU "
+                "the access was skipped, a load read 0; the rest of the launch ran)")
+
+    def _read_status(self) -> int:
+        """Number of the first out-of-bounds access since the last call, or 0."""
+        if self._status is None:
+            return 0
+        res = ctypes.c_int64(0)
+        args = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(res), ctypes.c_void_p))
+        self._status(args)
+        return res.value
 
 
 def _make_engine(module, opt_level: int):

@@ -21,8 +21,8 @@
 // CHECK: %[[G4:.+]] = memref.get_global @__dg_host_geometry : memref<12xindex>
 // CHECK-NEXT: %[[C11:.+]] = arith.constant 11 : index
 // CHECK-NEXT: %[[GDZ:.+]] = memref.load %[[G4]][%[[C11]]] : memref<12xindex>
-// CHECK: %[[V:.+]] = memref.load %[[A]][%[[TY]]]
-// CHECK: memref.store %[[V]], %[[B]][%[[TY]]]
+// CHECK: memref.load %[[A]][%[[TY]]]
+// CHECK: memref.store %{{.+}}, %[[B]][%[[TY]]]
 // CHECK: return
 
 // CHECK-LABEL: func.func @copy
@@ -91,17 +91,20 @@ func.func @outer(%A: memref<?xf32, strided<[?], offset: ?>>)
 
 // -----
 
-// diffgpu.atomic_add becomes load, add, store; its result is the old value.
+// diffgpu.atomic_add becomes load, add, store (each bounds-checked); its
+// result is the old value.
 
 // CHECK-LABEL: func.func private @hist__thread
 // CHECK-SAME: (%[[H:.+]]: memref<?x?xi32, strided<[?, ?], offset: ?>>, %[[S:.+]]: memref<?xf64, strided<[?], offset: ?>>, %[[I:.+]]: index, %[[V:.+]]: i32, %[[X:.+]]: f64)
-// CHECK-NEXT: %[[OLD:.+]] = memref.load %[[H]][%[[I]], %[[I]]]
-// CHECK-NEXT: %[[NEW:.+]] = arith.addi %[[OLD]], %[[V]] : i32
-// CHECK-NEXT: memref.store %[[NEW]], %[[H]][%[[I]], %[[I]]]
-// CHECK-NEXT: %[[OLDF:.+]] = memref.load %[[S]][%[[I]]]
-// CHECK-NEXT: %[[NEWF:.+]] = arith.addf %[[OLDF]], %[[X]] : f64
-// CHECK-NEXT: memref.store %[[NEWF]], %[[S]][%[[I]]]
-// CHECK-NEXT: memref.store %[[OLDF]], %[[S]][%[[I]]]
+// CHECK: %[[OLD:.+]] = scf.if %{{.+}} -> (i32) {
+// CHECK-NEXT: memref.load %[[H]][%[[I]], %[[I]]]
+// CHECK: %[[NEW:.+]] = arith.addi %[[OLD]], %[[V]] : i32
+// CHECK: memref.store %[[NEW]], %[[H]][%[[I]], %[[I]]]
+// CHECK: %[[OLDF:.+]] = scf.if %{{.+}} -> (f64) {
+// CHECK-NEXT: memref.load %[[S]][%[[I]]]
+// CHECK: %[[NEWF:.+]] = arith.addf %[[OLDF]], %[[X]] : f64
+// CHECK: memref.store %[[NEWF]], %[[S]][%[[I]]]
+// CHECK: memref.store %[[OLDF]], %[[S]][%[[I]]]
 func.func @hist(%H: memref<?x?xi32, strided<[?, ?], offset: ?>>, %S: memref<?xf64, strided<[?], offset: ?>>, %i: index, %v: i32, %x: f64)
     attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
   %o = "diffgpu.atomic_add"(%H, %v, %i, %i) : (memref<?x?xi32, strided<[?, ?], offset: ?>>, i32, index, index) -> i32
@@ -141,10 +144,13 @@ func.func @sh(%A: memref<?xf32, strided<[?], offset: ?>>)
 
 // GPU-target kernels and functions are left untouched.
 
-// CHECK-NOT: memref.global
-// CHECK-LABEL: func.func @gpu_kernel
+// CHECK-LABEL: module {
+// CHECK-NEXT: func.func @gpu_kernel
 // CHECK-SAME: diffgpu.kernel
 // CHECK-NEXT: "diffgpu.thread_id"() {dim = 0 : i64}
+// CHECK-NEXT: return
+// CHECK-NEXT: }
+// CHECK-NEXT: }
 func.func @gpu_kernel(%A: memref<?xf32, strided<[?], offset: ?>>)
     attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
@@ -198,5 +204,49 @@ func.func @div(%a: i32, %b: i32, %out: memref<?xi32, strided<[?], offset: ?>>)
   %u = arith.remui %q, %b : i32
   %c0 = arith.constant 0 : index
   memref.store %u, %out[%c0] : memref<?xi32, strided<[?], offset: ?>>
+  return
+}
+
+// -----
+
+// Loads and stores run only with every index inside its dimension (unsigned
+// compare: negative indices too); otherwise the access is skipped (a load
+// gives 0) and its number is recorded for the runtime, which reads it with
+// @__dg_host_status() and names the location from diffgpu.host_accesses.
+
+// CHECK: module attributes {diffgpu.host_accesses = ["{{.+}}:{{[0-9]+}}:8", "{{.+}}:{{[0-9]+}}:3"]}
+// CHECK-LABEL: func.func private @bounds__thread
+// CHECK-SAME: (%[[A:.+]]: memref<?x?xf32, strided<[?, ?], offset: ?>>, %[[I:.+]]: index, %[[J:.+]]: index, %[[S:.+]]: memref<8xf32>)
+// CHECK: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[D0:.+]] = memref.dim %[[A]], %[[C0]]
+// CHECK-NEXT: %[[OK0:.+]] = arith.cmpi ult, %[[I]], %[[D0]] : index
+// CHECK-NEXT: %[[C1:.+]] = arith.constant 1 : index
+// CHECK-NEXT: %[[D1:.+]] = memref.dim %[[A]], %[[C1]]
+// CHECK-NEXT: %[[OK1:.+]] = arith.cmpi ult, %[[J]], %[[D1]] : index
+// CHECK-NEXT: %[[OK:.+]] = arith.andi %[[OK0]], %[[OK1]] : i1
+// CHECK-NEXT: %[[V:.+]] = scf.if %[[OK]] -> (f32) {
+// CHECK-NEXT: %[[X:.+]] = memref.load %[[A]][%[[I]], %[[J]]]
+// CHECK-NEXT: scf.yield %[[X]] : f32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[N1:.+]] = arith.constant 1 : i64
+// CHECK-NEXT: func.call @__dg_host_oob(%[[N1]]) : (i64) -> ()
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: scf.yield %[[Z]] : f32
+// CHECK: %[[C8:.+]] = arith.constant 8 : index
+// CHECK-NEXT: %[[OKS:.+]] = arith.cmpi ult, %[[J]], %[[C8]] : index
+// CHECK-NEXT: scf.if %[[OKS]] {
+// CHECK-NEXT: memref.store %[[V]], %[[S]][%[[J]]] : memref<8xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[N2:.+]] = arith.constant 2 : i64
+// CHECK-NEXT: func.call @__dg_host_oob(%[[N2]]) : (i64) -> ()
+// CHECK: memref.global "private" @__dg_host_status_flag : memref<1xi64> = dense<0>
+// CHECK-LABEL: func.func private @__dg_host_oob
+// CHECK-LABEL: func.func @__dg_host_status() -> i64
+// CHECK-SAME: llvm.emit_c_interface
+func.func @bounds(%A: memref<?x?xf32, strided<[?, ?], offset: ?>>, %i: index, %j: index)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %s = "diffgpu.shared_alloc"() : () -> memref<8xf32, #gpu.address_space<workgroup>>
+  %v = memref.load %A[%i, %j] : memref<?x?xf32, strided<[?, ?], offset: ?>>
+  memref.store %v, %s[%j] : memref<8xf32, #gpu.address_space<workgroup>>
   return
 }
