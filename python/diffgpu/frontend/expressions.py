@@ -59,7 +59,10 @@ class ExprMixin:
             raise FrontendError(
                 f"variable {name!r} may be undefined here ({self.maybe_undefined[name]})", node)
         if name in self.local_names:
-            raise FrontendError(f"variable {name!r} is used before it is assigned", node)
+            raise FrontendError(
+                f"variable {name!r} is used before it is assigned on this path (a "
+                "variable carried through a loop or branch must be assigned before it)",
+                node)
         found, obj = self.resolve_global(name)
         if not found:
             raise FrontendError(f"name {name!r} is not defined", node)
