@@ -14,6 +14,9 @@ descriptors: `allocated, aligned, offset, sizes[r], strides[r]`, strides in
 elements, negative and non-contiguous allowed (data pointer of element 0,
 offset 0). Every thread of the grid runs on the calling thread; launches of
 one program are serialised (the geometry lives in a module global).
+Array accesses are bounds-checked: an out-of-range index raises
+OutOfBoundsError naming the kernel's source location after the launch,
+instead of crashing the process.
 
 MLIR is imported inside functions only: importing this module does not.
 """
