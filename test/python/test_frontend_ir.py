@@ -415,3 +415,15 @@ def test_integer_division_by_zero_does_not_trap():
     q = np.zeros(3, np.int64)
     int_div[1, 3](a, b, q)  # x // 0 is unspecified in kernels, but never a crash (host lowering)
     assert q[1] == 7 + 0 - 2 and q[2] == 1 + 1 + 0
+
+
+@dg.kernel
+def float_literals(A, B):
+    A[0] = 1e16 + 5e-324 + 1e-50 + 1e300 + math.inf - 2.5e-7
+    B[0] = 1e16 * B[0] + 1e-50 + 1e300 - math.inf + math.nan * 0
+
+
+def test_float_literals_parse():
+    # '1e+16' must print with a '.', out-of-range float32 constants become inf
+    t = ir_of(float_literals, A32, A64).text
+    assert "1.0e+16" in t and "0x7F800000 : f32" in t and "0x7FF0000000000000 : f64" in t

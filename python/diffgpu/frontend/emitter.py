@@ -23,8 +23,11 @@ INDEX = Scalar("index")
 
 def float_literal(v: float, ty: str) -> str:
     if math.isfinite(v):
-        r = repr(float(v))
-        return r if ("e" in r or "." in r) else r + ".0"
+        r = repr(float(v))  # shortest round-trip; MLIR needs a '.' in the mantissa
+        mant, e, exp = r.partition("e")
+        if "." not in mant:
+            mant += ".0"
+        return mant + e + exp
     if ty == "f32":
         return "0x%08X" % struct.unpack("<I", struct.pack("<f", v))[0]
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
