@@ -386,6 +386,12 @@ def prepare(directory: str, chip: str) -> int:
         else:
             print(f"prepared  {rec['name']:36s} {rec['signature']:40s} {rec['note']}")
         manifest["cases"].append(rec)
+    try:  # dg.gradcheck on CuPy arrays: its float64 primal, reverse and forward
+        manifest["gradcheck"] = _prepare_gradcheck(chip)
+        print(f"prepared  {'gradcheck sq':36s} float64 primal, reverse, forward")
+    except Exception as exc:
+        failed += 1
+        print(f"FAILED    gradcheck sq: {type(exc).__name__}: {exc}")
     try:  # an AOT bundle too: dg.compile + save_bundle, loaded by --run
         c = dg.compile(axpy, ("float32[:]", "float32[:]", "float32"), target=chip)
         dg.save_bundle(os.path.join(directory, "bundle.dgb"), [c])
@@ -457,6 +463,10 @@ def run(directory: str) -> int:
             rows.append((name, rec.get("signature", "?"), "-", "-", f"ERROR {msg}"))
             if os.environ.get("DIFFGPU_DEBUG"):
                 traceback.print_exc()
+    if manifest.get("gradcheck"):
+        row = _run_gradcheck(cupy, manifest["gradcheck"], here, stale)
+        rows.append(row)
+        bad += row[-1] != "ok"
     if manifest.get("bundle"):
         row = _run_bundle(cupy, os.path.join(directory, manifest["bundle"]))
         rows.append(row)
@@ -466,6 +476,46 @@ def run(directory: str) -> int:
           + ("" if "mlir" not in sys.modules or sys.modules["mlir"] is None
              else " (WARNING: mlir was imported)"))
     return 1 if bad else 0
+
+
+_GRADCHECK_PROGRAMS = (None, ("reverse", ("dup", "dup", "active")),
+                       ("forward", ("dup", "dup", "dup")))
+
+
+def _gradcheck_types():
+    from diffgpu.types import ArrayType, ScalarType
+    return (ArrayType("float64", 1), ArrayType("float64", 1), ScalarType("float64"))
+
+
+def _prepare_gradcheck(chip) -> list:
+    from diffgpu.launch import get_program
+    keys = []
+    for diff in _GRADCHECK_PROGRAMS:
+        get_program(sq, _gradcheck_types(), chip, diff)
+        keys.append(cache.cache_key(sq, _gradcheck_types(), chip, diff))
+    return keys
+
+
+def _run_gradcheck(cupy, keys, here, stale):
+    """dg.gradcheck of sq on CuPy float32 arrays (checked in float64)."""
+    try:
+        if stale:
+            for diff, key in zip(_GRADCHECK_PROGRAMS, keys):
+                _preload(sq, _gradcheck_types(), here, diff, key)
+        rng = np.random.default_rng(5)
+        x = cupy.asarray(rng.standard_normal(20).astype(np.float32))
+        y = cupy.zeros(20, cupy.float32)
+        t0 = time.perf_counter()
+        ok = dg.gradcheck(sq[1, 32], dg.Duplicated(y, cupy.zeros_like(y)),
+                          dg.Duplicated(x, cupy.zeros_like(x)), dg.Active(0.7))
+        ms = (time.perf_counter() - t0) * 1e3
+        return ("gradcheck sq (full Jacobian)", "float64[:], float64[:], float64",
+                f"{ms:.2f}", "-", "ok" if ok is True else "MISMATCH")
+    except Exception as exc:
+        if os.environ.get("DIFFGPU_DEBUG"):
+            traceback.print_exc()
+        msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:70]
+        return ("gradcheck sq", "?", "-", "-", f"ERROR {msg}")
 
 
 def _run_bundle(cupy, path):
