@@ -411,9 +411,12 @@ def _preload(kernel, types, chip, diff, key):
     """Use the entry stored at prepare time even if the compiler sources
     changed since (its key then differs from the one computed now)."""
     from diffgpu.launch import Program
+    from diffgpu.launch import STATS
+    mem_key = (tuple(types), chip, diff)
     payload = cache.load(key)
-    if payload is not None:
-        kernel._programs[(tuple(types), chip, diff)] = Program(payload)
+    if payload is not None and mem_key not in kernel._programs:
+        kernel._programs[mem_key] = Program(payload)
+        STATS["preloaded"] += 1
 
 
 def run(directory: str) -> int:
@@ -472,7 +475,10 @@ def run(directory: str) -> int:
         rows.append(row)
         bad += row[-1] != "ok"
     _table(rows)
-    print(f"\n{len(rows) - bad}/{len(rows)} cases match the CPU results"
+    from diffgpu.launch import STATS
+    print(f"\nprograms: {STATS['disk_hit']} loaded from the cache, {STATS['preloaded']} by "
+          f"stored key, {STATS['compile']} compiled")
+    print(f"{len(rows) - bad}/{len(rows)} cases match the CPU results"
           + ("" if "mlir" not in sys.modules or sys.modules["mlir"] is None
              else " (WARNING: mlir was imported)"))
     return 1 if bad else 0
