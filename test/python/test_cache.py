@@ -262,3 +262,79 @@ def test_gpu_cache_hit_without_mlir(tmp_path, cache_dir):
     # a signature that is not cached says so clearly instead of failing in MLIR
     assert lines[0].startswith("CompileError") and "not in the cache" in lines[0]
     json.loads(json.dumps(prog.payload))  # the payload is plain JSON
+
+
+FAKE_CUPY = """
+import sys, types
+calls = []
+
+
+class Device:
+    def __init__(self, i=0):
+        self.id, self.compute_capability = i, "90"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class RawModule:
+    def __init__(self, path):
+        self.ptx = open(path).read()
+
+    def get_function(self, name):
+        assert ".entry " + name in self.ptx
+        return lambda grid, block, args: calls.append((name, grid, block, args))
+
+
+runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0)
+cuda = types.SimpleNamespace(Device=Device, runtime=runtime)
+cupy = types.ModuleType("cupy")
+cupy.cuda, cupy.RawModule, cupy.calls = cuda, RawModule, calls
+sys.modules["cupy"] = cupy
+
+
+class DevArray:
+    def __init__(self, ptr, shape, strides, typestr="<f4"):
+        self.device = Device(0)
+        self.__cuda_array_interface__ = {"shape": shape, "strides": strides,
+                                         "typestr": typestr, "data": (ptr, False), "version": 3}
+"""
+
+
+def test_gpu_launch_from_cache_without_mlir(tmp_path, cache_dir):
+    # the whole launch path, kernel[grid, block](device arrays), on a cached
+    # entry in a process without MLIR; a stand-in CuPy records the kernel
+    # arguments: per array the pointer twice, offset 0, sizes, strides in
+    # elements; scalars as numpy values of the signature's type
+    mod = load(tmp_path, "l1")
+    get_program(mod.axpy, F32, "sm_90")
+    (tmp_path / "fakecupy.py").write_text(FAKE_CUPY)
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules['mlir'] = None
+        sys.path.insert(0, {str(tmp_path)!r})
+        from fakecupy import DevArray, calls
+        import importlib.util
+        import numpy as np
+        from diffgpu.launch import STATS
+        spec = importlib.util.spec_from_file_location('l1', {str(tmp_path / 'l1.py')!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        A = DevArray(4096, (4,), (8,))        # every other float32
+        B = DevArray(8192, (4,), None)        # C-contiguous
+        m.axpy[2, (4, 1)](A, B, 0.5)
+        (name, grid, block, args), = calls
+        assert (name, grid, block) == ('axpy', (2, 1, 1), (4, 1, 1)), (grid, block)
+        assert [int(a) for a in args[:10]] == [4096, 4096, 0, 4, 2, 8192, 8192, 0, 4, 1], args
+        assert [type(a).__name__ for a in args] == ['uint64'] * 2 + ['int64'] * 3 + \
+            ['uint64'] * 2 + ['int64'] * 3 + ['float64'], args
+        assert STATS['disk_hit'] == 1 and STATS['compile'] == 0, STATS
+        assert 'diffgpu.frontend' not in sys.modules
+        print('launched')
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, DIFFGPU_CACHE_DIR=str(cache_dir)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "launched"
