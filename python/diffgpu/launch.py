@@ -93,9 +93,7 @@ def get_program(defn, types, target: str, diff=None) -> Program:
             try:
                 prog = Program(payload)
                 STATS["disk_hit"] += 1
-            except DiffgpuError:
-                raise
-            except Exception:  # an entry we cannot use: rebuild it
+            except Exception:  # an entry we cannot use (here): rebuild it
                 prog = None
         if prog is None:
             payload, host = build_payload(defn, types, target, diff)
