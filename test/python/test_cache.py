@@ -105,6 +105,18 @@ def test_import_diffgpu_does_not_import_mlir():
     assert out.stdout.strip() == "[]"
 
 
+def test_cache_dir_default(monkeypatch, tmp_path):
+    # DIFFGPU_CACHE_DIR wins; else $XDG_CACHE_HOME/diffgpu; else ~/.cache/diffgpu
+    monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path / "a"))
+    assert cache.cache_dir() == str(tmp_path / "a")
+    monkeypatch.delenv("DIFFGPU_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache.cache_dir() == str(tmp_path / "x" / "diffgpu")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert cache.cache_dir() == str(tmp_path / "h" / ".cache" / "diffgpu")
+
+
 # --- entries ---------------------------------------------------------------
 
 def test_entry_round_trip_and_corruption(cache_dir):

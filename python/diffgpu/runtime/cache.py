@@ -42,10 +42,12 @@ _fp_lock = threading.Lock()
 
 
 def cache_dir() -> str:
-    """`$DIFFGPU_CACHE_DIR`, else `~/.cache/diffgpu` (read at every call)."""
+    """`$DIFFGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/diffgpu`, else
+    `~/.cache/diffgpu` (read at every call)."""
     d = os.environ.get("DIFFGPU_CACHE_DIR")
     if not d:
-        d = os.path.join(os.path.expanduser("~"), ".cache", "diffgpu")
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "diffgpu")
     return d
 
 
