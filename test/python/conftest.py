@@ -2,6 +2,7 @@
 imports from the repo where diffgpu is not installed (the GPU machine)."""
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 
@@ -31,9 +32,17 @@ def _bootstrap_imports():
 
 _bootstrap_imports()
 
-# Tests never touch the user's ~/.cache/diffgpu; set before diffgpu is used.
+# Tests never touch the user's ~/.cache/diffgpu; set before diffgpu is used
+# (DIFFGPU_TEST_KEEP_CACHE=1 keeps the caller's DIFFGPU_CACHE_DIR instead).
+_TEST_CACHE = None
 if "DIFFGPU_TEST_KEEP_CACHE" not in os.environ:
-    os.environ["DIFFGPU_CACHE_DIR"] = tempfile.mkdtemp(prefix="diffgpu-test-cache-")
+    _TEST_CACHE = tempfile.mkdtemp(prefix="diffgpu-test-cache-")
+    os.environ["DIFFGPU_CACHE_DIR"] = _TEST_CACHE
+
+
+def pytest_unconfigure(config):
+    if _TEST_CACHE is not None:
+        shutil.rmtree(_TEST_CACHE, ignore_errors=True)
 
 
 def _gpu_reason():
