@@ -42,8 +42,8 @@ _WRAP_OPS = ("llvm.mul", "llvm.add", "llvm.getelementptr")
 class NvvmCleanup(ModulePass):
     """See the module docstring."""
     name: ClassVar[str] = "diffgpu-nvvm-cleanup"
-    summary: ClassVar[str] = ("drop C wrappers, internalize device functions and use the "
-                              "precise f32 sqrt in gpu.modules lowered to NVVM")
+    summary: ClassVar[str] = ("in gpu.modules lowered to NVVM: drop C wrappers and nuw "
+                              "index flags, internalize device functions, precise f32 sqrt")
 
     def run(self, module) -> None:
         from diffgpu._mlir import ir
