@@ -187,7 +187,7 @@ def kernel_abi(module, chip: str | None = None) -> dict[str, list[tuple]]:
         target = T.get_target(op)
         if T.KERNEL_ATTR not in op.attributes or not T.is_gpu(target):
             continue
-        if chip and T.chip_of(target) != chip:
+        if chip and (T.chip_of(target) or "sm_50") != chip:  # sm_50: the default
             continue
         name = op.attributes["sym_name"].value
         ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)

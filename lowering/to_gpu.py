@@ -156,7 +156,7 @@ class LowerToGpu(ModulePass):
         if problem:
             self.error(f, f"{what} '@{name}' has an unusable GPU target {target}: {problem}")
             return
-        chip = T.chip_of(target)
+        chip = gpu_chip(target)
         if self.chip and chip != self.chip:
             self.error(f, f"{what} '@{name}' targets {chip} but the pipeline compiles for "
                           f"{self.chip}")
@@ -209,7 +209,7 @@ class LowerToGpu(ModulePass):
             key = str(target)
             if key in out:
                 continue
-            name = fresh("diffgpu_" + T.chip_of(target), taken)
+            name = fresh("diffgpu_" + gpu_chip(target), taken)
             taken.add(name)
             gm = ir.Operation.create(
                 "gpu.module", attributes={"sym_name": ir.StringAttr.get(name),
@@ -271,12 +271,18 @@ def _rename_calls(f, renames: dict) -> None:
             op.attributes["callee"] = ir.FlatSymbolRefAttr.get(renames[_callee(op)])
 
 
+def gpu_chip(target) -> str:
+    """The chip of an `#nvvm.target`. MLIR prints the attribute without its
+    default values, so `#nvvm.target<O = 3>` is sm_50 (NVVM's default chip)."""
+    return T.chip_of(target) or "sm_50"
+
+
 def _target_problem(target) -> str | None:
     """Why the NVVM backend cannot take `target` (it aborts on bad chips)."""
     import re
 
     text = str(target)
-    chip = T.chip_of(target)
+    chip = gpu_chip(target)
     try:
         T.check_chip(chip or "")
     except T.TargetError as exc:
