@@ -129,14 +129,3 @@ func.func @k() attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, 
 func.func @h() attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
   return
 }
-
-// -----
-
-// MLIR prints #nvvm.target without its defaults: chip "sm_50" vanishes from
-// the text (#nvvm.target<O = 3>), and the module is still named after it.
-
-// CHECK: gpu.module @diffgpu_sm_50 [#nvvm.target<O = 3>]
-// CHECK-NEXT: gpu.func @k
-func.func @k() attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, chip = "sm_50">} {
-  return
-}
