@@ -18,6 +18,8 @@
 - `diffgpu.atomic_add` becomes load, add, store (nothing runs concurrently);
   its result is the value loaded before the addition.
 - Integer divisions get a divisor that cannot trap (`guard_division`).
+- `math.copysign`, which convert-math-to-libm rejects, is a select on the
+  sign bit (`rewrite_copysign`).
 """
 from __future__ import annotations
 
@@ -196,3 +198,33 @@ def guard_division(op) -> None:
         bad = arith.OrIOp(bad, both, loc=loc, ip=ip).result
     safe = arith.SelectOp(bad, const(1), b, loc=loc, ip=ip).result
     op.operands[1] = safe
+
+
+def rewrite_copysign(op) -> None:
+    """`math.copysign %a, %b` -> `|a|` or `-|a|` by the sign bit of `b`
+    (convert-math-to-libm marks copysign illegal without lowering it).
+
+        %r = math.copysign %a, %b : f32
+      becomes
+        %m = math.absf %a : f32
+        %n = arith.negf %m : f32
+        %bits = arith.bitcast %b : f32 to i32
+        %neg = arith.cmpi slt, %bits, %c0_i32 : i32
+        %r = arith.select %neg, %n, %m : f32
+    """
+    from diffgpu._mlir import arith, ir, math
+
+    loc, ip = op.location, ir.InsertionPoint(op)
+    a, b = op.operands[0], op.operands[1]
+    t = a.type
+    if not isa(ir.FloatType, t):
+        return
+    it = ir.IntegerType.get_signless(ir.FloatType(t).width)
+    mag = math.AbsFOp(a, loc=loc, ip=ip).result
+    neg_mag = arith.NegFOp(mag, loc=loc, ip=ip).result
+    bits = arith.BitcastOp(it, b, loc=loc, ip=ip).result
+    zero = arith.ConstantOp(it, 0, loc=loc, ip=ip).result
+    neg = arith.CmpIOp(arith.CmpIPredicate.slt, bits, zero, loc=loc, ip=ip).result
+    res = arith.SelectOp(neg, neg_mag, mag, loc=loc, ip=ip).result
+    op.results[0].replace_all_uses_with(res)
+    op.erase()

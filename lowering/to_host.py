@@ -19,8 +19,8 @@ place of, a C library function the lowering declares (`@exp`, `@malloc`...);
 kernel entries keep their names, except names in `RESERVED` (`@exp` becomes
 `@__dg_entry_exp`; see `entry_name`).
 Geometry ops in every host function read the global; `diffgpu.atomic_add`
-becomes load/add/store; integer divisions get a divisor that cannot trap
-(host_ops.py); loads and stores are bounds-checked (host_bounds.py). Calls from kernels to functions that
+becomes load/add/store; integer divisions get a divisor that cannot trap;
+math.copysign becomes a sign-bit select (host_ops.py); loads and stores are bounds-checked (host_bounds.py). Calls from kernels to functions that
 reach a barrier or shared memory are inlined (host_inline.py); kernels with
 barriers (at top level or in scf.if/for/while) are split into phases run
 for every thread of a block in turn (host_barrier.py): the entry then calls
@@ -110,6 +110,8 @@ class LowerToHost(ModulePass):
                 host_ops.rewrite_atomic_add(op)
             for op in host_ops.walk_ops(f, host_ops.INT_DIVISIONS):
                 host_ops.guard_division(op)
+            for op in host_ops.walk_ops(f, ("math.copysign",)):
+                host_ops.rewrite_copysign(op)
         if kernels:  # every user-visible load/store, before ours exist
             host_bounds.check_accesses(module, host, targets.get_target(kernels[0]))
         host_ops.ensure_geometry_global(module)

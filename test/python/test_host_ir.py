@@ -589,6 +589,14 @@ MATH_UNARY = {
     "log10": ("math.log10", (1e-3, 1e3), np.log10),
     "cbrt": ("math.cbrt", (-9, 9), np.cbrt),
     "negf": ("arith.negf", (-9, 9), np.negative),
+    "asin": ("math.asin", (-1, 1), np.arcsin),
+    "acos": ("math.acos", (-1, 1), np.arccos),
+    "asinh": ("math.asinh", (-9, 9), np.arcsinh),
+    "acosh": ("math.acosh", (1, 9), np.arccosh),
+    "atanh": ("math.atanh", (-0.99, 0.99), np.arctanh),
+    "erfc": ("math.erfc", (-4, 4), lambda x: 1 - _erf(x)),
+    "round": ("math.round", (-9, 9), lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5)),
+    "roundeven": ("math.roundeven", (-9, 9), np.rint),
 }
 #: name -> (op, domain of x, domain of y, reference); body `%r = op %x0, %x1 : T`
 FLOAT_BINARY = {
@@ -603,6 +611,7 @@ FLOAT_BINARY = {
     "maximumf": ("arith.maximumf", (-9, 9), (-9, 9), np.maximum),
     "minnumf": ("arith.minnumf", (-9, 9), (-9, 9), np.fmin),
     "maxnumf": ("arith.maxnumf", (-9, 9), (-9, 9), np.fmax),
+    "copysign": ("math.copysign", (-9, 9), (-9, 9), np.copysign),
 }
 CMPF = ("oeq", "one", "olt", "ole", "ogt", "oge", "ueq", "une", "ult", "ule", "ugt", "uge",
         "ord", "uno")
@@ -622,6 +631,7 @@ def _float_module(t):
     for name, (op, _, _, _) in FLOAT_BINARY.items():
         parts.append(elementwise(name, [t, t], t, f"%r = {op} %x0, %x1 : {t}"))
     parts.append(elementwise("fma", [t, t, t], t, f"%r = math.fma %x0, %x1, %x2 : {t}"))
+    parts.append(elementwise("fpowi", [t, "i32"], t, f"%r = math.fpowi %x0, %x1 : {t}, i32"))
     for p in CMPF:
         parts.append(elementwise("cmpf_" + p, [t, t], "i32",
                                  f"%c = arith.cmpf {p}, %x0, %x1 : {t}\n"
@@ -689,6 +699,17 @@ def test_fma(t):
 
 
 @pytest.mark.parametrize("t", ["f32", "f64"])
+def test_fpowi(t):
+    x = np.linspace(-3, 3, 25).astype(NP[t])
+    n = np.arange(-12, 13, dtype=np.int32)
+    out = np.zeros(25, NP[t])
+    launch_1d(_program("float", t), "fpowi", (out, x, n), 25)
+    with np.errstate(all="ignore"):
+        expect = (x.astype(np.float64) ** n).astype(NP[t])
+    np.testing.assert_allclose(out, expect, **_tol(t))
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
 def test_cmpf_all_predicates_and_select(t):
     vals = np.array([-1.0, 0.0, 1.0, np.nan], NP[t])
     x, y = (a.ravel().copy() for a in np.meshgrid(vals, vals))
@@ -715,7 +736,7 @@ def test_cmpf_all_predicates_and_select(t):
 
 
 INT_BINARY = ("addi", "subi", "muli", "divsi", "remsi", "floordivsi", "ceildivsi",
-              "minsi", "maxsi", "andi", "ori", "xori")
+              "minsi", "maxsi", "andi", "ori", "xori", "shli", "shrsi")
 CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 
 
@@ -742,6 +763,7 @@ def _int_ref(op, a, b):
             "ceildivsi": -np.floor_divide(-a64, b64),
             "minsi": np.minimum(a, b), "maxsi": np.maximum(a, b),
             "andi": a & b, "ori": a | b, "xori": a ^ b,
+            "shli": a << b, "shrsi": a >> b,  # b in [0, 9] for these
             "pymod": np.remainder(a64, b64)}[op]      # Python %
 
 
@@ -753,6 +775,8 @@ def test_int_binary(op, t):
     a = rng.integers(-1000, 1000, N).astype(NP[t])
     b = rng.integers(-9, 10, N).astype(NP[t])
     b[b == 0] = 3
+    if op in ("shli", "shrsi"):
+        b = np.abs(b)
     if op in ("addi", "subi", "muli", "andi", "ori", "xori", "minsi", "maxsi"):
         a[:4] = [big, -big - 1, big, 12345]  # wrap-around like numpy
         b[:4] = [1, -1, 2, -7]
@@ -798,6 +822,7 @@ CASTS = {
     "sitofp_i64_f64": ("i64", "f64", "%r = arith.sitofp %x0 : i64 to f64"),
     "sitofp_i32_f64": ("i32", "f64", "%r = arith.sitofp %x0 : i32 to f64"),
     "sitofp_i64_f32": ("i64", "f32", "%r = arith.sitofp %x0 : i64 to f32"),
+    "uitofp_i32_f64": ("i32", "f64", "%r = arith.uitofp %x0 : i32 to f64"),
     "fptosi_f32_i32": ("f32", "i32", "%r = arith.fptosi %x0 : f32 to i32"),
     "fptosi_f64_i64": ("f64", "i64", "%r = arith.fptosi %x0 : f64 to i64"),
     "fptosi_f64_i32": ("f64", "i32", "%r = arith.fptosi %x0 : f64 to i32"),
@@ -834,6 +859,8 @@ def test_casts(name):
     launch_1d(_program("cast", ""), name, (out, x), N)
     if name == "extui":
         expect = x.astype(np.int64) & 0xFFFFFFFF
+    elif name == "uitofp_i32_f64":
+        expect = x.view(np.uint32).astype(np.float64)
     else:
         expect = x.astype(NP[dst_t])  # numpy: truncation, wrap-around, rounding
     np.testing.assert_array_equal(out, expect)

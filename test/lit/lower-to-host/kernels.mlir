@@ -250,3 +250,25 @@ func.func @bounds(%A: memref<?x?xf32, strided<[?, ?], offset: ?>>, %i: index, %j
   memref.store %v, %s[%j] : memref<8xf32, #gpu.address_space<workgroup>>
   return
 }
+
+// -----
+
+// math.copysign (rejected by convert-math-to-libm) becomes a select of |a| or
+// -|a| on the sign bit of b.
+
+// CHECK-LABEL: func.func private @cs__thread
+// CHECK-SAME: (%[[A:.+]]: f64, %[[B:.+]]: f64, %[[OUT:.+]]: memref
+// CHECK-NEXT: %[[M:.+]] = math.absf %[[A]] : f64
+// CHECK-NEXT: %[[N:.+]] = arith.negf %[[M]] : f64
+// CHECK-NEXT: %[[BITS:.+]] = arith.bitcast %[[B]] : f64 to i64
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0 : i64
+// CHECK-NEXT: %[[NEG:.+]] = arith.cmpi slt, %[[BITS]], %[[Z]] : i64
+// CHECK-NEXT: %[[R:.+]] = arith.select %[[NEG]], %[[N]], %[[M]] : f64
+// CHECK-NOT: math.copysign
+func.func @cs(%a: f64, %b: f64, %out: memref<?xf64, strided<[?], offset: ?>>)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %r = math.copysign %a, %b : f64
+  %c0 = arith.constant 0 : index
+  memref.store %r, %out[%c0] : memref<?xf64, strided<[?], offset: ?>>
+  return
+}
