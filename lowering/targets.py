@@ -60,10 +60,20 @@ def is_gpu(attr) -> bool:
     return str(attr).startswith("#nvvm.target<")
 
 
+#: the chip of an `#nvvm.target` that names none (MLIR omits its default)
+DEFAULT_NVVM_CHIP = "sm_50"
+
+
 def chip_of(attr) -> str | None:
-    """The `chip` of an `#nvvm.target` attribute (or its text), else None."""
+    """The `chip` of an `#nvvm.target` attribute (or its text), else None.
+
+    MLIR prints `#nvvm.target<O = 3>` for sm_50, its default chip: that is
+    still an explicit target (the attribute was written), so it reads sm_50.
+    """
+    if not is_gpu(attr):
+        return None
     m = re.search(r'chip\s*=\s*"([^"]+)"', str(attr))
-    return m.group(1) if m and is_gpu(attr) else None
+    return m.group(1) if m else DEFAULT_NVVM_CHIP
 
 
 def describe(attr) -> str:
