@@ -275,6 +275,8 @@ RULES = [
     ("select", "%c = arith.cmpf olt, %x, %w : f64\n  %r = arith.select %c, %x, %y : f64", (-2, 2)),
     ("sitofp", "%k = arith.fptosi %x : f64 to i64\n  %f = arith.sitofp %k : i64 to f64\n"
                "  %r = arith.mulf %f, %y : f64", (1.1, 3.9)),
+    ("uitofp", "%k = arith.fptoui %x : f64 to i64\n  %f = arith.uitofp %k : i64 to f64\n"
+               "  %r = arith.mulf %f, %y : f64", (1.1, 3.9)),
     ("exp", "%r = math.exp %x : f64", (-2, 2)),
     ("exp2", "%r = math.exp2 %x : f64", (-2, 2)),
     ("expm1", "%r = math.expm1 %x : f64", (-2, 2)),

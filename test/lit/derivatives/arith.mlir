@@ -285,3 +285,24 @@ func.func @k_sitofp(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.targe
 // CHECK-NEXT: arith.mulf %[[F]], %[[A]]
 // CHECK-NEXT: %[[DA:.+]] = arith.mulf %[[D]], %[[F]]
 // CHECK-NEXT: return %[[DA]]
+
+// -----
+
+// fptoui/uitofp are inactive too
+func.func @uitofp(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %i = arith.fptoui %a0 : f64 to i64
+  %f = arith.uitofp %i : i64 to f64
+  %r = arith.mulf %f, %a0 : f64
+  return %r : f64
+}
+func.func @k_uitofp(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @uitofp, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_uitofp_
+// CHECK-SAME: (%[[A:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[I:.+]] = arith.fptoui %[[A]]
+// CHECK-NEXT: %[[F:.+]] = arith.uitofp %[[I]]
+// CHECK-NEXT: arith.mulf %[[F]], %[[A]]
+// CHECK-NEXT: %[[DA:.+]] = arith.mulf %[[D]], %[[F]]
+// CHECK-NEXT: return %[[DA]]

@@ -549,3 +549,21 @@ func.func @k_trunc(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target
 // CHECK-NEXT: %[[F:.+]] = math.trunc %[[X]]
 // CHECK-NEXT: arith.addf %[[F]], %[[X]]
 // CHECK-NEXT: return %[[D]]
+
+// -----
+
+// roundeven has a zero derivative
+func.func @roundeven(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %f = math.roundeven %a0 : f64
+  %r = arith.addf %f, %a0 : f64
+  return %r : f64
+}
+func.func @k_roundeven(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @roundeven, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_roundeven_
+// CHECK-SAME: (%[[X:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[F:.+]] = math.roundeven %[[X]]
+// CHECK-NEXT: arith.addf %[[F]], %[[X]]
+// CHECK-NEXT: return %[[D]]
