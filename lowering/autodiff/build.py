@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import re
 
-from diffgpu._mlir import arith, ir, math, memref, scf
+from diffgpu._mlir import arith, ir, math, memref
 
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 _INT_RE = re.compile(r"^i\d+$")
 
 
 # Types --------------------------------------------------------------------
-def tstr(t) -> str:
-    return str(t)
-
-
 def is_float(t) -> bool:
     return str(t) in FLOAT_TYPES
 
@@ -185,30 +181,17 @@ def fpowi(x, n):
     return V(math.fpowi(_v(x), _v(n)))
 
 
-def copysign(x, y):
-    return V(math.copysign(_v(x), _v(y)))
-
-
 def sitofp(t, n):
     return V(arith.sitofp(t, _v(n)))
 
 
 # Loops --------------------------------------------------------------------
-def for_loop(lb, ub, step, iter_args=()):
-    """scf.for with its body block; caller fills the body and the yield."""
-    return scf.ForOp(lb, ub, step, list(iter_args))
-
-
 def trip_count(lb, ub, step):
     """max(0, ceildiv(ub - lb, step)) in the bounds' own type."""
     t = lb.type
     span = arith.subi(ub, lb)
     n = arith.ceildivsi(span, step)
     return arith.maxsi(n, zero(t))
-
-
-def to_index(v):
-    return v if is_index(v.type) else arith.index_cast(index_type(), v)
 
 
 def alloca_scalar(t):
