@@ -322,6 +322,76 @@ def k_inner_dup_array(A, dA, B):
         B[0] = dA[0] * A[0]
 
 
+@dg.kernel
+def k_break_continue(X, Y, n):
+    i = dg.global_id(0)
+    if i < len(X):
+        acc = X[i]
+        for j in range(n):
+            if j == 1:
+                continue
+            acc = acc * 0.9 + X[j] * X[j]
+            if acc > 3.0:
+                break
+        Y[i] = acc
+
+
+@dg.kernel
+def k_while_break(X, Y):
+    i = dg.global_id(0)
+    if i < len(X):
+        a = X[i]
+        k = 0
+        while True:
+            a = math.sin(a) + a * X[i]
+            k += 1
+            if k >= 4:
+                break
+        Y[i] = a
+
+
+@dg.func
+def inner_loop(x, n):
+    s = x
+    for j in range(n):
+        s = s * x + 0.1 * j
+    return s
+
+
+@dg.func
+def outer_call(x, y, n):
+    return inner_loop(x, n) * y + inner_loop(y, 2)
+
+
+@dg.kernel
+def k_nested_calls(X, Y, Z, n):
+    i = dg.global_id(0)
+    if i < len(X):
+        Z[i] = outer_call(X[i], Y[i], n)
+
+
+@dg.func
+def write_twice(A, i, x):
+    A[i] = A[i] * x
+    A[i] = A[i] + x * x
+
+
+@dg.kernel
+def k_call_writes(A, X):
+    i = dg.global_id(0)
+    if i < len(A):
+        write_twice(A, i, X[i])
+        write_twice(A, i, A[i])
+
+
+@dg.kernel
+def k_int_output(X, C, Y):
+    i = dg.global_id(0)
+    if i < len(X):
+        C[i] = int(X[i] * 10.0)
+        Y[i] = X[i] * C[i]
+
+
 # ---------------------------------------------------------------------------
 # Harness
 # ---------------------------------------------------------------------------
@@ -450,6 +520,14 @@ CASES = {
                 ["dup", "dup"]),
     "expm_log1p": (k_expm_log1p, 2, 4, lambda: [u(-0.5, 0.5), u(-1, 1, seed=2)], ["dup", "dup"]),
     "trig": (k_trig, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2)], ["dup", "dup"]),
+    "break_continue": (k_break_continue, 2, 4, lambda: [u(-0.8, 0.8), u(-1, 1, seed=2), 6],
+                       ["dup", "dup", "const"]),
+    "while_break": (k_while_break, 2, 4, lambda: [u(-0.8, 0.8), u(-1, 1, seed=2)], ["dup", "dup"]),
+    "nested_calls": (k_nested_calls, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2), u(-1, 1, seed=3), 3],
+                     ["dup", "dup", "dup", "const"]),
+    "call_writes": (k_call_writes, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2)], ["dup", "dup"]),
+    "int_output": (k_int_output, 2, 4, lambda: [u(0.05, 0.95), np.zeros(N, np.int64),
+                                                u(-1, 1, seed=2)], ["dup", "const", "dup"]),
     "inner_autodiff": (k_inner_autodiff, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2),
                                                         u(-1, 1, seed=3)], ["dup"] * 3),
     "inner_fwddiff": (k_inner_fwddiff, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2)], ["dup", "dup"]),
