@@ -2,8 +2,8 @@
 
 On a GPU an out-of-bounds access is an illegal-address error of the launch;
 on the CPU it would be a segmentation fault of the whole process. So every
-`memref.load`/`memref.store` of a host function (user arrays, shared memory,
-tapes; atomics are loads and stores by then) runs only when each index is
+`memref.load`/`memref.store` of scalars in a host function (user arrays,
+shared memory, tapes; atomics are loads and stores by then) runs only when each index is
 within its dimension; otherwise the access is skipped (a load gives 0) and
 `@__dg_host_oob(N)` records the access's number N, first one wins, in the
 global `@__dg_host_status_flag : memref<1xi64>`. The runtime reads and clears it through
@@ -120,6 +120,9 @@ def guard_access(op, number: int) -> bool:
         ref, indices = op.operands[1], list(op.operands)[2:]
     if not indices or not isa(ir.MemRefType, ref.type):
         return False
+    elem = ir.MemRefType(ref.type).element_type
+    if not (isa(ir.FloatType, elem) or isa(ir.IntegerType, elem) or isa(ir.IndexType, elem)):
+        return False  # e.g. autodiff's tape of memrefs: ours, and no zero to give
     ok = _in_bounds(op, ref, indices, ip, loc)
     results = [r.type for r in op.results]
     guard = scf.IfOp(ok, results, has_else=True, loc=loc, ip=ip)

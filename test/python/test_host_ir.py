@@ -966,6 +966,30 @@ def test_out_of_bounds_is_an_error_not_a_crash(i, j, where):
     prog.launch("oob", (A, B, 0, 0), types, (1, 1, 1), (1, 1, 1))  # status was cleared
 
 
+TAPE = kernel("tape", [("A", mem("i64"))], f"""
+  %box = memref.alloca() : memref<1xmemref<?xi64>>
+  %buf = memref.alloca() : memref<4xi64>
+  %cast = memref.cast %buf : memref<4xi64> to memref<?xi64>
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  memref.store %cast, %box[%c0] : memref<1xmemref<?xi64>>
+  %seven = arith.constant 7 : i64
+  %t = memref.load %box[%c0] : memref<1xmemref<?xi64>>
+  memref.store %seven, %t[%c3] : memref<?xi64>
+  %v = memref.load %buf[%c3] : memref<4xi64>
+  memref.store %v, %A[%c0] : {mem("i64")}
+  return""")
+
+
+def test_memref_of_memref_tapes_compile():
+    """Loads/stores of memref values (autodiff's tapes) are not bounds-checked
+    (no zero value to give): they used to abort MLIR."""
+    prog = compile_host(TAPE)
+    A = np.zeros(1, np.int64)
+    prog.launch("tape", (A,), array_types(A), (1, 1, 1), (1, 1, 1))
+    assert A[0] == 7
+
+
 def test_gpu_target_functions_are_refused():
     text = ROW_SUMS + kernel("g", [], "  return").replace(
         HOST_TARGET, '#nvvm.target<O = 3, chip = "sm_90">')
