@@ -392,6 +392,16 @@ def prepare(directory: str, chip: str) -> int:
     except Exception as exc:
         failed += 1
         print(f"FAILED    gradcheck sq: {type(exc).__name__}: {exc}")
+    try:  # the signatures test/python/test_gpu.py launches
+        spec = importlib.util.spec_from_file_location(
+            "test_gpu", os.path.join(REPO, "test", "python", "test_gpu.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mod.prepare(chip)
+        print(f"prepared  {'test/python/test_gpu.py':36s} its kernels' signatures")
+    except Exception as exc:
+        failed += 1
+        print(f"FAILED    test_gpu.py signatures: {type(exc).__name__}: {exc}")
     try:  # an AOT bundle too: dg.compile + save_bundle, loaded by --run
         c = dg.compile(axpy, ("float32[:]", "float32[:]", "float32"), target=chip)
         dg.save_bundle(os.path.join(directory, "bundle.dgb"), [c])

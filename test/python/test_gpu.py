@@ -1,10 +1,13 @@
 """GPU tests (marked `gpu`; conftest.py skips them without CuPy or a GPU).
 
-Two kinds:
-- `test_gpu_check_cache`: runs `scripts/gpu_check.py --run` on a cache
-  prepared beforehand on a machine without a GPU (`--prepare DIR`; DIR from
-  $DIFFGPU_GPU_CHECK_DIR, default `.gpucache` in the repo); no MLIR needed;
-- the others compile on the spot, so they also need MLIR (skipped without).
+They run from a cache compiled beforehand on a machine without a GPU:
+`scripts/gpu_check.py --prepare DIR` (DIR from $DIFFGPU_GPU_CHECK_DIR, default
+`.gpucache` in the repo) also compiles the signatures below (`prepare`).
+Where MLIR is missing the tests read DIR's cache; where it is present they
+compile what they need.
+
+- `test_gpu_check_cache` runs `scripts/gpu_check.py --run DIR` (every case);
+- the others launch kernels of this file on CuPy arrays.
 """
 import importlib.util
 import os
@@ -18,8 +21,18 @@ import diffgpu as dg
 
 pytestmark = pytest.mark.gpu
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-needs_mlir = pytest.mark.skipif(importlib.util.find_spec("mlir") is None,
-                                reason="compiling needs the MLIR bindings")
+HAS_MLIR = importlib.util.find_spec("mlir") is not None
+needs_mlir = pytest.mark.skipif(not HAS_MLIR, reason="compiling needs the MLIR bindings")
+CHECK_DIR = os.environ.get("DIFFGPU_GPU_CHECK_DIR", os.path.join(REPO, ".gpucache"))
+
+
+@pytest.fixture(autouse=True)
+def prepared_cache(monkeypatch):
+    """Without MLIR, kernels come from the prepared cache."""
+    if not HAS_MLIR:
+        if not os.path.isdir(os.path.join(CHECK_DIR, "cache")):
+            pytest.skip(f"no MLIR and no prepared cache in {CHECK_DIR}")
+        monkeypatch.setenv("DIFFGPU_CACHE_DIR", os.path.join(CHECK_DIR, "cache"))
 
 
 @dg.kernel
@@ -46,9 +59,24 @@ def sq(y, x, a):
         y[i] = a * x[i] * x[i]
 
 
+def prepare(chip: str) -> None:
+    """Compile every signature the tests below launch (gpu_check --prepare)."""
+    from diffgpu.launch import get_program
+    from diffgpu.types import ArrayType, ScalarType
+
+    def arr(d):
+        return ArrayType(d, 1)
+    f32, f64 = "float32", "float64"
+    get_program(axpy, (arr(f32), arr(f32), ScalarType(f32)), chip)
+    get_program(axpy, (arr(f64), arr(f64), ScalarType(f64)), chip)
+    get_program(df, (arr(f32), arr(f32)), chip)
+    get_program(sq, (arr(f32), arr(f32), ScalarType(f64)), chip,
+                ("reverse", ("dup", "dup", "active")))
+
+
 def test_gpu_check_cache():
     # every prepared case matches its reference on the GPU, without MLIR
-    d = os.environ.get("DIFFGPU_GPU_CHECK_DIR", os.path.join(REPO, ".gpucache"))
+    d = CHECK_DIR
     if not os.path.exists(os.path.join(d, "manifest.json")):
         pytest.skip(f"no prepared cache in {d} (scripts/gpu_check.py --prepare {d})")
     out = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "gpu_check.py"),
@@ -56,7 +84,6 @@ def test_gpu_check_cache():
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 
-@needs_mlir
 def test_axpy_cupy_matches_numpy():
     import cupy
     rng = np.random.default_rng(0)
@@ -66,7 +93,6 @@ def test_axpy_cupy_matches_numpy():
     np.testing.assert_allclose(dA.get(), A + np.float32(0.5) * B, rtol=1e-6)
 
 
-@needs_mlir
 def test_cupy_views_keep_their_strides():
     import cupy
     base = cupy.zeros(40, cupy.float64)
@@ -77,7 +103,6 @@ def test_cupy_views_keep_their_strides():
     np.testing.assert_array_equal(base.get(), want)
 
 
-@needs_mlir
 def test_seed_on_gpu():
     import cupy
     A = cupy.full(1, 3.0, cupy.float32)
@@ -86,7 +111,6 @@ def test_seed_on_gpu():
     assert A.get().tolist() == [9.0] and dA.get().tolist() == [6.0]
 
 
-@needs_mlir
 def test_host_autodiff_on_gpu():
     import cupy
     x = cupy.asarray(np.linspace(-1, 1, 300, dtype=np.float32))
@@ -98,7 +122,6 @@ def test_host_autodiff_on_gpu():
     np.testing.assert_allclose(da, np.sum(xh.astype(np.float64) ** 2), rtol=1e-5)
 
 
-@needs_mlir
 def test_mixed_devices_rejected():
     import cupy
     A = np.ones(4, np.float32)
