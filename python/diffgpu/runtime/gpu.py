@@ -40,8 +40,18 @@ def available() -> bool:
         return False
 
 
+_chips: dict[int, str] = {}
+
+
 def chip_for_device(device_id: int) -> str:
     """`sm_XY` of a CUDA device, validated against the chips we compile for."""
+    chip = _chips.get(device_id)
+    if chip is None:
+        chip = _chips[device_id] = _query_chip(device_id)
+    return chip
+
+
+def _query_chip(device_id: int) -> str:
     from diffgpu.lowering.targets import TargetError, check_chip
 
     cupy = cupy_module()
