@@ -15,6 +15,7 @@ commas: `"float32[:], float32[:, :], float32"`.
 """
 from __future__ import annotations
 
+from diffgpu.api import user_facing
 from diffgpu.errors import LaunchError
 from diffgpu.runtime.args import check_arity, check_geometry, infer_signature, parse_type
 
@@ -54,6 +55,7 @@ def _check_target(target: str) -> str:
         raise ValueError(f"bad target {target!r}: 'host' or an NVIDIA chip; {exc}") from None
 
 
+@user_facing
 def compile(kernel, signature, target: str = "host") -> "CompiledKernel":  # noqa: A001
     """Compile `kernel` for `signature` on `target` (also fills the cache)."""
     from diffgpu.api import Kernel
@@ -108,6 +110,7 @@ class CompiledKernel:
             return False
         return sig.types == self.types and (sig.device == "host") == (self.target == "host")
 
+    @user_facing
     def launch(self, args, grid, block) -> None:
         from diffgpu.launch import Program, run_program, target_for
 

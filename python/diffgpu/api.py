@@ -15,9 +15,24 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 
-from diffgpu.errors import LaunchError
+from diffgpu.errors import DiffgpuError, LaunchError
 from diffgpu.runtime.args import check_geometry
+
+
+def user_facing(fn):
+    """Errors diffgpu raises on purpose reach the user without the frames of
+    diffgpu's internals (DIFFGPU_DEBUG=1 keeps them)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except DiffgpuError as exc:
+            if os.environ.get("DIFFGPU_DEBUG"):
+                raise
+            raise exc.with_traceback(None) from None
+    return wrapper
 
 
 class Definition:
@@ -73,6 +88,7 @@ class Kernel(Definition):
             out.append(text + (f" [{diff[0]} {', '.join(diff[1])}]" if diff else ""))
         return out
 
+    @user_facing
     def ir(self, *args, stage: str = "dialect", target: str | None = None) -> str:
         """The IR text of this kernel for `args` at `stage` (see diffgpu.stages)."""
         from diffgpu.stages import kernel_ir
@@ -98,6 +114,7 @@ class Launcher:
     def __repr__(self) -> str:
         return f"{self.kernel.name}[{self.grid}, {self.block}]"
 
+    @user_facing
     def __call__(self, *args, **kwargs) -> None:
         from diffgpu.launch import launch
         if kwargs:

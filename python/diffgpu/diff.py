@@ -17,17 +17,20 @@ from __future__ import annotations
 import numpy as np
 
 from diffgpu.activities import Activity, Const, Duplicated
+from diffgpu.api import user_facing
 from diffgpu.errors import LaunchError
 from diffgpu.runtime.args import arg_type, describe_arg, infer_signature, is_device_array
 from diffgpu.types import ScalarType, is_float
 
 
+@user_facing
 def autodiff(launcher, *activities):
     """Reverse mode: shadows D become J^T D; returns the gradients of the
     `Active` scalars, in order (an empty tuple if none)."""
     return _diff_launch("reverse", launcher, activities)
 
 
+@user_facing
 def fwddiff(launcher, *activities):
     """Forward mode: shadows V become J V (primal results in the arrays)."""
     _diff_launch("forward", launcher, activities)

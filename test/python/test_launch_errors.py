@@ -1,5 +1,7 @@
 """Bad launches raise a clear LaunchError before anything compiles or runs,
 and leave the user's arrays untouched."""
+import os
+
 import numpy as np
 import pytest
 
@@ -179,3 +181,14 @@ def test_autodiff_needs_launch_config():
     A = np.ones(4, np.float32)
     expect_error(lambda: dg.autodiff(scale, A, 2.0), "scale[grid, block]")
     expect_error(lambda: dg.fwddiff(lambda: 0, A, 2.0), "kernel[grid, block]")
+
+
+def test_traceback_hides_internals(monkeypatch):
+    # the user sees their call and the error, not diffgpu's internal frames
+    import traceback
+    monkeypatch.delenv("DIFFGPU_DEBUG", raising=False)
+    with pytest.raises(dg.LaunchError) as info:
+        add[1, 4](np.ones(4, np.float16), np.ones(4, np.float32), 1.0)
+    files = [os.path.basename(f.filename) for f in traceback.extract_tb(info.value.__traceback__)]
+    assert "launch.py" not in files and "args.py" not in files, files
+    assert info.value.__cause__ is None and info.value.__suppress_context__
