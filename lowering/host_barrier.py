@@ -93,6 +93,10 @@ class BarrierLowering:
         self.k_args = list(k.regions[0].blocks[0].arguments)[:n_args]
         self.slots: dict = {}  # value -> slot
         self.slot_types: list = []
+        self.slot_buffer: dict = {}  # memref-typed slot -> its index in self.mbufs
+        self.mbufs: list = []  # per-block buffers memref<?xmemref<...>> (entry values)
+        self.calls: list = []  # (func.call, phase): completed with mbufs at the end
+        self.heap: list = []  # top-level allocas made heap allocations
         self.phases: list = []
         self.anchor = k
         self.i1 = ir.IntegerType.get_signless(1)
@@ -100,14 +104,41 @@ class BarrierLowering:
 
     # Slots -------------------------------------------------------------------
     def new_slot(self, typ, value=None, op=None) -> int:
-        if not _is_scalar(typ):
+        from diffgpu._mlir import ir, memref
+
+        is_memref = isa(ir.MemRefType, typ)
+        if not (_is_scalar(typ) or is_memref):
             raise BarrierError(op if op is not None else self.k,
-                               f"a value of type {typ} is live across a barrier; only scalars "
-                               "may be on the host target")
+                               f"a value of type {typ} is live across a barrier; only "
+                               "scalars and memrefs may be on the host target")
         self.slot_types.append(typ)
+        slot = len(self.slot_types) - 1
+        if is_memref:  # its own per-block buffer of descriptors, an argument of the phases
+            c = self.ctx
+            t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], typ)
+            buf = memref.AllocOp(t, [c.nthreads], [], loc=c.loc, ip=self.pre_ip).result
+            self.slot_buffer[slot] = len(self.mbufs)
+            self.mbufs.append(buf)
+            for fn in self.phases:
+                self._add_buffer_arg(fn, t)
         if value is not None:
-            self.slots[value] = len(self.slot_types) - 1
-        return len(self.slot_types) - 1
+            self.slots[value] = slot
+        return slot
+
+    def _add_buffer_arg(self, fn, t) -> None:
+        from diffgpu._mlir import ir
+
+        block = fn.regions[0].blocks[0]
+        block.add_argument(t, fn.location)
+        ft = ir.FunctionType.get([a.type for a in block.arguments], [])
+        fn.attributes["function_type"] = ir.TypeAttr.get(ft)
+
+    def _mbuf(self, slot, fn):
+        """The buffer of a memref-typed slot: in phase `fn`, or in the entry."""
+        k = self.slot_buffer[slot]
+        if fn is None:
+            return self.mbufs[k]
+        return fn.regions[0].blocks[0].arguments[self.n_args + 3 + k]
 
     def view(self, slot, spill, nthreads, ip, loc):
         """`memref<?xT>` view of a slot in the spill buffer (i1 kept as i8:
@@ -125,18 +156,23 @@ class BarrierLowering:
         t = self.slot_types[slot]
         return ir.IntegerType.get_signless(8) if t == self.i1 else t
 
-    def load_slot(self, slot, spill, nthreads, index, ip, loc):
+    def load_slot(self, slot, spill, nthreads, index, ip, loc, fn=None):
         from diffgpu._mlir import arith, memref
 
+        if slot in self.slot_buffer:
+            return memref.LoadOp(self._mbuf(slot, fn), [index], loc=loc, ip=ip).result
         v = memref.LoadOp(self.view(slot, spill, nthreads, ip, loc), [index],
                           loc=loc, ip=ip).result
         if self.slot_types[slot] == self.i1:
             v = arith.TruncIOp(self.i1, v, loc=loc, ip=ip).result
         return v
 
-    def store_slot(self, value, slot, spill, nthreads, index, ip, loc):
+    def store_slot(self, value, slot, spill, nthreads, index, ip, loc, fn=None):
         from diffgpu._mlir import arith, memref
 
+        if slot in self.slot_buffer:
+            memref.StoreOp(value, self._mbuf(slot, fn), [index], loc=loc, ip=ip)
+            return
         ref = self.view(slot, spill, nthreads, ip, loc)
         if self.slot_types[slot] == self.i1:
             value = arith.ExtUIOp(self._storage(slot), value, loc=loc, ip=ip).result
@@ -144,18 +180,60 @@ class BarrierLowering:
 
     # Entry-level (block-level) code -------------------------------------------
     def run(self, ctx) -> None:
-        """Emit the block-level program at ctx.ip; `ctx` is to_host's EntryContext."""
-        self.ctx = ctx
+        """Emit the block-level program at ctx.ip; `ctx` is to_host's EntryContext;
+        `ctx.pre_ip` is where per-block buffers are allocated."""
+        from diffgpu._mlir import func, memref
+
+        self.ctx, self.pre_ip = ctx, ctx.pre_ip
         entry = self.k.regions[0].blocks[0]
+        self.heap_ops = self.allocas_to_heap(entry)
         self.lower_block(entry, ctx.ip, None, lambda term: [])
+        for call, fn in self.calls:  # calls made before later memref slots existed
+            have = len(list(call.operands))
+            want = self.n_args + 3 + len(self.mbufs)
+            if have < want:
+                callee = call.attributes["callee"]
+                func.CallOp([], callee, list(call.operands) + self.mbufs[have - want:],
+                            loc=call.location, ip=self._ip_before(call))
+                call.erase()
+        for op in self.heap_ops:  # free each thread's heap allocations
+            lip, lin = self.lin_loop(ctx.ip)
+            memref.DeallocOp(self.load_e(self.slots[op.results[0]], lin, lip),
+                             loc=ctx.loc, ip=lip)
+        for buf in self.mbufs:
+            memref.DeallocOp(buf, loc=ctx.loc, ip=ctx.ip)
+
+    @staticmethod
+    def _ip_before(op):
+        from diffgpu._mlir import ir
+        return ir.InsertionPoint(op)
+
+    def allocas_to_heap(self, entry) -> list:
+        """Top-level `memref.alloca`s (autodiff's tapes) become `memref.alloc`s:
+        their memory must outlive the phase that allocates it. Each thread's
+        allocation is freed after the block's last phase."""
+        from diffgpu._mlir import ir
+
+        heap = []
+        for op in [o.operation for o in entry.operations]:
+            if op.name != "memref.alloca":
+                continue
+            attrs = {name: op.attributes[name] for name in op.attributes}
+            new = ir.Operation.create("memref.alloc", results=[op.results[0].type],
+                                      operands=list(op.operands), attributes=attrs,
+                                      loc=op.location, ip=ir.InsertionPoint(op))
+            op.results[0].replace_all_uses_with(new.results[0])
+            op.erase()
+            heap.append(new)
+        return heap
 
     def load_e(self, slot, lin, ip):
         c = self.ctx
-        return self.load_slot(slot, c.spill, c.nthreads, lin, ip, c.loc)
+        return self.load_slot(slot, c.spill, c.nthreads, lin, ip, c.loc, None)
 
     def store_e(self, value, slot, lin, ip):
         c = self.ctx
-        self.store_slot(value, slot, c.spill, c.nthreads, lin, ip, c.loc)
+        self.store_slot(value, slot, c.spill, c.nthreads, lin, ip, c.loc, None)
 
     def lin_loop(self, ip):
         """`scf.for %lin = 0 to nthreads` at ip; returns (inner ip, %lin)."""
@@ -331,7 +409,8 @@ class BarrierLowering:
         arg_types = [a.type for a in self.k_args]
         spill_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
                                     ir.IntegerType.get_signless(8))
-        ftype = ir.FunctionType.get(arg_types + [spill_t, self.idx, self.idx], [])
+        ftype = ir.FunctionType.get(arg_types + [spill_t, self.idx, self.idx]
+                                    + [b.type for b in self.mbufs], [])
         name = f"{self.base}__phase{len(self.phases)}"
         fn = func.FuncOp(name, ftype, loc=loc, ip=ir.InsertionPoint.after(self.anchor))
         fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
@@ -340,15 +419,19 @@ class BarrierLowering:
         for op in ops:
             block.append(op)
         args = list(block.arguments)
-        spill, lin, nthreads = args[self.n_args:]
+        spill, lin, nthreads = args[self.n_args:self.n_args + 3]
         bip = ir.InsertionPoint(block)
         for value, slot in stores:
-            self.store_slot(value, slot, spill, nthreads, lin, bip, loc)
+            self.store_slot(value, slot, spill, nthreads, lin, bip, loc, fn.operation)
         func.ReturnOp([], loc=loc, ip=bip)
         self.phases.append(fn.operation)
         self.anchor = fn.operation
         self.remap(fn)
-        self.ctx.call_per_thread(fn.operation, ip, mask, self)
+        for op in ops:  # heap allocations: kept per thread to be freed at block end
+            if op in self.heap_ops and op.results[0] not in self.slots:
+                self.store_after_def(op.results[0])
+        call = self.ctx.call_per_thread(fn.operation, ip, mask, self)
+        self.calls.append((call, fn.operation))
 
     def remap(self, fn) -> None:
         """Operands defined outside `fn`: arguments, re-created constants,
@@ -358,7 +441,7 @@ class BarrierLowering:
         fop = fn.operation
         block = fn.regions[0].blocks[0]
         args = list(block.arguments)
-        spill, lin, nthreads = args[self.n_args:]
+        spill, lin, nthreads = args[self.n_args:self.n_args + 3]
         cache: dict = {}
         start = ir.InsertionPoint.at_block_begin(block)
         for op in walk_ops(fop):
@@ -382,7 +465,8 @@ class BarrierLowering:
             return d.owner.operation.clone(ip=start).results[0]
         if v not in self.slots:
             self.store_after_def(v)
-        return self.load_slot(self.slots[v], spill, nthreads, lin, start, fn.location)
+        return self.load_slot(self.slots[v], spill, nthreads, lin, start, fn.location,
+                              fn.operation)
 
     def store_after_def(self, v) -> None:
         """Give `v` (a result of an op in an earlier phase) a slot, stored
@@ -398,9 +482,9 @@ class BarrierLowering:
         slot = self.new_slot(v.type, v, owner)
         pf = owner.parent
         pargs = list(pf.regions[0].blocks[0].arguments)
-        spill, lin, nthreads = pargs[self.n_args:]
+        spill, lin, nthreads = pargs[self.n_args:self.n_args + 3]
         ip = ir.InsertionPoint.after(owner)  # successive inserts keep their order
-        self.store_slot(v, slot, spill, nthreads, lin, ip, owner.location)
+        self.store_slot(v, slot, spill, nthreads, lin, ip, owner.location, pf)
 
     def finish(self) -> None:
         """Erase the per-thread function, now split into phases."""

@@ -274,8 +274,8 @@ class EntryContext:
             scf.YieldOp([], loc=self.loc, ip=tip)
             tip = ir.InsertionPoint.at_block_terminator(guard.then_block)
         callee = ir.FlatSymbolRefAttr.get(ir.StringAttr(fn.attributes["sym_name"]).value)
-        func.CallOp([], callee, self.args + [self.spill, lin, self.nthreads],
-                    loc=self.loc, ip=tip)
+        return func.CallOp([], callee, self.args + [self.spill, lin, self.nthreads]
+                           + lowering.mbufs, loc=self.loc, ip=tip).operation
 
 
 def _build_entry(name, k, user_types, shared_types, lowering) -> None:
@@ -325,6 +325,7 @@ def _build_entry(name, k, user_types, shared_types, lowering) -> None:
         spill_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i8)
         spill = memref.AllocOp(spill_t, [size], [], loc=loc, ip=bip).result
         ctx.nthreads, ctx.spill = nthreads, spill
+        ctx.pre_ip = ir.InsertionPoint(spill.owner)  # more per-block buffers go first
         lowering.run(ctx)
         nbytes = host_barrier.SLOT_BYTES * max(1, len(lowering.slot_types))
         per_thread.operation.attributes["value"] = ir.IntegerAttr.get(idx, nbytes)

@@ -547,6 +547,32 @@ BARRIER_IN_CALLS = kernel("rotate", [("A", mem("f32")), ("s", SHARED_32)], f"""
   return""")
 
 
+TAPE_ACROSS_BARRIER = kernel("tapes", [("A", mem("f32"))], f"""
+  %tape = memref.alloca() : memref<4xf32>
+  %box = memref.alloca() : memref<1xmemref<4xf32>>
+  %t = "diffgpu.thread_id"() {{dim = 0 : i64}} : () -> index
+  %c0 = arith.constant 0 : index
+  %v = memref.load %A[%t] : {mem("f32")}
+  memref.store %v, %tape[%c0] : memref<4xf32>
+  memref.store %tape, %box[%c0] : memref<1xmemref<4xf32>>
+  "diffgpu.barrier"() : () -> ()
+  %tp = memref.load %box[%c0] : memref<1xmemref<4xf32>>
+  %w = memref.load %tp[%c0] : memref<4xf32>
+  %x = memref.load %tape[%c0] : memref<4xf32>
+  %r = arith.addf %w, %x : f32
+  memref.store %r, %A[%t] : {mem("f32")}
+  return""")
+
+
+def test_memrefs_live_across_barriers():
+    """Per-thread allocas (autodiff's tapes) and memrefs stored in memrefs
+    survive a barrier: each thread's allocation lives until the block ends."""
+    prog = compile_host(TAPE_ACROSS_BARRIER)
+    A = np.arange(24, dtype=np.float32)
+    prog.launch("tapes", (A,), array_types(A), (1, 1, 1), (24, 1, 1))
+    np.testing.assert_array_equal(A, 2 * np.arange(24, dtype=np.float32))
+
+
 def test_barriers_in_device_functions_are_inlined():
     """Device functions (nested) with barriers run correctly once inlined."""
     prog = compile_host(BARRIER_IN_CALLS)
