@@ -264,6 +264,26 @@ def test_compile_and_host_bundle(tmp_path):
         b["axpy"][1, 4](A, np.ones(4, np.float32), np.float32(2.0))
 
 
+def test_bundle_integrity(tmp_path):
+    # a bundle whose entry was altered, or a file that is no bundle, is refused
+    import zipfile
+    from diffgpu.runtime.bundle import BundleError
+    path = str(tmp_path / "k.dgb")
+    dg.save_bundle(path, [dg.compile(axpy, ("float32[:]", "float32[:]", "float64"))])
+    with zipfile.ZipFile(path) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    files["entries/0.json"] = files["entries/0.json"].replace(b"axpy", b"axpz")
+    bad = str(tmp_path / "bad.dgb")
+    with zipfile.ZipFile(bad, "w") as z:
+        for n, data in files.items():
+            z.writestr(n, data)
+    with pytest.raises(BundleError, match="corrupt"):
+        dg.load_bundle(bad)
+    (tmp_path / "junk.dgb").write_bytes(b"not a zip")
+    with pytest.raises(BundleError, match="cannot read bundle"):
+        dg.load_bundle(str(tmp_path / "junk.dgb"))
+
+
 @pytest.mark.parametrize("sig, match", [
     (("float32[:]", "float32[:]"), "signature has 2"),
     (("float16[:]", "float32[:]", "float64"), "dtype must be one of"),
