@@ -22,7 +22,7 @@ _API = [
     "__version__", "kernel", "func", "Kernel", "Func",
     "Const", "Duplicated", "DuplicatedNoNeed", "Active",
     "autodiff", "fwddiff", "gradcheck", "GradcheckError",
-    "compile", "CompiledKernel", "save_bundle", "load_bundle", "synchronize",
+    "compile", "CompiledKernel", "save_bundle", "load_bundle", "BundleError", "synchronize",
     "CompileError", "DiffgpuError", "LaunchError",
 ]
 
@@ -34,6 +34,7 @@ _LAZY = {
     "CompiledKernel": ("diffgpu.aot", "CompiledKernel"),
     "save_bundle": ("diffgpu.runtime.bundle", "save_bundle"),
     "load_bundle": ("diffgpu.runtime.bundle", "load_bundle"),
+    "BundleError": ("diffgpu.runtime.bundle", "BundleError"),
     "synchronize": ("diffgpu.runtime.gpu", "synchronize"),
 }
 

@@ -18,12 +18,12 @@ import tempfile
 import zipfile
 
 from diffgpu._version import __version__
-from diffgpu.errors import LaunchError
+from diffgpu.errors import DiffgpuError, LaunchError
 
 FORMAT = "diffgpu-bundle-1"
 
 
-class BundleError(ValueError):
+class BundleError(DiffgpuError, ValueError):
     """A bundle file that cannot be read."""
 
 
