@@ -148,7 +148,8 @@ def builtin_cases():
          lambda r: [np.zeros(16, np.float32), np.arange(n, dtype=np.float32) % 7]),
         ("reverse sq", sq, 8, 128, "reverse",
          lambda r: [dg.Duplicated(np.zeros(n, np.float32), _f32(r, n)),
-                    dg.Duplicated(_f32(r, n), np.zeros(n, np.float32)), dg.Active(np.float32(1.5))]),
+                    dg.Duplicated(_f32(r, n), np.zeros(n, np.float32)),
+                    dg.Active(np.float32(1.5))]),
         ("forward sq", sq, 8, 128, "forward",
          lambda r: [dg.Duplicated(np.zeros(n, np.float64), np.zeros(n, np.float64)),
                     dg.Duplicated(r.standard_normal(n), r.standard_normal(n)), dg.Const(0.5)]),
@@ -171,20 +172,6 @@ def corpus_cases():
         for dt in (np.float32, np.float64):
             out.append((f"corpus {c.name} {np.dtype(dt).name}", c.kernel, c.grid, c.block,
                         "launch", lambda r, c=c, dt=dt: c.make(dt, np), c.ref))
-    return out
-
-
-def _copy_args(args):
-    from diffgpu.activities import Activity
-    out = []
-    for a in args:
-        if isinstance(a, Activity):
-            b = type(a).__new__(type(a))
-            b.value = a.value.copy() if isinstance(a.value, np.ndarray) else a.value
-            b.shadow = a.shadow.copy() if isinstance(a.shadow, np.ndarray) else a.shadow
-            out.append(b)
-        else:
-            out.append(a.copy() if isinstance(a, np.ndarray) else a)
     return out
 
 

@@ -77,7 +77,8 @@ def _check_strides(strides, itemsize: int, where: str) -> None:
 def host_array_type(x: np.ndarray, where: str) -> ArrayType:
     t = _check_dtype_ndim(x.dtype, x.ndim, where)
     if not x.dtype.isnative:
-        raise LaunchError(f"{where}: non-native byte order; use x.astype(x.dtype.newbyteorder('='))")
+        raise LaunchError(f"{where}: non-native byte order; "
+                          "use x.astype(x.dtype.newbyteorder('='))")
     _check_strides(x.strides, x.itemsize, where)
     if not x.flags.writeable:
         raise LaunchError(f"{where}: read-only array; kernels may write their "
