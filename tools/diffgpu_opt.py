@@ -276,6 +276,11 @@ class _ChunkRunner:
     def __init__(self, ctx, pm, opts, printer):
         self.ctx, self.pm, self.opts, self.printer = ctx, pm, opts, printer
         self.diags: list[_diag.Diag] = []
+        # Every diagnostic goes to our handler, errors included: the bindings
+        # otherwise capture errors in pm.run and abort the process (an
+        # assertion) when a pass emits an error yet succeeds, as
+        # convert-to-llvm does on a memref in a GPU address space.
+        ctx.emit_error_diagnostics = True
         ctx.attach_diagnostic_handler(self._on_diag)
 
     def _on_diag(self, d) -> bool:
@@ -333,8 +338,8 @@ class _ChunkRunner:
 
     def _add_error(self, exc) -> None:
         diags = [_diag.from_mlir(d) for d in getattr(exc, "error_diagnostics", [])]
-        if not diags:
-            diags = [_diag.Diag("error", str(exc).strip())]
+        if not diags and not any(d.severity == "error" for d in self.diags):
+            diags = [_diag.Diag("error", str(exc).strip(), _diag.WHOLE_INPUT)]
         self.diags.extend(diags)
 
 

@@ -110,6 +110,18 @@ def test_deep_nesting_does_not_overflow_the_stack(text):
                          "input nests brackets more than")
 
 
+def test_pass_that_emits_an_error_but_succeeds(tmp_path):
+    # convert-to-llvm reports the GPU address space it cannot convert yet
+    # succeeds; MLIR's Python bindings abort on that unless diffgpu-opt
+    # routes errors to its own handler
+    text = ("func.func @s(%a: index) {\n"
+            "  %0 = memref.alloca() : memref<16xf32, #gpu.address_space<workgroup>>\n"
+            "  %1 = memref.load %0[%a] : memref<16xf32, #gpu.address_space<workgroup>>\n"
+            "  return\n}\n")
+    rc, out, err = run_opt(["-", "--convert-to-llvm"], stdin=text.encode())
+    assert_clean_failure(rc, out, err, "error: conversion of memref memory space")
+
+
 def test_empty_input():
     assert_clean_failure(*run_opt(["-"], stdin=b""), "<stdin>: input is empty")
     assert_clean_failure(*run_opt(["-"], stdin=b"\n  \n"), "input is empty")
