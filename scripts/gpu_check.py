@@ -3,19 +3,26 @@
 
 Two steps, two machines:
 
-    # here (MLIR, no GPU): compile every case for sm_90 into DIR, run it on
-    # the CPU and store inputs and CPU results next to it
-    python scripts/gpu_check.py --prepare gpu_cache [--chip sm_90]
+    # here (MLIR, no GPU): compile every case for sm_90 into DIR (a cache
+    # plus manifest.json and inputs/expected results as .npz)
+    python scripts/gpu_check.py --prepare .gpucache [--chip sm_90]
 
-    # on the GPU machine (numpy + CuPy, no MLIR, no pip): run every case
-    # from the cache on CuPy arrays, compare with the stored CPU results
-    python scripts/gpu_check.py --run gpu_cache
+    # on the GPU machine (numpy + CuPy, no MLIR, no pip): run every case from
+    # the cache on CuPy arrays and compare; then the pytest GPU tests, which
+    # read the same cache
+    python scripts/gpu_check.py --run .gpucache
+    python -m pytest test/python/test_gpu.py
 
 Cases: the kernels below (the seed example, elementwise, strided 2-D,
-atomics, shared memory + barriers, host-level reverse and forward mode), plus
-every case of test/python/kernels_corpus.py when that file exists. `--run`
-prints a table and a summary and exits 1 on any mismatch or error. The run
-never imports MLIR (it blocks the import to prove it).
+atomics, shared memory + barriers, host-level reverse and forward mode),
+every case of test/python/kernels_corpus.py in float32 and float64 (expected:
+its numpy reference), dg.gradcheck on CuPy arrays, an AOT bundle, and the
+signatures test/python/test_gpu.py launches. Expected results of the other
+cases are the CPU's. `--run` prints a table and a summary and exits 1 on any
+mismatch or error. It never imports MLIR (it blocks the import to prove it).
+Prepare and run from the same sources: entries are keyed by the compiler's
+sources too (if they differ, --run falls back to the keys stored at prepare
+time and says so).
 """
 from __future__ import annotations
 
