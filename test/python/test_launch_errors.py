@@ -87,6 +87,20 @@ def test_keyword_arguments():
     expect_error(lambda: add[1, 4](A, a=1.0), "missing B")
 
 
+class RefusingArray:
+    """Like a torch tensor that requires grad: the interface raises."""
+
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad")
+
+
+def test_refusing_device_array():
+    A, B = arrays()
+    expect_error(lambda: add[1, 4](RefusingArray(), RefusingArray(), 1.0),
+                 "argument 0 ('A')", "requires grad")
+
+
 def test_read_only_array_rejected():
     A, B = arrays()
     B.flags.writeable = False

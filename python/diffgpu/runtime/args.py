@@ -42,7 +42,12 @@ def describe_arg(i: int, names=None) -> str:
 
 
 def is_device_array(x) -> bool:
-    return hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray)
+    if isinstance(x, np.ndarray):
+        return False
+    try:
+        return hasattr(x, "__cuda_array_interface__")
+    except Exception:  # the property exists but refuses (torch: requires_grad)
+        return True
 
 
 def _check_dtype_ndim(dtype, ndim, where: str) -> ArrayType:
