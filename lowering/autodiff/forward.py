@@ -19,6 +19,7 @@ from __future__ import annotations
 from diffgpu._mlir import func, ir, memref
 
 from . import build as B
+from . import shared as SH
 from . import spec as S
 from . import tape as T
 from .activity import Activity
@@ -103,7 +104,7 @@ class ForwardSweep:
         made = forward_function(self.gen, callee, acts, self.target, op)
         if made is None:
             return
-        name, types = made
+        name, types, _ = made
         extra = [self.tangent(a) if self.is_active(a) else self.shadow(a)
                  for a, k in zip(args, acts) if k == "dup"]
         with ir.InsertionPoint.after(op):
@@ -202,8 +203,9 @@ TANGENT_STRUCTURED = {"scf.if": tan_if, "scf.for": tan_for, "scf.while": tan_whi
 
 
 # -- generation -----------------------------------------------------------------
-def forward_function(gen, callee, acts, target, at):
-    """(name, result types) of the forward derivative of @callee, or None."""
+def forward_function(gen, callee, acts, target, at, shared=False):
+    """(name, result types, extra shared-array types) of the forward
+    derivative of @callee, or None. `shared`: for a kernel's own op."""
     fn = gen.lookup(callee)
     if fn is None or not len(fn.regions[0].blocks):
         gen.pas.error(at, f"cannot differentiate the call to @{callee}: it has no body")
@@ -215,22 +217,26 @@ def forward_function(gen, callee, acts, target, at):
         return gen.made[key]
     name = f"__dg_fwd_{callee}_{spec.digest()}"
     touts = [t for t in outs if B.is_float(t)]
-    gen.made[key] = (name, list(outs) + touts)
+    allocs = [op.results[0].type for op in SH.shared_allocs(gen.pas, fn)] if shared else []
+    gen.made[key] = (name, list(outs) + touts, [t for t in allocs for _ in (0, 1)])
     if name in gen.funcs:
         return gen.made[key]
     gen.begin(key, callee, at)
-    new = gen.clone(fn, name, target)
+    new = gen.clone(fn, name, target, shared=shared)
     entry = new.regions[0].blocks[0]
     args = list(entry.arguments)
     tangents = {}
     for k, a in enumerate(acts):
         if S.is_shadowed(a):
             tangents[args[k]] = entry.add_argument(ins[k], new.location)
+    sh, sh_idx, _ = SH.hoist(gen.pas, new, entry, SH.shared_allocs(gen.pas, new)) \
+        if shared else ({}, [], [])
+    tangents.update(sh)
     new.attributes["function_type"] = ir.TypeAttr.get(
         ir.FunctionType.get([a.type for a in entry.arguments], list(outs) + touts))
     shadowed = {k for k, a in enumerate(acts) if S.is_shadowed(a)}
     act = Activity(entry, {k for k in shadowed if B.is_float(ins[k])},
-                   {k for k in shadowed if B.is_memref(ins[k])})
+                   {k for k in shadowed if B.is_memref(ins[k])} | set(sh_idx))
     F = ForwardSweep(gen, act, entry, tangents, target)
     F.run_block(entry)
     ret = list(entry.operations)[-1]
@@ -244,8 +250,8 @@ def forward_function(gen, callee, acts, target, at):
 
 def make_forward(gen, spec, at):
     """For a diffgpu.fwddiff op: (name, result types, index of its results)."""
-    made = forward_function(gen, spec.callee, spec.acts, spec.target, at)
+    made = forward_function(gen, spec.callee, spec.acts, spec.target, at, shared=True)
     if made is None:
         return None
-    name, types = made
-    return name, types, len(spec.result_types)
+    name, types, extra = made
+    return name, types, len(spec.result_types), extra

@@ -7,6 +7,7 @@ from diffgpu._mlir import func, ir
 
 from diffgpu.lowering import targets
 
+from . import shared as SH
 from . import spec as S
 from . import tape as T
 from .activity import Activity, walk_ops
@@ -27,6 +28,7 @@ class Generator:
         self.made = {}
         self.busy = set()
         self.lowered = set()
+        self.diffed = set()  # callees of diffgpu.autodiff/fwddiff ops
 
     def lookup(self, name):
         return self.funcs.get(name)
@@ -35,6 +37,26 @@ class Generator:
     def lower_all(self):
         for name in list(self.funcs):
             self.lower_in(name)
+        self.drop_shared_callees()
+
+    def drop_shared_callees(self):
+        """A non-kernel function with shared memory (the frontend's copy of a
+        kernel differentiated on the host) cannot be lowered; once its
+        derivative replaced every use, it is erased."""
+        used = set()
+        for fn in self.funcs.values():
+            for region in fn.regions:
+                for block in region.blocks:
+                    for op in walk_ops(block):
+                        if "callee" in op.attributes:
+                            used.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        for name in list(self.diffed):
+            fn = self.funcs.get(name)
+            if fn is None or name in used or targets.KERNEL_ATTR in fn.attributes:
+                continue
+            if SH.shared_allocs(self.pas, fn):
+                del self.funcs[name]
+                fn.operation.erase()
 
     def lower_in(self, name):
         """Replace the diffgpu.autodiff/fwddiff ops of function `name`."""
@@ -53,6 +75,7 @@ class Generator:
         spec = S.parse(self.pas, op, self, mode)
         if spec is None:
             return
+        self.diffed.add(spec.callee)
         if mode == "rev":
             made = self.reverse(spec, op)
         else:
@@ -60,21 +83,25 @@ class Generator:
             made = make_forward(self, spec, op)
         if made is None:
             return
-        name, result_types = made[0], made[1]
-        first = made[2] if len(made) > 2 else 0  # forward: primal results come first
+        name, result_types, first, extra = made  # forward: primal results come first
+        operands = spec.call_operands()
+        if extra:  # shared arrays and their shadows, allocated by the kernel
+            operands += SH.allocate_in_kernel(self.pas, op, extra)
         with ir.InsertionPoint(op), op.location:
-            call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), spec.call_operands())
+            call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), operands)
         for old, new in zip(op.results, list(call.results)[first:]):
             old.replace_all_uses_with(new)
         op.operation.erase()
 
     # -- helpers ------------------------------------------------------------
-    def clone(self, src, name, target):
+    def clone(self, src, name, target, shared=False):
+        """Clone @src as @name; `shared`: its shared arrays may become
+        arguments (only for functions called from a kernel's own op)."""
         self.lower_in(ir.StringAttr(src.attributes["sym_name"]).value)
         for op in walk_ops(src.regions[0].blocks[0]):
-            if op.operation.name == "diffgpu.shared_alloc":
-                self.pas.fail(op, "cannot differentiate a kernel that allocates shared memory "
-                                  "(dg.shared_array): not supported yet")
+            if op.operation.name == "diffgpu.shared_alloc" and not shared:
+                self.pas.fail(op, "cannot differentiate a call to a function that allocates "
+                                  "shared memory (dg.shared_array): not supported yet")
         new = src.operation.clone(ip=ir.InsertionPoint(self.body))
         new.attributes["sym_name"] = ir.StringAttr.get(name)
         if targets.KERNEL_ATTR in new.attributes:
@@ -103,11 +130,13 @@ class Generator:
             return self.made[key]
         name = f"__dg_rev_{spec.callee}_{spec.digest()}"
         grads = [t for a, t in zip(spec.acts, spec.arg_types) if a == "active"]
-        self.made[key] = (name, grads)
+        callee = self.lookup(spec.callee)
+        allocs = [op.results[0].type for op in SH.shared_allocs(self.pas, callee)]
+        self.made[key] = (name, grads, 0, [t for t in allocs for _ in (0, 1)])
         if name in self.funcs:
             return self.made[key]
         self.begin(key, spec.callee, at)
-        fn = self.clone(self.lookup(spec.callee), name, spec.target)
+        fn = self.clone(callee, name, spec.target, shared=True)
         entry = fn.regions[0].blocks[0]
         args = list(entry.arguments)
         shadows = {}
@@ -115,9 +144,12 @@ class Generator:
             if S.is_shadowed(a):
                 shadows[args[k]] = entry.add_argument(spec.arg_types[k], fn.location)
         seed = [entry.add_argument(t, fn.location) for t in spec.result_types]
+        sh, sh_idx, _ = SH.hoist(self.pas, fn, entry, SH.shared_allocs(self.pas, fn))
+        shadows.update(sh)
         ins = [a.type for a in entry.arguments]
         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, grads))
-        act = Activity(entry, _idx(spec.acts, ("active",)), _idx(spec.acts, ("dup", "dupnoneed")))
+        act = Activity(entry, _idx(spec.acts, ("active",)),
+                       _idx(spec.acts, ("dup", "dupnoneed")) | set(sh_idx))
         tape = T.Tape(entry, entry)
         R = ReverseSweep(self, act, tape, shadows, split=False)
         rewrite_calls(R, spec.target, entry)

@@ -392,6 +392,29 @@ def k_int_output(X, C, Y):
         Y[i] = X[i] * C[i]
 
 
+@dg.kernel
+def k_shared_tile(X, Y):
+    tile = dg.shared_array(4, np.float64)
+    t = dg.thread_id(0)
+    i = dg.global_id(0)
+    tile[t] = X[i] * X[i]
+    dg.syncthreads()
+    Y[i] = tile[3 - t] * X[i] + math.sin(tile[(t + 1) % 4])
+
+
+@dg.kernel
+def k_shared_accumulate(X, Y):
+    acc = dg.shared_array((2, 4), np.float64)
+    t = dg.thread_id(0)
+    i = dg.global_id(0)
+    acc[0, t] = X[i]
+    acc[1, t] = 0.0
+    dg.syncthreads()
+    dg.atomic_add(acc, (1, 0), acc[0, t] * acc[0, t])
+    dg.syncthreads()
+    Y[i] = acc[1, 0] * X[i]
+
+
 # ---------------------------------------------------------------------------
 # Harness
 # ---------------------------------------------------------------------------
@@ -528,6 +551,9 @@ CASES = {
     "call_writes": (k_call_writes, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2)], ["dup", "dup"]),
     "int_output": (k_int_output, 2, 4, lambda: [u(0.05, 0.95), np.zeros(N, np.int64),
                                                 u(-1, 1, seed=2)], ["dup", "const", "dup"]),
+    "shared_tile": (k_shared_tile, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2)], ["dup", "dup"]),
+    "shared_accumulate": (k_shared_accumulate, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2)],
+                          ["dup", "dup"]),
     "inner_autodiff": (k_inner_autodiff, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2),
                                                         u(-1, 1, seed=3)], ["dup"] * 3),
     "inner_fwddiff": (k_inner_fwddiff, 2, 4, lambda: [u(-1, 1), u(-1, 1, seed=2)], ["dup", "dup"]),

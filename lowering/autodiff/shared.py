@@ -1,0 +1,91 @@
+"""Shared memory (dg.shared_array) in a differentiated kernel.
+
+A generated function is no kernel, so it cannot allocate shared memory. Its
+`diffgpu.shared_alloc` ops become arguments instead, each followed by a
+shadow array of the same type; the kernel holding the autodiff/fwddiff op
+allocates both in its entry block and passes them. The shadow starts at zero
+(the adjoint of memory the kernel's end discards, or a zero tangent): thread
+(0, 0, 0) clears it, then a barrier.
+
+    %s = "diffgpu.shared_alloc"() : () -> memref<16xf32, #gpu.address_space<workgroup>>
+  in @f becomes arguments %s, %ds of @__dg_rev_f_<h>, and the caller kernel gets
+    %s = "diffgpu.shared_alloc"() ...   %ds = "diffgpu.shared_alloc"() ...
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import arith, ir, memref, scf
+
+from diffgpu.lowering import targets
+
+from . import build as B
+from .activity import walk_ops
+from .tape import at_begin
+
+
+def shared_allocs(pas, fn):
+    """The shared_alloc ops of `fn` (they must sit in its entry block)."""
+    entry = fn.regions[0].blocks[0]
+    found = [op for op in walk_ops(entry) if op.operation.name == "diffgpu.shared_alloc"]
+    for op in found:
+        if op.operation.block != entry:
+            pas.fail(op, "diffgpu.shared_alloc must be in the kernel's entry block")
+    return found
+
+
+def hoist(pas, fn, entry, allocs):
+    """Turn `allocs` into (array, shadow) argument pairs of `fn`; returns
+    ({array arg: shadow arg}, indices of the array args, extra arg types)."""
+    shadows, indices, types = {}, [], []
+    for op in allocs:
+        t = op.results[0].type
+        if not B.is_float(B.memref_elem(t)):
+            pas.fail(op, "cannot differentiate a kernel with a non-float shared array")
+        a = entry.add_argument(t, op.location)
+        s = entry.add_argument(t, op.location)
+        op.results[0].replace_all_uses_with(a)
+        op.operation.erase()
+        shadows[a] = s
+        indices.append(a.arg_number)
+        types += [t, t]
+    if allocs:
+        with at_begin(entry), fn.location:
+            _zero_fill(list(shadows.values()))
+    return shadows, indices, types
+
+
+def _zero_fill(arrays):
+    tids = [ir.Operation.create("diffgpu.thread_id", results=[B.index_type()],
+                                attributes={"dim": ir.IntegerAttr.get(B.i64(), d)}).results[0]
+            for d in range(3)]
+    first = arith.cmpi(arith.CmpIPredicate.eq,
+                       arith.ori(arith.ori(tids[0], tids[1]), tids[2]), B.idx(0))
+    branch = scf.IfOp(first)
+    with ir.InsertionPoint(branch.then_block):
+        for arr in arrays:
+            t = ir.MemRefType(arr.type)
+            _fill(arr, list(t.shape), [], B.zero(t.element_type))
+        scf.YieldOp([])
+    ir.Operation.create("diffgpu.barrier")
+
+
+def _fill(arr, shape, idx, zero):
+    if not shape:
+        memref.store(zero, arr, idx)
+        return
+    loop = scf.ForOp(B.idx(0), B.idx(shape[0]), B.idx(1))
+    with ir.InsertionPoint(loop.body):
+        _fill(arr, shape[1:], idx + [loop.induction_variable], zero)
+        scf.YieldOp([])
+
+
+def allocate_in_kernel(pas, at, types):
+    """shared_alloc ops of `types` at the entry of the kernel holding `at`."""
+    fn = at.operation.parent
+    while fn is not None and fn.name != "func.func":
+        fn = fn.parent
+    if fn is None or targets.KERNEL_ATTR not in fn.attributes:
+        pas.fail(at, "a function with shared memory can only be differentiated directly "
+                     "inside a kernel")
+    with at_begin(fn.regions[0].blocks[0]), at.location:
+        return [ir.Operation.create("diffgpu.shared_alloc", results=[t]).results[0]
+                for t in types]
