@@ -172,6 +172,17 @@ def test_ir_stages_sm90_on_numpy_args():
     assert ".target sm_90" in ptx and ".entry axpy" in ptx
 
 
+def test_ir_autodiff_stage_has_generated_functions():
+    # the autodiff stage replaces diffgpu.autodiff by a call to a generated
+    # reverse function that carries the kernel's target
+    A = np.ones(1, np.float32)
+    dialect = df.ir(A, A.copy())
+    assert '"diffgpu.autodiff"' in dialect
+    text = df.ir(A, A.copy(), stage="autodiff", target="sm_90")
+    assert "func.func @__dg_rev_f" in text and '"diffgpu.autodiff"' not in text
+    assert 'chip = "sm_90"' in text
+
+
 def test_ir_bad_stage_and_target():
     A, B = np.ones(4, np.float32), np.ones(4, np.float32)
     with pytest.raises(ValueError, match="valid stages: 'dialect', 'autodiff'.*'ptx'"):
@@ -204,6 +215,27 @@ def test_host_autodiff_reverse():
     np.testing.assert_allclose(dy, 0.0)
     np.testing.assert_allclose(da, np.sum(x.astype(np.float64) ** 2 * dy0), rtol=1e-5)
     assert dg.autodiff(sq[1, 8], dg.Duplicated(y, dy), x, 2.0) == ()
+
+
+@dg.kernel
+def gather_scale(y, x, idx, a):
+    i = dg.global_id(0)
+    if i < len(y):
+        y[i] = a * x[idx[i]]
+
+
+def test_host_autodiff_int_const_and_dupnoneed():
+    # int index arrays stay Const (plain); y is DuplicatedNoNeed; gradients
+    # scatter into dx through the index array
+    x = np.array([1.0, 2.0, 3.0])
+    idx = np.array([2, 0, 2, 1], np.int64)
+    y, dy = np.zeros(4), np.array([1.0, 10.0, 100.0, 1000.0])
+    dx = np.zeros(3)
+    (da,) = dg.autodiff(gather_scale[1, 4], dg.DuplicatedNoNeed(y, dy),
+                        dg.Duplicated(x, dx), idx, dg.Active(0.5))
+    np.testing.assert_allclose(dx, [5.0, 500.0, 50.5])
+    np.testing.assert_allclose(da, 1 * 3 + 10 * 1 + 100 * 3 + 1000 * 2)
+    assert idx.tolist() == [2, 0, 2, 1]
 
 
 def test_host_fwddiff():
