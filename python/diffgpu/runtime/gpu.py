@@ -8,8 +8,10 @@ the data pointer twice and offset 0); scalars by value.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import threading
+import warnings
 
 import numpy as np
 
@@ -144,17 +146,57 @@ def check_abi(abi, arg_types) -> None:
         raise LaunchError(f"compiled kernel ABI {got} does not match the arguments {want}")
 
 
+# Derivative kernels whose per-thread tape outgrows its stack part call
+# device `malloc`, whose heap is 8 MB by default: raise it once per device,
+# before the first such launch (CUDA refuses afterwards).
+HEAP_BYTES = 1 << 30
+_MALLOC_DECL = re.compile(r"\.extern\s+\.func\s*(\([^)]*\))?\s*malloc\s*\(")
+_heap_ready: set[int] = set()
+
+
+def uses_malloc(ptx: str) -> bool:
+    """True if the PTX declares (and so calls) device `malloc`."""
+    return _MALLOC_DECL.search(ptx) is not None
+
+
+def ensure_malloc_heap(device_id: int) -> None:
+    """Raise the device malloc heap (cudaLimitMallocHeapSize) of `device_id`
+    to min(HEAP_BYTES, free memory / 4), once; never lowers it. If CUDA
+    refuses (a malloc kernel already ran in this context), warn and go on
+    with the current heap."""
+    if device_id in _heap_ready:
+        return
+    cupy = cupy_module()
+    rt = cupy.cuda.runtime
+    limit = getattr(rt, "cudaLimitMallocHeapSize", 2)
+    with cupy.cuda.Device(device_id):
+        try:
+            current = int(rt.deviceGetLimit(limit))
+            free, _total = rt.memGetInfo()
+            want = min(HEAP_BYTES, int(free) // 4)
+            if current < want:
+                rt.deviceSetLimit(limit, want)
+        except Exception as exc:  # CUDARuntimeError: too late for this context
+            warnings.warn(f"diffgpu: cannot raise the device malloc heap of GPU {device_id} "
+                          f"({type(exc).__name__}: {exc}); kernels that spill their tape to "
+                          "the heap may run out of memory", RuntimeWarning, stacklevel=3)
+    _heap_ready.add(device_id)
+
+
 class GpuProgram:
     """A PTX module and its entry, launchable on CuPy arrays."""
 
     def __init__(self, ptx: str, entry: str, abi=None):
         self.ptx, self.entry, self.meta = ptx, entry, abi
         self._checked = False
+        self.uses_malloc = uses_malloc(ptx)
 
     def launch(self, args, arg_types, grid, block, device_id: int = 0) -> None:
         if not self._checked:
             check_abi(self.meta, arg_types)
             self._checked = True
+        if self.uses_malloc:
+            ensure_malloc_heap(device_id)
         fn = _load_function(self.ptx, self.entry, device_id)
         cupy = cupy_module()
         flat = pack_args(args, arg_types)
