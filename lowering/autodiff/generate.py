@@ -3,10 +3,13 @@ target). Every generated function carries the target of the op (or the
 caller) that asked for it: never a default."""
 from __future__ import annotations
 
+import hashlib
+
 from diffgpu._mlir import func, ir
 
 from diffgpu.lowering import targets
 
+from . import elision as E
 from . import shared as SH
 from . import spec as S
 from . import tape as T
@@ -77,7 +80,7 @@ class Generator:
             return
         self.diffed.add(spec.callee)
         if mode == "rev":
-            made = self.reverse(spec, op)
+            made = self.reverse(spec, op, E.whole_launch(op, self.funcs))
         else:
             from .forward import make_forward
             made = make_forward(self, spec, op)
@@ -124,11 +127,16 @@ class Generator:
         self.busy.add(key)
 
     # -- reverse mode: one function holding both sweeps ----------------------
-    def reverse(self, spec, at):
-        key = spec.key()
+    def reverse(self, spec, at, launch=False):
+        """`launch`: the op is a whole launch's only memory user (elision.py),
+        so that its shadow updates may skip atomics; a separate function."""
+        key = spec.key() + (launch,)
         if key in self.made:
             return self.made[key]
-        name = f"__dg_rev_{spec.callee}_{spec.digest()}"
+        digest = spec.digest()
+        if launch:
+            digest = hashlib.sha1(f"{digest}|launch".encode()).hexdigest()[:8]
+        name = f"__dg_rev_{spec.callee}_{digest}"
         grads = [t for a, t in zip(spec.acts, spec.arg_types) if a == "active"]
         callee = self.lookup(spec.callee)
         allocs = [op.results[0].type for op in SH.shared_allocs(self.pas, callee)]
@@ -153,6 +161,8 @@ class Generator:
         tape = T.Tape(entry, entry)
         R = ReverseSweep(self, act, tape, shadows, split=False)
         rewrite_calls(R, spec.target, entry)
+        if launch:
+            R.elision = E.analyze(act.dup)
         R.prepare(entry)
         ret = list(entry.operations)[-1]
         with ir.InsertionPoint(ret), ret.location:

@@ -52,6 +52,8 @@ class ReverseSweep:
         self.call_info = {}  # rewritten call op -> rules_func.CallInfo
         self.nested = set()
         self._reported = set()
+        #: primal memref -> guard dims of its plain shadow updates (elision.py)
+        self.elision = {}
 
     # -- queries ------------------------------------------------------------
     def is_active(self, v) -> bool:

@@ -1,6 +1,7 @@
 """Derivative rules of the `memref` dialect.
 
-    %v = memref.load %A[%i]     reverse: atomic dA[i] += adj(v)
+    %v = memref.load %A[%i]     reverse: atomic dA[i] += adj(v) (plain when
+                                elision.py proves i thread-unique)
     memref.store %v, %A[%i]     reverse: adj(v) += dA[i]; dA[i] = 0
 
 The store consumes the adjoint of the overwritten element (SPEC: a shadow
@@ -13,6 +14,7 @@ from __future__ import annotations
 from diffgpu._mlir import ir, memref
 
 from . import build as B
+from .elision import accumulate
 from .partials import Rule
 
 
@@ -26,7 +28,7 @@ def _load_reverse(R, op):
         return
     sh = R.shadow(op.operands[0])
     idx = [R.need(i) for i in op.operands[1:]]
-    ir.Operation.create("diffgpu.atomic_add", results=[d.type], operands=[sh, d] + idx)
+    accumulate(sh, d, idx, R.elision.get(op.operands[0]))
 
 
 def _store_needs(R, op):

@@ -1,0 +1,220 @@
+"""Atomic elision: where the reverse sweep may accumulate into a shadow with a
+plain load/add/store instead of `diffgpu.atomic_add`.
+
+Two threads may collide on a shadow element, so the reverse of a load is an
+atomic by default. It becomes a plain read-modify-write only when the
+analysis proves that every element of the shadow a thread touches is touched
+by no other thread of the launch:
+
+1. Whole launch: the derivative function is the one called by a
+   `diffgpu.autodiff` op in a kernel that does nothing else with memory (the
+   host API's wrapper kernel: only `diffgpu.atomic_add`s into arrays that are
+   not operands of the op). Then no other code of the launch touches the
+   shadows while the reverse sweep runs. Derivatives of calls (split
+   functions) and ops inside user kernels keep their atomics.
+2. Thread-unique index: every index component is the global id of one
+   dimension, `block_id(d) * block_dim(d) + thread_id(d)` (operands in any
+   order, possibly through `index_cast` to i64 and back) or an index
+   constant, and at least one component is a global id. The map from a
+   thread to that tuple is injective when the dimensions not named in it
+   have one thread (block_dim(d) == grid_dim(d) == 1): a runtime guard,
+   uniform across the launch, picks the plain update then and the atomic
+   otherwise; with all three dimensions named, no guard is emitted.
+3. One key for all shadows: every access (load, store, atomic_add) of every
+   shadowed array of the same memory space uses the SAME index tuple, and no
+   other use (a call, anything else but `memref.dim`) passes such an array
+   on. Shadows of distinct arguments may overlap in memory, so the arrays are
+   judged together; an array accessed at `i` and `i + 1`, at a loop variable,
+   through an index array, at `i // 2`, at `thread_id` alone, at a constant
+   only, or handed to a call keeps every atomic of its group. Shared memory
+   (workgroup) shadows always keep theirs.
+
+Out-of-bounds indices are undefined behaviour of the primal too (a 2-D
+`A[i, j]` with `j` past the row would alias the next row) and shadows whose
+strides make distinct indices overlap (stride 0) are not supported.
+
+    %g = arith.addi (arith.muli %bid, %bdim), %tid : index     // dim 0
+    %a = memref.load %A[%g]                                     // only access
+  reverse, instead of "diffgpu.atomic_add"(%dA, %d, %g):
+    %one = (block_dim(1) == 1 && grid_dim(1) == 1 && ... dim 2)
+    scf.if %one { %o = memref.load %dA[%g]; memref.store (%o + %d), %dA[%g] }
+    else { "diffgpu.atomic_add"(%dA, %d, %g) }
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import arith, ir, memref, scf
+
+from diffgpu.lowering import targets
+
+from . import build as B
+from .activity import walk_ops
+
+_ACCESS = {"memref.load": 0, "memref.store": 1, "diffgpu.atomic_add": 0}
+
+
+def _op(v):
+    owner = v.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _geom(v, name):
+    """The `dim` of `v` when it is the result of geometry op `name`."""
+    op = _op(_strip(v))
+    if op is None or op.name != name:
+        return None
+    return ir.IntegerAttr(op.attributes["dim"]).value
+
+
+def _strip(v):
+    """x for index_cast(index_cast(x : index to i64) : i64 to index)."""
+    while True:
+        op = _op(v)
+        if op is None or op.name != "arith.index_cast" or not B.is_index(v.type):
+            return v
+        src = op.operands[0]
+        inner = _op(src)
+        if (str(src.type) != "i64" or inner is None or inner.name != "arith.index_cast"
+                or not B.is_index(inner.operands[0].type)):
+            return v
+        v = inner.operands[0]
+
+
+def global_dim(v):
+    """d when `v` is block_id(d) * block_dim(d) + thread_id(d), else None."""
+    op = _op(_strip(v))
+    if op is None or op.name != "arith.addi":
+        return None
+    a, b = op.operands[0], op.operands[1]
+    for m, t in ((a, b), (b, a)):
+        d = _geom(t, "diffgpu.thread_id")
+        mul = _op(_strip(m))
+        if d is None or mul is None or mul.name != "arith.muli":
+            continue
+        x, y = mul.operands[0], mul.operands[1]
+        if ((_geom(x, "diffgpu.block_id") == d and _geom(y, "diffgpu.block_dim") == d)
+                or (_geom(y, "diffgpu.block_id") == d and _geom(x, "diffgpu.block_dim") == d)):
+            return d
+    return None
+
+
+def _component(v):
+    d = global_dim(v)
+    if d is not None:
+        return ("gid", d)
+    op = _op(v)
+    if op is not None and op.name == "arith.constant" and B.is_index(v.type):
+        return ("const", ir.IntegerAttr(op.attributes["value"]).value)
+    return None
+
+
+def index_key(indices):
+    """The index tuple's thread-unique key, or None when not thread-unique."""
+    comps = tuple(_component(i) for i in indices)
+    if any(c is None for c in comps) or not any(c[0] == "gid" for c in comps):
+        return None
+    return comps
+
+
+def _use_key(use):
+    op = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+    name = op.name
+    if name == "memref.dim":
+        return "skip"
+    pos = _ACCESS.get(name)
+    if pos is None or use.operand_number != pos:
+        return None
+    return index_key(list(op.operands)[pos + 1:])
+
+
+def _space(v):
+    ms = ir.MemRefType(v.type).memory_space
+    return None if ms is None else str(ms)
+
+
+def analyze(dup):
+    """{memref: dims the guard must check (tuple)} for the shadowed arrays
+    `dup` whose accumulations may skip the atomic (rules 2 and 3)."""
+    groups = {}
+    for m in dup:
+        if B.is_memref(m.type):
+            groups.setdefault(_space(m), []).append(m)
+    plan = {}
+    for space, arrays in groups.items():
+        if space is not None:
+            continue  # shared memory: keep the atomics
+        keys = set()
+        for m in arrays:
+            for use in m.uses:
+                k = _use_key(use)
+                if k != "skip":
+                    keys.add(k)
+        if len(keys) != 1 or None in keys:
+            continue
+        (key,) = keys
+        named = {c[1] for c in key if c[0] == "gid"}
+        guard = tuple(d for d in range(3) if d not in named)
+        plan.update({m: guard for m in arrays})
+    return plan
+
+
+def whole_launch(op, funcs) -> bool:
+    """Rule 1: `op` (a diffgpu.autodiff) sits in a kernel that nothing calls
+    or differentiates (`funcs`: name -> func.func of the module) and whose
+    other ops touch no memory but atomic_adds into arrays that are not its
+    operands."""
+    fn = op.operation.parent
+    while fn is not None and fn.name != "func.func":
+        fn = fn.parent
+    if fn is None or targets.KERNEL_ATTR not in fn.attributes:
+        return False
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    for other in funcs.values():
+        for region in other.regions:
+            for block in region.blocks:
+                for o in walk_ops(block):
+                    if ("callee" in o.attributes and
+                            ir.FlatSymbolRefAttr(o.attributes["callee"]).value == name):
+                        return False
+    mine = set(op.operation.operands)
+    for other in walk_ops(fn.regions[0].blocks[0]):
+        o = other.operation
+        if o == op.operation or not any(B.is_memref(v.type) for v in o.operands):
+            continue
+        if o.name == "memref.dim":
+            continue
+        if o.name != "diffgpu.atomic_add" or o.operands[0] in mine:
+            return False
+    return True
+
+
+def accumulate(shadow, d, idx, guard):
+    """shadow[idx] += d: plain when `guard` is () , atomic when None, else
+    plain under the runtime check that the dimensions in `guard` have one
+    thread and one block."""
+    def atomic():
+        ir.Operation.create("diffgpu.atomic_add", results=[d.type],
+                            operands=[shadow, d] + idx)
+
+    def plain():
+        old = memref.load(shadow, idx)
+        memref.store(arith.addf(old, d), shadow, idx)
+
+    if guard is None:
+        return atomic()
+    if not guard:
+        return plain()
+    one, cond = B.idx(1), None
+    i64 = ir.IntegerType.get_signless(64)
+    for dim in guard:
+        for name in ("diffgpu.block_dim", "diffgpu.grid_dim"):
+            g = ir.Operation.create(name, results=[B.index_type()],
+                                    attributes={"dim": ir.IntegerAttr.get(i64, dim)})
+            c = arith.cmpi(arith.CmpIPredicate.eq, g.results[0], one)
+            cond = c if cond is None else arith.andi(cond, c)
+    branch = scf.IfOp(cond, [], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        plain()
+        scf.YieldOp([])
+    with ir.InsertionPoint(branch.else_block):
+        atomic()
+        scf.YieldOp([])
