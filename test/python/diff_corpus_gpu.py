@@ -1,8 +1,9 @@
 """Differentiated kernels that use shared memory, barriers and atomics.
 
 `CASES` is a list of `DiffCase`: kernel, grid, block, `make(dtype, rng)`
-building numpy launch arguments, `kinds` (per argument "dup", "const" or
-"active"), and optionally `ref(*args)` (numpy primal: updates float64 copies
+building numpy launch arguments, `kinds` (per argument "dup": a float array
+the kernel reads, "out": a float array it writes or accumulates into, both
+differentiated as Duplicated; "const"; "active": a float scalar), and optionally `ref(*args)` (numpy primal: updates float64 copies
 in place) and `vjp(args, D)` (analytic reverse mode: {argument index:
 gradient} for seeds D = {index: array} of the outputs). test_gpu_diff.py
 checks every case in both modes against finite differences (dg.gradcheck),
@@ -34,7 +35,7 @@ class DiffCase:
     grid: object
     block: object
     make: Callable  # (dtype, rng) -> list of numpy launch arguments
-    kinds: tuple  # per argument: "dup", "const", "active"
+    kinds: tuple  # per argument: "dup", "out", "const", "active"
     ref: Callable | None = None
     vjp: Callable | None = None
     xfail: str | None = None  # a known compiler bug, described
@@ -67,7 +68,7 @@ def _sumsq_ref(x, out):
         out[b] = np.sum(x[b * B:min(n, (b + 1) * B)] ** 2)
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 21), zeros(dt, 3)], ["dup", "dup"], _sumsq_ref,
+@case(3, B, lambda dt, r: [rnd(r, dt, 21), zeros(dt, 3)], ["dup", "out"], _sumsq_ref,
       lambda a, D: {0: 2 * a[0] * np.repeat(D[1], B)[:len(a[0])]})
 @dg.kernel
 def block_sumsq(x, out):
@@ -104,7 +105,7 @@ def _stencil_vjp(a, D):
     return {0: dp[1:-1], 1: np.array([d @ p[:-2], d @ p[1:-1], d @ p[2:]])}
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 22), rnd(r, dt, 3), zeros(dt, 22)], ["dup"] * 3,
+@case(3, B, lambda dt, r: [rnd(r, dt, 22), rnd(r, dt, 3), zeros(dt, 22)], ["dup", "dup", "out"],
       _stencil_ref, _stencil_vjp)
 @dg.kernel
 def stencil3(x, w, y):
@@ -143,7 +144,7 @@ def _scan_vjp(a, D):
     return {0: g * np.cos(x)}
 
 
-@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), zeros(dt, 2 * B)], ["dup", "dup"],
+@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), zeros(dt, 2 * B)], ["dup", "out"],
       _scan_ref, _scan_vjp)
 @dg.kernel
 def scan_hs(x, y):
@@ -170,7 +171,7 @@ def _transpose_ref(a, b):
 
 
 @case((2, 3), (T, T), lambda dt, r: [rnd(r, dt, 2 * T, 3 * T), zeros(dt, 3 * T, 2 * T)],
-      ["dup", "dup"], _transpose_ref, lambda a, D: {0: 2 * a[0] * D[1].T})
+      ["dup", "out"], _transpose_ref, lambda a, D: {0: 2 * a[0] * D[1].T})
 @dg.kernel
 def transpose_tile(a, b):
     tile = dg.shared_array((T, T), np.float64)
@@ -200,7 +201,7 @@ def _softmax_vjp(a, D):
 
 
 @case(2, B, lambda dt, r: [rnd(r, dt, 2 * B, lo=-2, hi=2), zeros(dt, 2 * B)],
-      ["dup", "dup"], _softmax_ref, _softmax_vjp)
+      ["dup", "out"], _softmax_ref, _softmax_vjp)
 @dg.kernel
 def block_softmax(x, y):
     m = dg.shared_array(B, np.float64)
@@ -232,7 +233,7 @@ def _loss_ref(x, y, loss):
     loss[0] += np.sum((x - y) ** 2)
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 20), rnd(r, dt, 20), rnd(r, dt, 1)], ["dup"] * 3,
+@case(3, B, lambda dt, r: [rnd(r, dt, 20), rnd(r, dt, 20), rnd(r, dt, 1)], ["dup", "dup", "out"],
       _loss_ref, lambda a, D: {0: 2 * (a[0] - a[1]) * D[2][0],
                                1: -2 * (a[0] - a[1]) * D[2][0], 2: D[2]})
 @dg.kernel
@@ -255,7 +256,7 @@ def _hist_ref(x, bins, w, h):
 
 
 @case(3, B, lambda dt, r: [rnd(r, dt, 19), _bins(r, 19), rnd(r, dt, 19), zeros(dt, NBINS)],
-      ["dup", "const", "dup", "dup"], _hist_ref,
+      ["dup", "const", "dup", "out"], _hist_ref,
       lambda a, D: {0: D[3][a[1]] * a[2] / np.cosh(a[0]) ** 2,
                     2: D[3][a[1]] * np.tanh(a[0]), 3: D[3]})
 @dg.kernel
@@ -274,7 +275,7 @@ def _matvec_ref(a, x, y):
 
 
 @case(2, B, lambda dt, r: [rnd(r, dt, ROWS, COLS), rnd(r, dt, COLS), zeros(dt, ROWS)],
-      ["dup"] * 3, _matvec_ref,
+      ["dup", "dup", "out"], _matvec_ref,
       lambda a, D: {0: np.outer(D[2], a[1]), 1: a[0].T @ D[2]})
 @dg.kernel
 def matvec_tiled(a, x, y):
@@ -307,7 +308,7 @@ def _smooth_ref(x, y, passes):
         y[b:b + B] = s
 
 
-@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), zeros(dt, 2 * B), 3], ["dup", "dup", "const"],
+@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), zeros(dt, 2 * B), 3], ["dup", "out", "const"],
       _smooth_ref)
 @dg.kernel
 def smooth_passes(x, y, passes):
@@ -332,7 +333,7 @@ def _mixed_ref(x, y):
         y[b:b + B] = x[b:b + B] * np.sum(np.asarray(x[b:b + B], np.float64) ** 3)
 
 
-@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), zeros(dt, 2 * B)], ["dup", "dup"], _mixed_ref)
+@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), zeros(dt, 2 * B)], ["dup", "out"], _mixed_ref)
 @dg.kernel
 def shared_f64_mixed(x, y):
     s = dg.shared_array(B, np.float64)
@@ -350,12 +351,12 @@ def shared_f64_mixed(x, y):
 def _tile2d_ref(a, b):
     for bi in range(0, a.shape[0], T):
         for bj in range(0, a.shape[1], T):
-            s = a[bi:bi + T, bj:bj + T]
+            s = a[bi:bi + T, bj:bj + T].astype(np.float32)  # the shared tile's type
             b[bi:bi + T, bj:bj + T] = s * np.roll(s, -1, 0) + np.sin(np.roll(s, -1, 1))
 
 
 @case((2, 2), (T, T), lambda dt, r: [rnd(r, dt, 2 * T, 2 * T), zeros(dt, 2 * T, 2 * T)],
-      ["dup", "dup"], _tile2d_ref,
+      ["dup", "out"], _tile2d_ref,
       tol=dict(eps=1e-3, atol=2e-3, rtol=2e-3))  # the tile is float32: coarser steps
 @dg.kernel
 def tile2d_neighbours(a, b):
@@ -374,7 +375,7 @@ def _dot_ref(x, y, out):
     out[0] += x @ y
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 21), rnd(r, dt, 21), zeros(dt, 1)], ["dup"] * 3,
+@case(3, B, lambda dt, r: [rnd(r, dt, 21), rnd(r, dt, 21), zeros(dt, 1)], ["dup", "dup", "out"],
       _dot_ref, lambda a, D: {0: a[1] * D[2][0], 1: a[0] * D[2][0], 2: D[2]})
 @dg.kernel
 def dot_atomic(x, y, out):
@@ -405,7 +406,7 @@ def _guard_ref(x, y):
         y[b:b + len(blk)] = blk * np.roll(full, -1)[:len(blk)] ** 2
 
 
-@case(4, B, lambda dt, r: [rnd(r, dt, 13), zeros(dt, 13)], ["dup", "dup"], _guard_ref)
+@case(4, B, lambda dt, r: [rnd(r, dt, 13), zeros(dt, 13)], ["dup", "out"], _guard_ref)
 @dg.kernel
 def guarded_barrier(x, y):
     # grid 4 for 13 elements: block 3 leaves as a whole, block 1 is ragged
@@ -431,7 +432,7 @@ def _tanh_ref(x, out):
         out[b] = np.sum(v[b * B:(b + 1) * B])
 
 
-@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), zeros(dt, 2)], ["dup", "dup"], _tanh_ref,
+@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), zeros(dt, 2)], ["dup", "out"], _tanh_ref,
       lambda a, D: {0: np.repeat(D[1], B) * np.exp(-a[0] ** 2)
                     * (1 / np.cosh(a[0]) ** 2 - 2 * a[0] * np.tanh(a[0]))})
 @dg.kernel
@@ -457,7 +458,7 @@ def _prod_ref(a, b, idx, out, c):
 
 
 @case(3, B, lambda dt, r: [rnd(r, dt, 18), rnd(r, dt, 18), _bins(r, 18), zeros(dt, NBINS),
-                           0.7], ["dup", "dup", "const", "dup", "active"], _prod_ref,
+                           0.7], ["dup", "dup", "const", "out", "active"], _prod_ref,
       lambda a, D: {0: a[4] * a[1] * D[3][a[2]], 1: a[4] * a[0] * D[3][a[2]], 3: D[3],
                     4: float(np.sum(a[0] * a[1] * D[3][a[2]]))})
 @dg.kernel
@@ -488,7 +489,12 @@ def _inner_ref(x, dy, y, dx):
 
 
 @case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), rnd(r, dt, 2 * B), zeros(dt, 2 * B),
-                           zeros(dt, 2 * B)], ["dup"] * 4, _inner_ref)
+                           zeros(dt, 2 * B)], ["dup", "out", "out", "out"], _inner_ref,
+      xfail="differentiating a kernel that calls dg.autodiff of a kernel with shared memory "
+            "fails to compile: lowering/autodiff/shared.py allocate_in_kernel needs the "
+            "autodiff op to sit in a kernel, but in the derivative of the outer kernel it "
+            "sits in a generated non-kernel function ('a function with shared memory can "
+            "only be differentiated directly inside a kernel')")
 @dg.kernel
 def inner_autodiff_shared(x, dy, y, dx):
     dg.autodiff(neighbour_square, dg.Duplicated(x, dx), dg.Duplicated(y, dy))
@@ -505,7 +511,7 @@ def activities(c: DiffCase, args, mode: str, rng):
     kernel accumulates)."""
     out = []
     for a, k in zip(args, c.kinds):
-        if k == "dup":
+        if k in ("dup", "out"):
             out.append(dg.Duplicated(a, rng.standard_normal(a.shape).astype(a.dtype)))
         elif k == "active":
             out.append(dg.Active(a) if mode == "reverse"
@@ -516,16 +522,21 @@ def activities(c: DiffCase, args, mode: str, rng):
 
 
 def gpu_cases():
-    """(name, kernel, grid, block, mode, make(rng), None) per case, mode and
-    dtype, for scripts/gpu_check.py (expected: the CPU's result)."""
+    """(name, kernel, grid, block, mode, make(rng), ref) per case, dtype and
+    mode, for scripts/gpu_check.py: "launch" (expected: the numpy `ref`),
+    "reverse" and "forward" (expected: the CPU's results; not for cases that
+    fail to differentiate, see `xfail`)."""
     out = []
     for c in CASES:
         for dt in (np.float32, np.float64):
-            for mode in ("reverse", "forward"):
+            modes = ("launch",) if c.xfail else ("launch", "reverse", "forward")
+            for mode in modes:
+                if mode == "launch" and c.ref is None:
+                    continue
+
                 def make(r, c=c, dt=dt, mode=mode):
-                    args = c.make(dt, r)
-                    return activities(c, [dt(a) if isinstance(a, float) else a for a in args],
-                                      mode, r)
+                    args = [dt(a) if isinstance(a, float) else a for a in c.make(dt, r)]
+                    return args if mode == "launch" else activities(c, args, mode, r)
                 out.append((f"diff {c.name} {mode} {np.dtype(dt).name}", c.kernel, c.grid,
-                            c.block, mode, make, None))
+                            c.block, mode, make, c.ref if mode == "launch" else None))
     return out
