@@ -49,7 +49,8 @@ from diffgpu.lowering import targets
 from . import build as B
 from .activity import walk_ops
 
-_ACCESS = {"memref.load": 0, "memref.store": 1, "diffgpu.atomic_add": 0}
+#: op -> (position of the memref, position of the first index)
+_ACCESS = {"memref.load": (0, 1), "memref.store": (1, 2), "diffgpu.atomic_add": (0, 2)}
 
 
 def _op(v):
@@ -102,7 +103,10 @@ def _component(v):
     if d is not None:
         return ("gid", d)
     op = _op(v)
-    if op is not None and op.name == "arith.constant" and B.is_index(v.type):
+    if op is not None and op.name == "arith.index_cast" and B.is_index(v.type):
+        op = _op(op.operands[0])  # the frontend's i64 literals
+    if op is not None and op.name == "arith.constant" and (
+            B.is_int(op.results[0].type) or B.is_index(op.results[0].type)):
         return ("const", ir.IntegerAttr(op.attributes["value"]).value)
     return None
 
@@ -121,9 +125,9 @@ def _use_key(use):
     if name == "memref.dim":
         return "skip"
     pos = _ACCESS.get(name)
-    if pos is None or use.operand_number != pos:
+    if pos is None or use.operand_number != pos[0]:
         return None
-    return index_key(list(op.operands)[pos + 1:])
+    return index_key(list(op.operands)[pos[1]:])
 
 
 def _space(v):
