@@ -154,6 +154,7 @@ def _build(pipeline: str, ctx):
     from diffgpu.lowering import registry, targets
 
     try:
+        _check_anchors(registry.parse_pipeline(pipeline), "builtin.module")
         return registry.build_pass_manager(pipeline, ctx)
     except (registry.PipelineError, targets.TargetError) as exc:
         msg = str(exc)
@@ -162,6 +163,30 @@ def _build(pipeline: str, ctx):
             msg = (f"unknown pass '{m.group(1)}' in pipeline {pipeline!r} (see --list-passes; "
                    "every upstream MLIR pass is available by its name)")
         raise DriverError("\n".join(ln for ln in msg.splitlines() if ln.strip())) from None
+
+
+#: upstream passes that convert the op they are anchored on (func.func ->
+#: llvm.func): nested under a function, MLIR segfaults
+_REPLACE_ANCHOR = ("convert-to-llvm", "convert-to-emitc")
+_MODULE_LIKE = ("builtin.module", "gpu.module")
+#: upstream pass families that abort (assertions, `llvm_unreachable`) on IR
+#: they do not expect, found by running every upstream pass on diffgpu's IR
+#: at each stage: Intel XeGPU passes on NVVM IR and gpu.modules
+_ABORTING_PREFIXES = ("xegpu-",)
+
+
+def _check_anchors(elements, anchor: str) -> None:
+    """Reject pipelines MLIR would crash on, before it sees them."""
+    for el in elements:
+        if el.name.startswith(_ABORTING_PREFIXES):
+            raise DriverError(f"pass '{el.name}' (Intel XeGPU) is not available in "
+                              "diffgpu-opt: it aborts the process on IR it does not expect")
+        if el.name in _REPLACE_ANCHOR and anchor not in _MODULE_LIKE:
+            raise DriverError(f"pass '{el.name}' converts the op it runs on; run it on "
+                              f"builtin.module or gpu.module, not nested in '{anchor}' "
+                              "(MLIR crashes on that)")
+        if el.nested is not None:
+            _check_anchors(el.nested, el.name)
 
 
 # ---------------------------------------------------------------------------

@@ -154,6 +154,10 @@ def test_parse_error_on_stdin_names_stdin():
     (["-p", "cse", "--canonicalize"], "cannot be combined"),
     (["--frobnicate-the-widgets"], "unknown option or pass"),
     (["-@"], "unknown option '-@'"),
+    # upstream passes that crash MLIR: rejected before MLIR sees them
+    (["-p", "func.func(convert-to-llvm)"], "converts the op it runs on"),
+    (["-p", "any(convert-to-emitc)"], "converts the op it runs on"),
+    (["--xegpu-propagate-layout"], "is not available in diffgpu-opt"),
 ])
 def test_bad_option(valid, args, message):
     assert_clean_failure(*run_opt([valid, *args]), message)
