@@ -16,7 +16,8 @@ Two steps, two machines:
 Cases: the kernels below (the seed example, elementwise, strided 2-D,
 atomics, shared memory + barriers, host-level reverse and forward mode),
 every case of test/python/kernels_corpus.py in float32 and float64 (expected:
-its numpy reference), dg.gradcheck on CuPy arrays, an AOT bundle, and the
+its numpy reference), the differentiated shared-memory/barrier/atomic kernels
+of test/python/diff_corpus_gpu.py (launch, reverse, forward), dg.gradcheck on CuPy arrays, an AOT bundle, and the
 signatures test/python/test_gpu.py launches. Expected results of the other
 cases are the CPU's. `--run` prints a table and a summary and exits 1 on any
 mismatch or error. It never imports MLIR (it blocks the import to prove it).
@@ -182,6 +183,20 @@ def corpus_cases():
     return out
 
 
+def diff_corpus_cases():
+    """Cases of test/python/diff_corpus_gpu.py (`gpu_cases()`: kernels with
+    shared memory, barriers and atomics; launch, reverse and forward mode,
+    float32 and float64); expected: the numpy reference (launch) or the CPU."""
+    path = os.path.join(REPO, "test", "python", "diff_corpus_gpu.py")
+    if not os.path.exists(path):
+        return []
+    spec = importlib.util.spec_from_file_location("diff_corpus_gpu", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["diff_corpus_gpu"] = mod
+    spec.loader.exec_module(mod)
+    return mod.gpu_cases()
+
+
 # ---------------------------------------------------------------------------
 # arguments <-> files
 # ---------------------------------------------------------------------------
@@ -295,7 +310,7 @@ def diff_of(mode, args):
 
 def all_cases():
     """(name, kernel, grid, block, mode, make(rng), ref or None) of every case."""
-    return [c + (None,) for c in builtin_cases()] + corpus_cases()
+    return [c + (None,) for c in builtin_cases()] + corpus_cases() + diff_corpus_cases()
 
 
 def _copies(args):
