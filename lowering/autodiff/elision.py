@@ -28,6 +28,12 @@ by no other thread of the launch:
    through an index array, at `i // 2`, at `thread_id` alone, at a constant
    only, or handed to a call keeps every atomic of its group. Shared memory
    (workgroup) shadows always keep theirs.
+4. One accumulating shadow: two arrays both read (x[i] * w[i]) could have
+   shadows overlapping at an offset (dw = dx[1:]), where thread i's plain
+   update of dw[i] would meet thread i + 1's of dx[i + 1]: with more than one
+   shadow of the group receiving accumulations, all keep their atomics.
+   (Overlapping shadows where one is also written already race through the
+   plain consume store, elided or not.)
 
 Out-of-bounds indices are undefined behaviour of the primal too (a 2-D
 `A[i, j]` with `j` past the row would alias the next row) and shadows whose
@@ -135,9 +141,10 @@ def _space(v):
     return None if ms is None else str(ms)
 
 
-def analyze(dup):
+def analyze(dup, is_active):
     """{memref: dims the guard must check (tuple)} for the shadowed arrays
-    `dup` whose accumulations may skip the atomic (rules 2 and 3)."""
+    `dup` whose accumulations may skip the atomic (rules 2 to 4);
+    `is_active(value)` tells the loads that accumulate."""
     groups = {}
     for m in dup:
         if B.is_memref(m.type):
@@ -146,13 +153,16 @@ def analyze(dup):
     for space, arrays in groups.items():
         if space is not None:
             continue  # shared memory: keep the atomics
-        keys = set()
+        keys, accumulating = set(), set()
         for m in arrays:
             for use in m.uses:
                 k = _use_key(use)
                 if k != "skip":
                     keys.add(k)
-        if len(keys) != 1 or None in keys:
+                op = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+                if op.name == "memref.load" and is_active(op.results[0]):
+                    accumulating.add(m)
+        if len(keys) != 1 or None in keys or len(accumulating) > 1:
             continue
         (key,) = keys
         named = {c[1] for c in key if c[0] == "gid"}

@@ -162,7 +162,7 @@ class Generator:
         R = ReverseSweep(self, act, tape, shadows, split=False)
         rewrite_calls(R, spec.target, entry)
         if launch:
-            R.elision = E.analyze(act.dup)
+            R.elision = E.analyze(act.dup, act.is_active)
         R.prepare(entry)
         ret = list(entry.operations)[-1]
         with ir.InsertionPoint(ret), ret.location:

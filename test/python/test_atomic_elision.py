@@ -67,6 +67,13 @@ def k_next(x, y):  # x at gid and gid + 1
 
 
 @dg.kernel
+def k_two_inputs(x, w, y):  # two accumulating shadows (could overlap at an offset)
+    i = dg.global_id(0)
+    if i < len(y):
+        y[i] = x[i] * w[i]
+
+
+@dg.kernel
 def k_loop(x, y):
     i = dg.global_id(0)
     if i < len(y):
@@ -172,6 +179,7 @@ def test_column_zero_needs_trivial_y_and_z():
 KEPT = [
     ("mod_and_zero", k_mod, (f32(4), f32(N)), ["dup", "dup"]),
     ("stencil", k_stencil, (f32(N), f32(N)), ["dup", "dup"]),
+    ("two_inputs", k_two_inputs, (f32(N), f32(N), f32(N)), ["dup", "dup", "dup"]),
     ("gid_and_gid_plus_1", k_next, (f32(N), f32(N)), ["dup", "dup"]),
     ("loop_variable", k_loop, (f32(4), f32(N)), ["dup", "dup"]),
     ("index_array", k_gather, (f32(4), np.zeros(N, np.int32), f32(N)),
@@ -267,3 +275,12 @@ def test_gather_gradient():
     want = np.zeros(4)
     np.add.at(want, idx, 3.0 * dy)
     np.testing.assert_allclose(dx, want, rtol=1e-12)
+
+
+def test_two_inputs_gradient():
+    x, w, dy = rand(N), rand(N, seed=6), rand(N, seed=7)
+    dx, dw, y = np.zeros(N), np.zeros(N), np.zeros(N)
+    dg.autodiff(k_two_inputs[3, 4], dg.Duplicated(x, dx), dg.Duplicated(w, dw),
+                dg.Duplicated(y, dy.copy()))
+    np.testing.assert_allclose(dx, dy * w, rtol=1e-12)
+    np.testing.assert_allclose(dw, dy * x, rtol=1e-12)

@@ -376,6 +376,38 @@ func.func @__dg_reverse_alias(%x: !A, %dx: !A, %y: !A, %dy: !A) attributes {diff
 
 // -----
 
+// Two arrays read at gid (x[i] * w[i]): their shadows could overlap at an offset
+// (dw = dx[1:]), so with two accumulating shadows both keep their atomics.
+!A = memref<?xf32, strided<[?], offset: ?>>
+!B = memref<?x?xf32, strided<[?, ?], offset: ?>>
+!C = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+!I = memref<?xi32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @twoin(%x: !A, %w: !A, %y: !A) attributes {diffgpu.target = #host} {
+  %b0 = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n0 = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t0 = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m0 = arith.muli %b0, %n0 : index
+  %g0 = arith.addi %m0, %t0 : index
+  %a = memref.load %x[%g0] : !A
+  %b = memref.load %w[%g0] : !A
+  %p = arith.mulf %a, %b : f32
+  memref.store %p, %y[%g0] : !A
+  return
+}
+func.func @__dg_reverse_twoin(%x: !A, %dx: !A, %w: !A, %dw: !A, %y: !A, %dy: !A) attributes {diffgpu.kernel, diffgpu.target = #host} {
+  "diffgpu.autodiff"(%x, %dx, %w, %dw, %y, %dy) {callee = @twoin, activity = ["dup", "dup", "dup"], diffgpu.target = #host, operandSegmentSizes = array<i32: 0, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A, !A, !A) -> ()
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_twoin_
+// CHECK-NOT: diffgpu.grid_dim
+// CHECK: "diffgpu.atomic_add"
+// CHECK: "diffgpu.atomic_add"
+// CHECK-NOT: diffgpu.grid_dim
+// CHECK: return
+
+// -----
+
 // An index from a loop variable: x[i] for i in range(n) in every thread: atomic kept.
 !A = memref<?xf32, strided<[?], offset: ?>>
 !B = memref<?x?xf32, strided<[?, ?], offset: ?>>
