@@ -21,7 +21,9 @@ op that asked for them.
 
 Derivative rules: one table per dialect (rules_arith, rules_math,
 rules_memref, rules_scf, rules_diffgpu, rules_func); the sweep: reverse.py;
-the tape: tape.py; activities: activity.py; forward mode: forward.py.
+the tape: tape.py; activities: activity.py; forward mode: forward.py;
+atomic elision (a plain shadow update where the index is provably one
+thread's, e.g. A[global_id] in a whole launch): elision.py.
 """
 from __future__ import annotations
 

@@ -46,6 +46,13 @@ def k_atomic_out(x, out):  # out[i] sums the contributions of every thread with 
 
 
 @dg.kernel
+def k_scale(a, x, y):  # an Active scalar: the host wrapper adds its gradient atomically
+    i = dg.global_id(0)
+    if i < len(x):
+        y[i] = a * x[i]
+
+
+@dg.kernel
 def k_mod(x, y):  # colliding: threads share x[i % 4] and x[0]
     i = dg.global_id(0)
     if i < len(y):
@@ -153,6 +160,8 @@ ELIDED = [
     # (plain updates, atomics: the guards' fallbacks and the primal's own)
     ("sq", k_sq, (f32(N), f32(N)), ["dup", "dup"], (3, 3)),  # three loads of x[i]
     ("atomic_out", k_atomic_out, (f32(N), f32(N)), ["dup", "dup"], (2, 3)),
+    ("active_scalar", k_scale, (np.float32(2), f32(N), f32(N)), ["active", "dup", "dup"],
+     (1, 1)),
 ]
 
 
@@ -284,3 +293,12 @@ def test_two_inputs_gradient():
                 dg.Duplicated(y, dy.copy()))
     np.testing.assert_allclose(dx, dy * w, rtol=1e-12)
     np.testing.assert_allclose(dw, dy * x, rtol=1e-12)
+
+
+def test_active_scalar_with_elision():
+    x, dy = rand(N), rand(N, seed=8)
+    dx, y = np.zeros(N), np.zeros(N)
+    (ga,) = dg.autodiff(k_scale[3, 4], dg.Active(1.5), dg.Duplicated(x, dx),
+                        dg.Duplicated(y, dy.copy()))
+    np.testing.assert_allclose(dx, 1.5 * dy, rtol=1e-12)
+    np.testing.assert_allclose(ga, np.dot(dy, x), rtol=1e-10)
