@@ -13,7 +13,9 @@ Semantics worth knowing (see types_infer.py for the typing rules):
   stays float32; a strong int with a float gives that float type;
 - `and`/`or` give booleans; their right operand is evaluated only when needed
   when it loads memory or calls (`i < n and A[i] > 0` is safe);
-- `math.floor/ceil/trunc` return ints (Python), `dg.floor/ceil/trunc` floats;
+- math functions come from `dg`, `math` and numpy (`np.exp`, `np.maximum`, ...;
+  `np.float32(x)` is a strongly typed conversion); `math.floor/ceil/trunc` and
+  `round` return ints (Python), `dg.floor/ceil/trunc`, `np.floor` floats;
 - a constant negative index `A[-1]` counts from the end; runtime indices are
   used as they are (no wrap-around, no bounds check);
 - `break`/`continue`/early `return` are structured (the rest of the block goes
