@@ -17,7 +17,8 @@ Cases: the kernels below (the seed example, elementwise, strided 2-D,
 atomics, shared memory + barriers, host-level reverse and forward mode),
 every case of test/python/kernels_corpus.py in float32 and float64 (expected:
 its numpy reference), the differentiated shared-memory/barrier/atomic kernels
-of test/python/diff_corpus_gpu.py (launch, reverse, forward), dg.gradcheck on CuPy arrays, an AOT bundle, and the
+of test/python/diff_corpus_gpu.py (launch, reverse, forward; small blocks
+and blocks of two warps), dg.gradcheck on CuPy arrays, an AOT bundle, and the
 signatures test/python/test_gpu.py launches. Expected results of the other
 cases are the CPU's. `--run` prints a table and a summary and exits 1 on any
 mismatch or error. It never imports MLIR (it blocks the import to prove it).
@@ -194,7 +195,7 @@ def diff_corpus_cases():
     mod = importlib.util.module_from_spec(spec)
     sys.modules["diff_corpus_gpu"] = mod
     spec.loader.exec_module(mod)
-    return mod.gpu_cases()
+    return mod.gpu_cases() + mod.load_variant(64, 16).gpu_cases()  # and 2-warp blocks
 
 
 # ---------------------------------------------------------------------------

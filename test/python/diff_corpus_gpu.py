@@ -24,8 +24,9 @@ import numpy as np
 
 import diffgpu as dg
 
-B = 8  # threads per block (1-D kernels)
-T = 4  # 2-D tile side
+# threads per block (1-D kernels) and 2-D tile side: small for the CPU tests
+# (whole Jacobians); `load_variant` makes a copy with blocks of several warps
+B, T = globals().get("_BLOCK_OVERRIDE") or (8, 4)
 
 
 @dataclass
@@ -68,7 +69,7 @@ def _sumsq_ref(x, out):
         out[b] = np.sum(x[b * B:min(n, (b + 1) * B)] ** 2)
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 21), zeros(dt, 3)], ["dup", "out"], _sumsq_ref,
+@case(3, B, lambda dt, r: [rnd(r, dt, 2 * B + 5), zeros(dt, 3)], ["dup", "out"], _sumsq_ref,
       lambda a, D: {0: 2 * a[0] * np.repeat(D[1], B)[:len(a[0])]})
 @dg.kernel
 def block_sumsq(x, out):
@@ -105,7 +106,8 @@ def _stencil_vjp(a, D):
     return {0: dp[1:-1], 1: np.array([d @ p[:-2], d @ p[1:-1], d @ p[2:]])}
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 22), rnd(r, dt, 3), zeros(dt, 22)], ["dup", "dup", "out"],
+@case(3, B, lambda dt, r: [rnd(r, dt, 2 * B + 6), rnd(r, dt, 3),
+                           zeros(dt, 2 * B + 6)], ["dup", "dup", "out"],
       _stencil_ref, _stencil_vjp)
 @dg.kernel
 def stencil3(x, w, y):
@@ -233,7 +235,8 @@ def _loss_ref(x, y, loss):
     loss[0] += np.sum((x - y) ** 2)
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 20), rnd(r, dt, 20), rnd(r, dt, 1)], ["dup", "dup", "out"],
+@case(3, B, lambda dt, r: [rnd(r, dt, 2 * B + 4), rnd(r, dt, 2 * B + 4),
+                           rnd(r, dt, 1)], ["dup", "dup", "out"],
       _loss_ref, lambda a, D: {0: 2 * (a[0] - a[1]) * D[2][0],
                                1: -2 * (a[0] - a[1]) * D[2][0], 2: D[2]})
 @dg.kernel
@@ -255,7 +258,8 @@ def _hist_ref(x, bins, w, h):
     np.add.at(h, bins, w * np.tanh(x))
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 19), _bins(r, 19), rnd(r, dt, 19), zeros(dt, NBINS)],
+@case(3, B, lambda dt, r: [rnd(r, dt, 2 * B + 3), _bins(r, 2 * B + 3),
+                           rnd(r, dt, 2 * B + 3), zeros(dt, NBINS)],
       ["dup", "const", "dup", "out"], _hist_ref,
       lambda a, D: {0: D[3][a[1]] * a[2] / np.cosh(a[0]) ** 2,
                     2: D[3][a[1]] * np.tanh(a[0]), 3: D[3]})
@@ -267,7 +271,7 @@ def weighted_hist(x, bins, w, h):
 
 
 # --- 8. matrix-vector product, x tiled through shared memory -----------------------
-ROWS, COLS = 11, 13
+ROWS, COLS = B + 3, B + 5
 
 
 def _matvec_ref(a, x, y):
@@ -375,7 +379,8 @@ def _dot_ref(x, y, out):
     out[0] += x @ y
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 21), rnd(r, dt, 21), zeros(dt, 1)], ["dup", "dup", "out"],
+@case(3, B, lambda dt, r: [rnd(r, dt, 2 * B + 5), rnd(r, dt, 2 * B + 5),
+                           zeros(dt, 1)], ["dup", "dup", "out"],
       _dot_ref, lambda a, D: {0: a[1] * D[2][0], 1: a[0] * D[2][0], 2: D[2]})
 @dg.kernel
 def dot_atomic(x, y, out):
@@ -406,10 +411,10 @@ def _guard_ref(x, y):
         y[b:b + len(blk)] = blk * np.roll(full, -1)[:len(blk)] ** 2
 
 
-@case(4, B, lambda dt, r: [rnd(r, dt, 13), zeros(dt, 13)], ["dup", "out"], _guard_ref)
+@case(4, B, lambda dt, r: [rnd(r, dt, B + 5), zeros(dt, B + 5)], ["dup", "out"], _guard_ref)
 @dg.kernel
 def guarded_barrier(x, y):
-    # grid 4 for 13 elements: block 3 leaves as a whole, block 1 is ragged
+    # grid 4 for B + 5 elements: blocks 2 and 3 leave as a whole, block 1 is ragged
     if dg.block_id(0) * B >= len(x):
         return
     s = dg.shared_array(B, np.float64)
@@ -457,8 +462,8 @@ def _prod_ref(a, b, idx, out, c):
     np.add.at(out, idx, c * a * b)
 
 
-@case(3, B, lambda dt, r: [rnd(r, dt, 18), rnd(r, dt, 18), _bins(r, 18), zeros(dt, NBINS),
-                           0.7], ["dup", "dup", "const", "out", "active"], _prod_ref,
+@case(3, B, lambda dt, r: [rnd(r, dt, 2 * B + 2), rnd(r, dt, 2 * B + 2),
+                           _bins(r, 2 * B + 2), zeros(dt, NBINS), 0.7], ["dup", "dup", "const", "out", "active"], _prod_ref,
       lambda a, D: {0: a[4] * a[1] * D[3][a[2]], 1: a[4] * a[0] * D[3][a[2]], 3: D[3],
                     4: float(np.sum(a[0] * a[1] * D[3][a[2]]))})
 @dg.kernel
@@ -521,11 +526,29 @@ def activities(c: DiffCase, args, mode: str, rng):
     return out
 
 
+def load_variant(block: int, tile: int):
+    """A fresh copy of this module whose kernels use `block` threads per
+    1-D block and `tile` x `tile` 2-D tiles (module constants are compiled
+    in, so the copy has its own kernels and cache entries)."""
+    import importlib.util
+    import sys
+    name = f"{__name__}_b{block}_t{tile}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, __file__)
+    mod = importlib.util.module_from_spec(spec)
+    mod._BLOCK_OVERRIDE = (block, tile)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def gpu_cases():
     """(name, kernel, grid, block, mode, make(rng), ref) per case, dtype and
     mode, for scripts/gpu_check.py: "launch" (expected: the numpy `ref`),
     "reverse" and "forward" (expected: the CPU's results; not for cases that
     fail to differentiate, see `xfail`)."""
+    tag = "" if (B, T) == (8, 4) else f" b{B}"
     out = []
     for c in CASES:
         for dt in (np.float32, np.float64):
@@ -537,6 +560,7 @@ def gpu_cases():
                 def make(r, c=c, dt=dt, mode=mode):
                     args = [dt(a) if isinstance(a, float) else a for a in c.make(dt, r)]
                     return args if mode == "launch" else activities(c, args, mode, r)
-                out.append((f"diff {c.name} {mode} {np.dtype(dt).name}", c.kernel, c.grid,
-                            c.block, mode, make, c.ref if mode == "launch" else None))
+                name = f"diff{tag} {c.name} {mode} {np.dtype(dt).name}"
+                out.append((name, c.kernel, c.grid, c.block, mode, make,
+                            c.ref if mode == "launch" else None))
     return out

@@ -184,6 +184,31 @@ def test_float32_matches_float64(name, mode):
     np.testing.assert_allclose(g32, g64, rtol=1e-3, atol=1e-4)
 
 
+WIDE = corpus.load_variant(64, 16)  # blocks of 2 warps, 16 x 16 tiles: as on a GPU
+
+
+@pytest.mark.parametrize("name", [pytest.param(
+    c.name, marks=[pytest.mark.xfail(strict=True, reason=c.xfail)] if c.xfail else [])
+    for c in WIDE.CASES])
+def test_wide_blocks(name):
+    # the same kernels with 64-thread blocks (the variant scripts/gpu_check.py
+    # also runs on the GPU, where barriers then order several warps): the
+    # primal against numpy, then dg.gradcheck (dot-product test, forward J V)
+    c = {k.name: k for k in WIDE.CASES}[name]
+    assert (WIDE.B, WIDE.T) == (64, 16) and c.kernel is not CASES[name].kernel
+    args = _args(c)
+    got, want = _copy(args), _copy(args)
+    c.kernel[c.grid, c.block](*got)
+    c.ref(*want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        if isinstance(g, np.ndarray):
+            np.testing.assert_allclose(g, w, rtol=1e-4 if c.tol else 1e-12,
+                                       atol=1e-5 if c.tol else 1e-12, err_msg=f"argument {k}")
+    acts = [dg.Duplicated(a, np.zeros_like(a)) if k in ("dup", "out")
+            else (dg.Active(a) if k == "active" else a) for a, k in zip(args, c.kinds)]
+    assert dg.gradcheck(c.kernel[c.grid, c.block], *acts, **(c.tol or {})) is True
+
+
 def test_gpu_cases_cover_the_corpus():
     # scripts/gpu_check.py gets every case: launch (when a numpy reference
     # exists), reverse and forward (unless the case is a known failure), in
