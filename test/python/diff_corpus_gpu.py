@@ -473,7 +473,7 @@ def atomic_product(a, b, idx, out, c):
         dg.atomic_add(out, idx[i], c * a[i] * b[i])
 
 
-# --- 16. shared-memory kernel differentiated inside a kernel -----------------------
+# --- 16, 17. a shared-memory kernel differentiated inside a kernel, both modes ------
 @dg.kernel
 def neighbour_square(x, y):
     s = dg.shared_array(B, np.float64)
@@ -503,6 +503,24 @@ def _inner_ref(x, dy, y, dx):
 @dg.kernel
 def inner_autodiff_shared(x, dy, y, dx):
     dg.autodiff(neighbour_square, dg.Duplicated(x, dx), dg.Duplicated(y, dy))
+
+
+def _inner_fwd_ref(x, vx, y, vy):
+    for b in range(0, len(x), B):
+        s, v = x[b:b + B], vx[b:b + B]
+        y[b:b + B] = s * np.roll(s, -1)
+        vy[b:b + B] = v * np.roll(s, -1) + s * np.roll(v, -1)
+
+
+@case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), rnd(r, dt, 2 * B), zeros(dt, 2 * B),
+                           zeros(dt, 2 * B)], ["dup", "dup", "out", "out"], _inner_fwd_ref,
+      xfail="differentiating a kernel that calls dg.fwddiff of a kernel with shared memory "
+            "fails to compile, as for dg.autodiff (lowering/autodiff/shared.py "
+            "allocate_in_kernel: 'a function with shared memory can only be "
+            "differentiated directly inside a kernel')")
+@dg.kernel
+def inner_fwddiff_shared(x, vx, y, vy):
+    dg.fwddiff(neighbour_square, dg.Duplicated(x, vx), dg.Duplicated(y, vy))
 
 
 # ---------------------------------------------------------------------------
