@@ -99,8 +99,9 @@ def _run(argv: list[str]) -> int:
         if out is not None:
             outputs.append(out)
     sep = "\n" + (opts.split_marker or _cli.DEFAULT_SPLIT_MARKER) + "\n"
-    _write_output(opts.output, sep.join(o.rstrip("\n") + "\n" for o in outputs)
-                  if outputs else "")
+    text = sep.join(o.rstrip("\n") + "\n" for o in outputs) if outputs else ""
+    if ok or opts.output == "-":  # like mlir-opt, keep an output file only on success
+        _write_output(opts.output, text)
     return 0 if ok else 1
 
 

@@ -11,3 +11,8 @@ func.func @k() attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, 
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
   return
 }
+
+// On failure no output file is written (as mlir-opt keeps it only on success).
+// RUN: rm -f %t.fail
+// RUN: sed -e 's/() -> index/() -> i32/' %s | not diffgpu-opt - -o %t.fail
+// RUN: not ls %t.fail
