@@ -168,8 +168,10 @@ def ensure_malloc_heap(device_id: int) -> None:
         return
     cupy = cupy_module()
     rt = cupy.cuda.runtime
-    limit = getattr(rt, "cudaLimitMallocHeapSize", 2)
-    with cupy.cuda.Device(device_id):
+    limit = getattr(rt, "cudaLimitMallocHeapSize", 2)  # the enum's value in CUDA
+    with _lock, cupy.cuda.Device(device_id):
+        if device_id in _heap_ready:
+            return
         try:
             current = int(rt.deviceGetLimit(limit))
             free, _total = rt.memGetInfo()
@@ -180,7 +182,7 @@ def ensure_malloc_heap(device_id: int) -> None:
             warnings.warn(f"diffgpu: cannot raise the device malloc heap of GPU {device_id} "
                           f"({type(exc).__name__}: {exc}); kernels that spill their tape to "
                           "the heap may run out of memory", RuntimeWarning, stacklevel=3)
-    _heap_ready.add(device_id)
+        _heap_ready.add(device_id)
 
 
 class GpuProgram:
