@@ -14,7 +14,7 @@ by no other thread of the launch:
    functions) and ops inside user kernels keep their atomics.
 2. Thread-unique index: every index component is the global id of one
    dimension, `block_id(d) * block_dim(d) + thread_id(d)` (operands in any
-   order, possibly through `index_cast` to i64 and back) or an index
+   order, in index or i64 arithmetic, through `index_cast`s) or an integer
    constant, and at least one component is a global id. The map from a
    thread to that tuple is injective when the dimensions not named in it
    have one thread (block_dim(d) == grid_dim(d) == 1): a runtime guard,
@@ -73,21 +73,21 @@ def _geom(v, name):
 
 
 def _strip(v):
-    """x for index_cast(index_cast(x : index to i64) : i64 to index)."""
+    """The value under index_casts between index and i64 (both 64-bit on
+    our targets, so the casts keep every value of the thread geometry)."""
     while True:
         op = _op(v)
-        if op is None or op.name != "arith.index_cast" or not B.is_index(v.type):
+        if op is None or op.name != "arith.index_cast":
             return v
         src = op.operands[0]
-        inner = _op(src)
-        if (str(src.type) != "i64" or inner is None or inner.name != "arith.index_cast"
-                or not B.is_index(inner.operands[0].type)):
+        if {str(src.type), str(v.type)} != {"index", "i64"}:
             return v
-        v = inner.operands[0]
+        v = src
 
 
 def global_dim(v):
-    """d when `v` is block_id(d) * block_dim(d) + thread_id(d), else None."""
+    """d when `v` is block_id(d) * block_dim(d) + thread_id(d) (in index or
+    i64 arithmetic: no overflow below 2^63), else None."""
     op = _op(_strip(v))
     if op is None or op.name != "arith.addi":
         return None

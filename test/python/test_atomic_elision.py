@@ -31,6 +31,13 @@ def k_sq(x, y):
 
 
 @dg.kernel
+def k_hand(x, y):  # the global id spelled out: i64 arithmetic, cast to index per access
+    i = dg.block_id(0) * dg.block_dim(0) + dg.thread_id(0)
+    if i < len(x):
+        y[i] = 2.0 * x[i] * x[i]
+
+
+@dg.kernel
 def k_2d(x, y):
     i = dg.global_id(1)
     j = dg.global_id(0)
@@ -160,6 +167,7 @@ ELIDED = [
     # (plain updates, atomics: the guards' fallbacks and the primal's own)
     ("sq", k_sq, (f32(N), f32(N)), ["dup", "dup"], (3, 3)),  # three loads of x[i]
     ("atomic_out", k_atomic_out, (f32(N), f32(N)), ["dup", "dup"], (2, 3)),
+    ("hand_written_gid", k_hand, (f32(N), f32(N)), ["dup", "dup"], (2, 2)),
     ("active_scalar", k_scale, (np.float32(2), f32(N), f32(N)), ["active", "dup", "dup"],
      (1, 1)),
 ]
@@ -223,6 +231,13 @@ def test_device_side_autodiff_keeps_atomics():
 
 def rand(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float64)
+
+
+def test_hand_written_gid_gradient():
+    x, dy = rand(N), rand(N, seed=9)
+    dx, y = np.zeros(N), np.zeros(N)
+    dg.autodiff(k_hand[4, 3], dg.Duplicated(x, dx), dg.Duplicated(y, dy.copy()))
+    np.testing.assert_allclose(dx, 4 * x * dy, rtol=1e-12)
 
 
 @pytest.mark.parametrize("grid,block", [(3, 4), (1, N), (6, 2)])
