@@ -60,9 +60,19 @@ def _who(op) -> str:
     return f"@{name}" if name else f"'{_op(op).name}'"
 
 
+#: the chip of an `#nvvm.target` that names none (MLIR omits the default
+#: when printing: `#nvvm.target<O = 3>` is sm_50)
+DEFAULT_CHIP = "sm_50"
+
+
+def _chip(attr) -> str:
+    return targets.chip_of(attr) or DEFAULT_CHIP
+
+
 def _t(attr) -> str:
     """`sm_90 (#nvvm.target<...>)`."""
-    return f"{targets.describe(attr)} ({attr})"
+    name = _chip(attr) if targets.is_gpu(attr) else targets.describe(attr)
+    return f"{name} ({attr})"
 
 
 def _has_body(op) -> bool:
@@ -139,7 +149,7 @@ class VerifyTargets(ModulePass):
     def _check_chip(self, op, attr) -> None:
         if targets.is_gpu(attr):
             try:
-                targets.check_chip(targets.chip_of(attr))
+                targets.check_chip(_chip(attr))
             except targets.TargetError as exc:
                 self.error(op, f"{_label(op)} has target {attr}: {exc}")
 

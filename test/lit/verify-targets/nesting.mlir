@@ -52,3 +52,14 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// The default chip is named in messages: sm_50 inside sm_90.
+func.func @k() attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
+  // expected-error@+1 {{'scf.execute_region' has target sm_50 (#nvvm.target<O = 3>) but its parent 'func.func' @k has sm_90}}
+  scf.execute_region {
+    scf.yield
+  } {diffgpu.target = #nvvm.target<O = 3>}
+  return
+}

@@ -58,3 +58,13 @@ module attributes {gpu.container_module} {
     func.func private @expf(f32) -> f32
   }
 }
+
+// -----
+
+// An #nvvm.target without a chip is MLIR's default, sm_50 (MLIR prints
+// sm_50 targets that way), and is accepted.
+// CHECK-LABEL: func.func @k50
+// CHECK-SAME: diffgpu.target = #nvvm.target<O = 3>
+func.func @k50() attributes {diffgpu.kernel, diffgpu.target = #nvvm.target<O = 3>} {
+  return
+}
