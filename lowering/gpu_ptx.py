@@ -33,7 +33,8 @@ import threading
 from dataclasses import dataclass, field
 
 from diffgpu.lowering import targets as T
-from diffgpu.lowering.registry import PipelineError, register_pipeline, register_upstream_check
+from diffgpu.lowering.registry import (PipelineError, PipelineRunError, format_diagnostics,
+                                       register_pipeline, register_upstream_check, run_passes)
 
 #: upstream steps from `diffgpu-lower-to-gpu`'s output to the NVVM dialect
 GPU_TO_NVVM = (
@@ -246,7 +247,7 @@ def compile_ptx(module_text, chip: str, context=None) -> PtxResult:
             try:
                 module = ir.Module.parse(module_text)
             except MLIRError as exc:
-                raise CompileError(_diagnostics(exc)) from None
+                raise CompileError(format_diagnostics(exc)) from None
     else:
         module = module_text
         ctx = module.context
@@ -255,11 +256,10 @@ def compile_ptx(module_text, chip: str, context=None) -> PtxResult:
             kernels = kernel_abi(module, chip)
         except ValueError as exc:
             raise CompileError(str(exc)) from None
-        pm = build_pass_manager(f"diffgpu-to-ptx{{chip={chip}}}", ctx)
         try:
-            pm.run(module.operation)
-        except MLIRError as exc:
-            raise CompileError(_diagnostics(exc)) from None
+            run_passes(build_pass_manager(f"diffgpu-to-ptx{{chip={chip}}}", ctx), module)
+        except PipelineRunError as exc:
+            raise CompileError(str(exc)) from None
         ptxs = extract_ptx(module)
     if not ptxs:
         raise CompileError(f"the module has no GPU kernel or function for {chip}")
@@ -319,13 +319,3 @@ func.func @probe(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {diffgpu
 def _top_ops(module, name: str) -> list:
     op = getattr(module, "operation", module)
     return [o.operation for o in op.regions[0].blocks[0].operations if o.operation.name == name]
-
-
-def _diagnostics(exc) -> str:
-    """`loc: error: message` lines of an MLIRError (notes indented)."""
-    lines = []
-    for d in getattr(exc, "error_diagnostics", []) or []:
-        lines.append(f"{d.location}: error: {d.message}")
-        for note in d.notes:
-            lines.append(f"  {note.location}: note: {note.message}")
-    return "\n".join(lines) or str(exc)

@@ -119,24 +119,20 @@ def _cut_nested(el, marker):
 def run_pipeline(module_text: str, elements: list[str]) -> str:
     from diffgpu._mlir import MLIRError, ir
     from diffgpu.dialects import make_context
-    from diffgpu.lowering.registry import build_pass_manager
+    from diffgpu.lowering.registry import (PipelineRunError, build_pass_manager,
+                                           format_diagnostics, run_passes)
 
     ctx = make_context()
     with ctx, ir.Location.unknown():
         try:
             module = ir.Module.parse(module_text)
-            build_pass_manager(elements, ctx).run(module.operation)
         except MLIRError as exc:
-            raise CompileError(diagnostics(exc)) from None
+            raise CompileError(format_diagnostics(exc)) from None
+        try:
+            run_passes(build_pass_manager(elements, ctx), module)
+        except PipelineRunError as exc:
+            raise CompileError(str(exc)) from None
         return str(module)
-
-
-def diagnostics(exc) -> str:
-    lines = []
-    for d in getattr(exc, "error_diagnostics", []) or []:
-        lines.append(f"{d.location}: error: {d.message}")
-        lines += [f"  {n.location}: note: {n.message}" for n in d.notes]
-    return "\n".join(lines) or str(exc)
 
 
 __all__ = ["kernel_ir", "STAGES", "stage_pipeline"]

@@ -139,13 +139,15 @@ class HostProgram:
         the diffgpu IR; LLVM optimises (`opt_level` 0-3) and JIT-compiles it."""
         from diffgpu._mlir import MLIRError, ir
         from diffgpu.dialects import make_context
+        from diffgpu.lowering.registry import format_diagnostics
 
         ctx = make_context()
         try:
             with ctx:
                 module = ir.Module.parse(text)
         except MLIRError as exc:
-            raise CompileError(f"cannot parse lowered host module: {_diagnostics(exc)}") from None
+            raise CompileError("cannot parse lowered host module: "
+                               f"{format_diagnostics(exc)}") from None
         accesses = []
         if ACCESSES_ATTR in module.operation.attributes:
             from diffgpu._mlir import ir as _ir
@@ -230,27 +232,6 @@ def _make_engine(module, opt_level: int):
         raise CompileError(f"JIT compilation of the host module failed: {exc}") from None
 
 
-def _diagnostics(exc) -> str:
-    diags = getattr(exc, "error_diagnostics", None) or []
-    lines = []
-
-    def add(d, depth=0):
-        lines.append("  " * depth + f"{_loc_text(d.location)}: error: {d.message}")
-        for n in getattr(d, "notes", []):
-            add(n, depth + 1)
-
-    for d in diags:
-        add(d)
-    return "\n".join(lines) if lines else str(exc)
-
-
-def _loc_text(loc) -> str:
-    text = str(loc)  # loc("file.py":3:5) or loc(unknown)
-    if text.startswith("loc(") and text.endswith(")"):
-        text = text[4:-1]
-    return text.replace('"', "")
-
-
 def _check_host_only(module) -> None:
     """GPU-target functions cannot run here (the pass leaves them untouched)."""
     from diffgpu.lowering import targets
@@ -267,21 +248,21 @@ def lower_host(module_text: str) -> str:
     """Run `diffgpu-to-host` on diffgpu IR text; the LLVM-dialect text."""
     from diffgpu._mlir import MLIRError, ir
     from diffgpu.dialects import make_context
-    from diffgpu.lowering.registry import build_pass_manager
+    from diffgpu.lowering.registry import (PipelineRunError, build_pass_manager,
+                                           format_diagnostics, run_passes)
 
     ctx = make_context()
     try:
         with ctx:
             module = ir.Module.parse(module_text)
     except MLIRError as exc:
-        raise CompileError(f"invalid diffgpu IR:\n{_diagnostics(exc)}") from None
+        raise CompileError(f"invalid diffgpu IR:\n{format_diagnostics(exc)}") from None
     _check_host_only(module)
     with ctx, ir.Location.unknown():  # as diffgpu-opt runs passes
-        pm = build_pass_manager(PIPELINE, ctx)
         try:
-            pm.run(module.operation)
-        except MLIRError as exc:
-            raise CompileError(_diagnostics(exc)) from None
+            run_passes(build_pass_manager(PIPELINE, ctx), module)
+        except PipelineRunError as exc:
+            raise CompileError(str(exc)) from None
         return str(module)
 
 
