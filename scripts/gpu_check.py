@@ -198,6 +198,44 @@ def diff_corpus_cases():
     return mod.gpu_cases() + mod.load_variant(64, 16).gpu_cases()  # and 2-warp blocks
 
 
+def gradient_cases():
+    """The gradient corpus of test/python/test_gradients.py (`CASES`: kernel,
+    grid, block, args(), activity kinds), each in reverse mode (random
+    adjoints in the shadows, gradients of Active scalars returned) and in
+    forward mode (random tangents); expected results: the CPU's."""
+    path = os.path.join(REPO, "test", "python", "test_gradients.py")
+    if not os.path.exists(path):
+        return []
+    spec = importlib.util.spec_from_file_location("test_gradients_corpus", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    out = []
+    for name, (kernel, grid, block, make, kinds) in getattr(mod, "CASES", {}).items():
+        for mode in ("reverse", "forward"):
+            out.append((f"grad {name} {mode}", kernel, grid, block, mode,
+                        lambda r, make=make, kinds=kinds, mode=mode: _activities(
+                            make(), kinds, mode, r), None))
+    return out
+
+
+def _activities(args, kinds, mode, rng):
+    """Wrap args per activity kind; shadows/tangents random (zero for the
+    forward tangents of outputs is not needed: random is the general case)."""
+    out = []
+    for a, kind in zip(args, kinds):
+        is_array = isinstance(a, np.ndarray)
+        if kind == "dup" and is_array and a.dtype.kind == "f":
+            out.append(dg.Duplicated(a, rng.standard_normal(a.shape).astype(a.dtype)))
+        elif kind in ("dup", "active") and not is_array and mode == "forward":
+            out.append(dg.Duplicated(a, float(rng.standard_normal())))
+        elif kind == "active" and mode == "reverse":
+            out.append(dg.Active(a))
+        else:
+            out.append(a if is_array else dg.Const(a))
+    return out
+
+
 # ---------------------------------------------------------------------------
 # arguments <-> files
 # ---------------------------------------------------------------------------
@@ -311,7 +349,8 @@ def diff_of(mode, args):
 
 def all_cases():
     """(name, kernel, grid, block, mode, make(rng), ref or None) of every case."""
-    return [c + (None,) for c in builtin_cases()] + corpus_cases() + diff_corpus_cases()
+    return ([c + (None,) for c in builtin_cases()] + corpus_cases() + gradient_cases()
+            + diff_corpus_cases())
 
 
 def _copies(args):
