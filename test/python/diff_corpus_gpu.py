@@ -3,8 +3,8 @@
 `CASES` is a list of `DiffCase`: kernel, grid, block, `make(dtype, rng)`
 building numpy launch arguments, `kinds` (per argument "dup": a float array
 the kernel reads, "out": a float array it writes or accumulates into, both
-differentiated as Duplicated; "const"; "active": a float scalar), and optionally `ref(*args)` (numpy primal: updates float64 copies
-in place) and `vjp(args, D)` (analytic reverse mode: {argument index:
+differentiated as Duplicated; "const"; "active": a float scalar), and
+optionally `ref(*args)` (numpy primal: updates float64 copies in place) and `vjp(args, D)` (analytic reverse mode: {argument index:
 gradient} for seeds D = {index: array} of the outputs). test_gpu_diff.py
 checks every case in both modes against finite differences (dg.gradcheck),
 float32 against float64 and, where given, `ref` and `vjp`;
@@ -463,7 +463,8 @@ def _prod_ref(a, b, idx, out, c):
 
 
 @case(3, B, lambda dt, r: [rnd(r, dt, 2 * B + 2), rnd(r, dt, 2 * B + 2),
-                           _bins(r, 2 * B + 2), zeros(dt, NBINS), 0.7], ["dup", "dup", "const", "out", "active"], _prod_ref,
+                           _bins(r, 2 * B + 2), zeros(dt, NBINS), 0.7],
+      ["dup", "dup", "const", "out", "active"], _prod_ref,
       lambda a, D: {0: a[4] * a[1] * D[3][a[2]], 1: a[4] * a[0] * D[3][a[2]], 3: D[3],
                     4: float(np.sum(a[0] * a[1] * D[3][a[2]]))})
 @dg.kernel
