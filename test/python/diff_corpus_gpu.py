@@ -4,8 +4,8 @@
 building numpy launch arguments, `kinds` (per argument "dup": a float array
 the kernel reads, "out": a float array it writes or accumulates into, both
 differentiated as Duplicated; "const"; "active": a float scalar), and
-optionally `ref(*args)` (numpy primal: updates float64 copies in place) and `vjp(args, D)` (analytic reverse mode: {argument index:
-gradient} for seeds D = {index: array} of the outputs). test_gpu_diff.py
+optionally `ref(*args)` (numpy primal: updates float64 copies in place) and
+`vjp(args, D)` (analytic: {index: gradient} for output seeds D). test_gpu_diff.py
 checks every case in both modes against finite differences (dg.gradcheck),
 float32 against float64 and, where given, `ref` and `vjp`;
 scripts/gpu_check.py imports `gpu_cases()` to run them on a GPU.
