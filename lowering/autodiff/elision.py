@@ -51,6 +51,7 @@ from __future__ import annotations
 from diffgpu._mlir import arith, ir, memref, scf
 
 from diffgpu.lowering import targets
+from diffgpu.dialects import ops as dg_ops
 
 from . import build as B
 from .activity import walk_ops
@@ -206,8 +207,7 @@ def accumulate(shadow, d, idx, guard):
     plain under the runtime check that the dimensions in `guard` have one
     thread and one block."""
     def atomic():
-        ir.Operation.create("diffgpu.atomic_add", results=[d.type],
-                            operands=[shadow, d] + idx)
+        dg_ops.atomic_add(shadow, d, idx)
 
     def plain():
         old = memref.load(shadow, idx)
@@ -218,12 +218,9 @@ def accumulate(shadow, d, idx, guard):
     if not guard:
         return plain()
     one, cond = B.idx(1), None
-    i64 = ir.IntegerType.get_signless(64)
     for dim in guard:
-        for name in ("diffgpu.block_dim", "diffgpu.grid_dim"):
-            g = ir.Operation.create(name, results=[B.index_type()],
-                                    attributes={"dim": ir.IntegerAttr.get(i64, dim)})
-            c = arith.cmpi(arith.CmpIPredicate.eq, g.results[0], one)
+        for name in ("block_dim", "grid_dim"):
+            c = arith.cmpi(arith.CmpIPredicate.eq, dg_ops.geometry(name, dim), one)
             cond = c if cond is None else arith.andi(cond, c)
     branch = scf.IfOp(cond, [], has_else=True)
     with ir.InsertionPoint(branch.then_block):

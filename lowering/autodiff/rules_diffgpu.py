@@ -8,7 +8,8 @@ shadow yet: an active value stored into one is an error (rules_memref).
 """
 from __future__ import annotations
 
-from diffgpu._mlir import ir, memref
+from diffgpu._mlir import memref
+from diffgpu.dialects import ops as dg_ops
 
 from .partials import Rule
 
@@ -37,13 +38,12 @@ def _atomic_reverse(R, op):
 def _atomic_tangent(F, op):
     mem, value = op.operands[0], op.operands[1]
     if F.is_dup(mem) and F.is_active(value):
-        ir.Operation.create("diffgpu.atomic_add", results=[value.type],
-                            operands=[F.shadow(mem), F.tangent(value)]
-                            + [F.val(i) for i in op.operands[2:]])
+        dg_ops.atomic_add(F.shadow(mem), F.tangent(value),
+                          [F.val(i) for i in op.operands[2:]])
 
 
 def _barrier_reverse(R, op):
-    ir.Operation.create("diffgpu.barrier")
+    dg_ops.barrier()
 
 
 REVERSE = {

@@ -16,6 +16,7 @@ from __future__ import annotations
 from diffgpu._mlir import arith, ir, memref, scf
 
 from diffgpu.lowering import targets
+from diffgpu.dialects import ops as dg_ops
 
 from . import build as B
 from .activity import walk_ops
@@ -54,9 +55,7 @@ def hoist(pas, fn, entry, allocs):
 
 
 def _zero_fill(arrays):
-    tids = [ir.Operation.create("diffgpu.thread_id", results=[B.index_type()],
-                                attributes={"dim": ir.IntegerAttr.get(B.i64(), d)}).results[0]
-            for d in range(3)]
+    tids = [dg_ops.thread_id(d) for d in range(3)]
     first = arith.cmpi(arith.CmpIPredicate.eq,
                        arith.ori(arith.ori(tids[0], tids[1]), tids[2]), B.idx(0))
     branch = scf.IfOp(first)
@@ -65,7 +64,7 @@ def _zero_fill(arrays):
             t = ir.MemRefType(arr.type)
             _fill(arr, list(t.shape), [], B.zero(t.element_type))
         scf.YieldOp([])
-    ir.Operation.create("diffgpu.barrier")
+    dg_ops.barrier()
 
 
 def _fill(arr, shape, idx, zero):
@@ -87,5 +86,4 @@ def allocate_in_kernel(pas, at, types):
         pas.fail(at, "a function with shared memory can only be differentiated directly "
                      "inside a kernel")
     with at_begin(fn.regions[0].blocks[0]), at.location:
-        return [ir.Operation.create("diffgpu.shared_alloc", results=[t]).results[0]
-                for t in types]
+        return [dg_ops.shared_alloc(t) for t in types]
