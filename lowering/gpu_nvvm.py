@@ -11,12 +11,9 @@ Runs on the LLVM/NVVM dialect inside each `gpu.module`, before
 - f32 square roots: libdevice's `__nv_sqrtf` is `sqrt.approx.f32`; calls to
   it become `llvm.intr.sqrt` (`sqrt.rn.f32`, correctly rounded like CUDA's
   default `sqrtf` and like the CPU path);
-- negative strides: MLIR's memref lowering marks `index * stride` and the
-  element GEP `nuw` (no unsigned wrap), which makes any access through a
-  negative stride (`A[::-1]`) poison. diffgpu arrays may have any strides, so
-  these ops are rebuilt without wrap flags (the Python bindings can neither
-  read nor set those properties, so `nsw`/`inbounds` go too; the PTX of
-  contiguous and strided kernels is unchanged).
+- negative strides: index arithmetic loses its `nuw` flags
+  (`llvm_flags.drop_wrap_flags`, see there; the PTX of contiguous and
+  strided kernels is unchanged).
 
     llvm.func @f(%x: f32) -> f32 {                  llvm.func internal @f(%x: f32) -> f32 {
       %y = llvm.call @__nv_sqrtf(%x) : ...     =>     %y = llvm.intr.sqrt(%x) : (f32) -> f32
@@ -28,13 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.lowering.llvm_flags import WRAP_OPS, replace_op
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 CIFACE_PREFIX = "_mlir_ciface_"
 KERNEL_ATTRS = ("gpu.kernel", "nvvm.kernel")
 PRECISE = {"__nv_sqrtf": "llvm.intr.sqrt"}
-#: ops whose `nuw` flag MLIR's memref lowering sets on index arithmetic
-_WRAP_OPS = ("llvm.mul", "llvm.add", "llvm.getelementptr")
 
 
 @register_pass
@@ -81,23 +77,12 @@ def _rewrite_body(f) -> None:
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             if callee in PRECISE:
                 calls.append((op, PRECISE[callee]))
-        elif op.name in _WRAP_OPS:  # flags are invisible from Python: rebuild all
+        elif op.name in WRAP_OPS:  # flags are invisible from Python: rebuild all
             flagged.append(op)
         return ir.WalkResult.ADVANCE
 
     f.walk(visit, ir.WalkOrder.PRE_ORDER)
     for op, intr in calls:
-        _replace(op, intr, {})
+        replace_op(op, intr, {})
     for op in flagged:  # rebuilt from operands and visible attributes: no flags
-        _replace(op, op.name, {k: op.attributes[k] for k in op.attributes})
-
-
-def _replace(op, name: str, attributes: dict) -> None:
-    from diffgpu._mlir import ir
-
-    new = ir.Operation.create(name, results=[r.type for r in op.results],
-                              operands=list(op.operands), attributes=attributes,
-                              loc=op.location, ip=ir.InsertionPoint(op))
-    for old, rep in zip(op.results, new.results):
-        old.replace_all_uses_with(rep)
-    op.erase()
+        replace_op(op, op.name, {k: op.attributes[k] for k in op.attributes})

@@ -35,6 +35,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.autodiff",
     "diffgpu.lowering.to_gpu",
     "diffgpu.lowering.to_host",
+    "diffgpu.lowering.llvm_flags",
 )
 
 _PASSES: dict[str, type] = {}

@@ -362,4 +362,4 @@ HOST_LLVM_LOWERING = (
                    "(ExecutionEngine)", HostPipelineOptions)
 def _host_pipeline(opts) -> list[str]:
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-lower-to-host", *HOST_LLVM_LOWERING]
+            "diffgpu-lower-to-host", *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]
