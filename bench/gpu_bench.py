@@ -123,6 +123,34 @@ def _time_jax(fn, reps=20, rounds=7):
     return times[len(times) // 2]
 
 
+def _raw_kernel(bundled, args, grid):
+    """The CuPy function of a bundled entry, called with pre-packed arguments:
+    the kernel's own time, without diffgpu's per-launch Python work."""
+    from diffgpu.runtime.gpu import _load_function, pack_args
+    from diffgpu.launch import Program
+
+    entry = next(e for e in bundled.entries if e.matches(args))
+    prog = Program(entry.payload)
+    fn = _load_function(prog.gpu.ptx, prog.gpu.entry, 0)
+    flat = tuple(pack_args(args, prog.flat_types))
+    return lambda: fn((grid,), (BLOCK,), flat)
+
+
+def _host_us(fn, reps=50):
+    import time
+
+    import cupy as cp
+
+    fn()
+    cp.cuda.runtime.deviceSynchronize()
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    host = (time.perf_counter() - t) / reps
+    cp.cuda.runtime.deviceSynchronize()
+    return host * 1e6
+
+
 def run(path: str) -> int:
     sys.modules.setdefault("mlir", None)  # prove the run needs no MLIR
     import gpu_check  # noqa: F401  (sets up `import diffgpu` from the repo)
@@ -163,16 +191,25 @@ def run(path: str) -> int:
     checks.append(("gauss_sin_grad", float(np.max(np.abs(cp.asnumpy(dx) - dref)))))
 
     prim = {}
+    overhead = []
     for name in ("scale_shift", "gauss_sin"):
         k = bundle[name][grid, BLOCK]
         t = _time_cupy(lambda: k(y, x))
         prim[name] = t
         rows.append((f"diffgpu {name}", "primal", t, 2 * nbytes, pct(t, 2 * nbytes)))
+        raw = _raw_kernel(bundle[name], (y, x), grid)
+        t = _time_cupy(raw)
+        rows.append((f"diffgpu {name}", "primal, raw launch", t, 2 * nbytes, pct(t, 2 * nbytes)))
         kg = bundle[name + "_grad"][grid, BLOCK]
         t = _time_cupy(lambda: kg(y, dy, x, dx))
         # reads x, dy, dx; writes y, dy (consumed), dx
         rows.append((f"diffgpu {name}", "gradient", t, 6 * nbytes,
                      f"{t / prim[name]:.2f}x primal"))
+        raw = _raw_kernel(bundle[name + "_grad"], (y, dy, x, dx), grid)
+        t = _time_cupy(raw)
+        rows.append((f"diffgpu {name}", "gradient, raw launch", t, 6 * nbytes,
+                     f"{t / prim[name]:.2f}x primal"))
+        overhead.append((name, _host_us(lambda: k(y, x)), _host_us(lambda: kg(y, dy, x, dx))))
 
     try:
         import torch
@@ -210,7 +247,9 @@ def run(path: str) -> int:
     for name, what, t, moved, note in rows:
         gbs = moved / t / 1e6 if moved and t == t else math.nan
         print(f"{name:28} {what:18} {t:8.3f} {gbs:17.0f} {note:>14}")
-    print("\nmax |error| vs float64 numpy:", ", ".join(f"{n} {e:.2e}" for n, e in checks))
+    print("\nhost time per diffgpu launch (argument checks + packing), us: " + ", ".join(
+        f"{n} primal {a:.0f} / gradient {b:.0f}" for n, a, b in overhead))
+    print("max |error| vs float64 numpy:", ", ".join(f"{n} {e:.2e}" for n, e in checks))
     bad = [n for n, e in checks if not e < 1e-4]
     return 1 if bad else 0
 
