@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-for ex in examples/*.py; do
+for ex in examples/seed.py $(ls examples/*.py | grep -v '/seed.py$'); do
   echo "== $ex"
   .venv/bin/python "$ex"
 done
