@@ -39,29 +39,13 @@ import traceback
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _bootstrap_imports() -> None:
-    """Make `diffgpu` importable from the repo without `pip install -e .`:
-    python/diffgpu is the package, lowering/ and dialects/ its subpackages."""
-    try:
-        import diffgpu.lowering.targets  # noqa: F401
-        return
-    except ImportError:
-        pass
-    sys.path.insert(0, os.path.join(REPO, "python"))
-    import diffgpu  # noqa: F401
-    for sub in ("lowering", "dialects"):
-        path = os.path.join(REPO, sub)
-        spec = importlib.util.spec_from_file_location(
-            f"diffgpu.{sub}", os.path.join(path, "__init__.py"),
-            submodule_search_locations=[path])
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod
-        spec.loader.exec_module(mod)
-
 
 if __name__ == "__main__" and "--run" in sys.argv:
     sys.modules["mlir"] = None  # the GPU run must not need MLIR: prove it
-_bootstrap_imports()
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import repo_imports  # noqa: E402
+
+repo_imports.bootstrap()
 
 import numpy as np  # noqa: E402
 
@@ -165,17 +149,25 @@ def builtin_cases():
     ]
 
 
+def _test_module(filename: str, name: str):
+    """Import test/python/<filename> as module `name` (None if missing)."""
+    path = os.path.join(REPO, "test", "python", filename)
+    if not os.path.exists(path):
+        return None
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def corpus_cases():
     """Cases of test/python/kernels_corpus.py (`CASES` of `Case`: name,
     kernel, make(dtype, xp), ref(*numpy args), grid, block), in float32 and
     float64; their expected results come from the numpy reference `ref`."""
-    path = os.path.join(REPO, "test", "python", "kernels_corpus.py")
-    if not os.path.exists(path):
+    mod = _test_module("kernels_corpus.py", "kernels_corpus")
+    if mod is None:
         return []
-    spec = importlib.util.spec_from_file_location("kernels_corpus", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["kernels_corpus"] = mod
-    spec.loader.exec_module(mod)
     out = []
     for c in getattr(mod, "CASES", []):
         for dt in (np.float32, np.float64):
@@ -188,13 +180,9 @@ def diff_corpus_cases():
     """Cases of test/python/diff_corpus_gpu.py (`gpu_cases()`: kernels with
     shared memory, barriers and atomics; launch, reverse and forward mode,
     float32 and float64); expected: the numpy reference (launch) or the CPU."""
-    path = os.path.join(REPO, "test", "python", "diff_corpus_gpu.py")
-    if not os.path.exists(path):
+    mod = _test_module("diff_corpus_gpu.py", "diff_corpus_gpu")
+    if mod is None:
         return []
-    spec = importlib.util.spec_from_file_location("diff_corpus_gpu", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["diff_corpus_gpu"] = mod
-    spec.loader.exec_module(mod)
     return mod.gpu_cases() + mod.load_variant(64, 16).gpu_cases()  # and 2-warp blocks
 
 
@@ -203,13 +191,9 @@ def gradient_cases():
     grid, block, args(), activity kinds), each in reverse mode (random
     adjoints in the shadows, gradients of Active scalars returned) and in
     forward mode (random tangents); expected results: the CPU's."""
-    path = os.path.join(REPO, "test", "python", "test_gradients.py")
-    if not os.path.exists(path):
+    mod = _test_module("test_gradients.py", "test_gradients_corpus")
+    if mod is None:
         return []
-    spec = importlib.util.spec_from_file_location("test_gradients_corpus", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
     out = []
     for name, (kernel, grid, block, make, kinds) in getattr(mod, "CASES", {}).items():
         for mode in ("reverse", "forward"):
@@ -442,11 +426,7 @@ def prepare(directory: str, chip: str) -> int:
         failed += 1
         print(f"FAILED    gradcheck sq: {type(exc).__name__}: {exc}")
     try:  # the signatures test/python/test_gpu.py launches
-        spec = importlib.util.spec_from_file_location(
-            "test_gpu", os.path.join(REPO, "test", "python", "test_gpu.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        mod.prepare(chip)
+        _test_module("test_gpu.py", "test_gpu").prepare(chip)
         print(f"prepared  {'test/python/test_gpu.py':36s} its kernels' signatures")
     except Exception as exc:
         failed += 1

@@ -1,6 +1,5 @@
 """pytest setup: a private cache directory, the `gpu` marker's skips, and
 imports from the repo where diffgpu is not installed (the GPU machine)."""
-import importlib.util
 import os
 import shutil
 import sys
@@ -11,26 +10,10 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _bootstrap_imports():
-    """python/diffgpu is `diffgpu`; lowering/ and dialects/ its subpackages."""
-    try:
-        import diffgpu.lowering.targets  # noqa: F401
-        return
-    except ImportError:
-        pass
-    sys.path.insert(0, os.path.join(REPO, "python"))
-    import diffgpu  # noqa: F401
-    for sub in ("lowering", "dialects"):
-        path = os.path.join(REPO, sub)
-        spec = importlib.util.spec_from_file_location(
-            f"diffgpu.{sub}", os.path.join(path, "__init__.py"),
-            submodule_search_locations=[path])
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod
-        spec.loader.exec_module(mod)
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import repo_imports  # noqa: E402
 
-
-_bootstrap_imports()
+repo_imports.bootstrap()
 
 # Tests never touch the user's ~/.cache/diffgpu; set before diffgpu is used
 # (DIFFGPU_TEST_KEEP_CACHE=1 keeps the caller's DIFFGPU_CACHE_DIR instead).
