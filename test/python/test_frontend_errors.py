@@ -227,13 +227,6 @@ def k_math_arity(A):
 
 
 @dg.kernel
-def k_loop_return(A, n):
-    for i in range(n):
-        if A[i] > 0:
-            return
-
-
-@dg.kernel
 def k_int_pow(A, n):
     A[0] = n ** n
 
@@ -279,7 +272,6 @@ CASES = [
     (k_kernel_arity, (A1,), "k_string(A, A)", "k_string", "k_string() takes 1 argument(s), got 2"),
     (k_array_arith, (A1,), "A * 2.0", "A * 2.0", "whole-array operations are not supported"),
     (k_math_arity, (A1,), "atan2(", "math.atan2", "atan2() takes 2 argument"),
-    (k_loop_return, (A1, I64), "return", "return", "'return' inside a for loop"),
     (k_int_pow, (A1, I64), "n ** n", "n ** n", "integer '**' needs a constant exponent"),
     (k_shadow_type, (A1, A1), "Duplicated(A, 1.0)", "dg.Duplicated", "shadow of argument 0"),
 ]

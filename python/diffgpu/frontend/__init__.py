@@ -19,7 +19,8 @@ Semantics worth knowing (see types_infer.py for the typing rules):
 - a constant negative index `A[-1]` counts from the end; runtime indices are
   used as they are (no wrap-around, no bounds check);
 - `break`/`continue`/early `return` are structured (the rest of the block goes
-  under an `scf.if`); `return` inside a loop is rejected;
+  under an `scf.if`); a `return` inside a loop raises a hidden flag that
+  ends the loops around it (`scf.while`), then returns;
 - a variable assigned in only one branch (or only inside a loop) and read
   afterwards is an error, as Python would risk a NameError.
 

@@ -9,7 +9,11 @@ fixpoint. The loop variable survives the loop (carried when read outside).
 `continue` ends the iteration: like an early return, the rest of the body
 goes under an `scf.if` whose results are the carried values. `break` also
 sets a hidden carried flag that the loop condition tests; a `for` containing
-`break` is lowered as an `scf.while` over an index counter.
+`break` is lowered as an `scf.while` over an index counter. `return` inside
+a loop is a break out of every enclosing loop: it sets a hidden flag (and the
+returned values), carried by all the loops around it and tested by their
+conditions; after each such loop, the rest of the block runs under
+`scf.if not flag` (statements.py, `after_returning_loop`).
 """
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from diffgpu.frontend.emitter import I1, I64, INDEX
 from diffgpu.frontend.operators import em_structured, has_effects
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.source import memo_node
-from diffgpu.frontend.statements import Ret, assigned_in, check_no_return
+from diffgpu.frontend.statements import (RET_FLAG, Ret, assigned_in, contains_return,
+                                         ret_value_name)
 from diffgpu.frontend.types_infer import Scalar
 from diffgpu.frontend.values import Const, PyObj, Value
 
@@ -131,11 +136,35 @@ class LoopMixin:
         for n, v in zip(carried, results):
             self.env[n] = v
 
-    def not_broken_and(self, flag, test_fn, test_node, node):
-        """i1: not flag and test (the test is not evaluated once broken)."""
+    def stop_flags(self, node):
+        """The hidden flags that end `node`'s loop: its own `break`, and a
+        `return` anywhere inside it."""
+        flags = []
+        if has_break(node):
+            flags.append(f"%break{node.lineno}_{node.col_offset}")
+            self.env[flags[-1]] = Const.of(False)
+        if contains_return(node):
+            flags.append(RET_FLAG)
+        return flags
+
+    def carried_with_flags(self, node, extra, flags):
+        rets = [ret_value_name(k) for k in range(self.n_loop_returns)] \
+            if RET_FLAG in flags else []
+        return self.loop_carried(node, list(extra) + flags + rets)
+
+    def pop_break_flag(self, flags):
+        for f in flags:
+            if f != RET_FLAG:
+                self.env.pop(f, None)
+
+    def not_broken_and(self, flags, test_fn, test_node, node):
+        """i1: not any(flags) and test (the test is not evaluated once stopped)."""
         em = self.em
         true = em.constant(True, I1)
-        nb = em.op(f"arith.xori {em.value(self.env[flag], I1).ref}, {true.ref} : i1", I1)
+        stop = em.value(self.env[flags[0]], I1)
+        for f in flags[1:]:
+            stop = em.op(f"arith.ori {stop.ref}, {em.value(self.env[f], I1).ref} : i1", I1)
+        nb = em.op(f"arith.xori {stop.ref}, {true.ref} : i1", I1)
         if test_node is not None and has_effects(test_node):
             return self.short_circuit(nb, test_node, True, node)
         t = test_fn()
@@ -145,19 +174,17 @@ class LoopMixin:
     def visit_While(self, node):
         if node.orelse:
             raise FrontendError("'while ... else' is not supported", node)
-        check_no_return(node, "while")
-        flag = f"%break{node.lineno}_{node.col_offset}" if has_break(node) else None
-        if flag:
-            self.env[flag] = Const.of(False)
-        carried = self.loop_carried(node, [flag] if flag else [])
+        flags = self.stop_flags(node)
+        brk = flags[0] if has_break(node) else None
+        carried = self.carried_with_flags(node, [], flags)
 
         def test():
             return self.boolean(self.eval_scalar(node.test, "loop condition"), node.test)
 
         def cond():
-            return self.not_broken_and(flag, test, node.test, node) if flag else test()
-        self.emit_while(carried, cond, lambda: self.loop_body(node.body, carried, flag), node)
-        self.env.pop(flag, None)
+            return self.not_broken_and(flags, test, node.test, node) if flags else test()
+        self.emit_while(carried, cond, lambda: self.loop_body(node.body, carried, brk), node)
+        self.pop_break_flag(flags)
 
     # for ------------------------------------------------------------------
     def range_bounds(self, node):
@@ -185,18 +212,14 @@ class LoopMixin:
             raise FrontendError("'for ... else' is not supported", node)
         if not isinstance(node.target, ast.Name):
             raise FrontendError("the loop variable must be a single name", node.target)
-        check_no_return(node, "for")
         em = self.em
         start, stop, step = self.range_bounds(node)
         var = node.target.id
         extra = [var] if var in self.env or var in self.loads_outside(node) else []
         if var not in self.env and extra:
             self.env[var] = em.value(start, I64)
-        flag = f"%break{node.lineno}_{node.col_offset}" if has_break(node) else None
-        if flag:
-            self.env[flag] = Const.of(False)
-            extra.append(flag)
-        carried = self.loop_carried(node, extra)
+        flags = self.stop_flags(node)
+        carried = self.carried_with_flags(node, extra, flags)
         direct = isinstance(step, Const) and step.value > 0
         with self.at(node.iter):
             if direct:
@@ -218,11 +241,11 @@ class LoopMixin:
             self.env[var] = k
             self.maybe_undefined.pop(var, None)
 
-        if flag:
-            self.for_as_while(node, carried, flag, lb, ub, st, set_var)
+        if flags:
+            self.for_as_while(node, carried, flags, lb, ub, st, set_var)
         else:
             self.emit_for(node, carried, lb, ub, st, set_var)
-        self.env.pop(flag, None)
+        self.pop_break_flag(flags)
 
     def emit_for(self, node, carried, lb, ub, st, set_var):
         em = self.em
@@ -241,8 +264,8 @@ class LoopMixin:
         for n, v in zip(carried, results):
             self.env[n] = v
 
-    def for_as_while(self, node, carried, flag, lb, ub, st, set_var):
-        """A for loop with `break`: scf.while over an index counter."""
+    def for_as_while(self, node, carried, flags, lb, ub, st, set_var):
+        """A for loop with `break` or `return`: scf.while over an index counter."""
         em = self.em
         counter = f"%iv{node.lineno}_{node.col_offset}"
         self.env[counter] = lb
@@ -252,12 +275,13 @@ class LoopMixin:
             def test():
                 cur = self.env[counter]
                 return em.op(f"arith.cmpi slt, {cur.ref}, {ub.ref} : index", I1)
-            return self.not_broken_and(flag, test, None, node)
+            return self.not_broken_and(flags, test, None, node)
 
         def body():
             cur = self.env[counter]
             set_var(cur)
-            self.loop_body(node.body, carried, flag)
+            brk = flags[0] if has_break(node) else None
+            self.loop_body(node.body, carried, brk)
             with self.at(node.iter):
                 self.env[counter] = em.op(f"arith.addi {cur.ref}, {st.ref} : index", INDEX)
         self.emit_while(carried, cond, body, node)

@@ -104,6 +104,7 @@ class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMix
             self.env[p.arg] = Value(ref, t)
             params.append(f"{ref}: {t.mlir()} {self.src.loc(p)}")
         with self.at(fn):
+            self.init_loop_returns(fn)
             ret = self.visit_block(fn.body)
             vals = ret.values if ret else []
             if vals and self.kind == "kernel":

@@ -9,8 +9,10 @@ accumulating float32 data becomes float32).
 Early exits: an `if` containing a `return` (or, in a loop body, a `break` or
 `continue`) takes the rest of the enclosing block into both of its branches,
 so the remainder sits under the `scf.if`; its results are the returned values
-(or the loop's carried values at the end of the iteration). Loops live in
-loops.py.
+(or the loop's carried values at the end of the iteration). A `return` inside
+a loop records its values in hidden variables, raises a hidden flag that
+stops every loop around it, and the rest of the block after such a loop sits
+under an `scf.if` on that flag. Loops live in loops.py.
 """
 from __future__ import annotations
 
@@ -61,25 +63,39 @@ def contains_exit(node) -> bool:
     return any(contains_exit(c) for c in ast.iter_child_nodes(node))
 
 
-def check_no_return(loop, what):
-    ret = _first_return(loop)
-    if ret is not None:
-        raise FrontendError(f"'return' inside a {what} loop is not supported", ret)
+RET_FLAG = "%ret"  # hidden: set by a `return` inside a loop
+
+
+def ret_value_name(k: int) -> str:
+    """Hidden variable holding the k-th value returned from inside a loop."""
+    return f"%retv{k}"
 
 
 @memo_node
-def _first_return(loop):
-    for s in loop.body:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Return):
-                return n
-    return None
+def returns_in_loops(fn) -> list:
+    """The `return` statements of a function that sit inside a loop."""
+    out = []
+    for loop in ast.walk(fn):
+        if isinstance(loop, (ast.For, ast.While)):
+            out += [n for s in loop.body for n in ast.walk(s) if isinstance(n, ast.Return)]
+    return list({id(r): r for r in out}.values())
+
+
+def n_returned(ret) -> int:
+    if ret.value is None or isinstance(ret.value, ast.Constant) and ret.value.value is None:
+        return 0
+    return len(ret.value.elts) if isinstance(ret.value, ast.Tuple) else 1
 
 
 class StmtMixin:
+    n_loop_returns = 0  # values a `return` inside a loop returns
     # blocks ----------------------------------------------------------------
     def visit_block(self, stmts):
         for k, s in enumerate(stmts):
+            if isinstance(s, (ast.For, ast.While)) and contains_return(s):
+                self.visit(s)
+                with self.at(s):
+                    return self.after_returning_loop(s, list(stmts[k + 1:]))
             if isinstance(s, ast.Return):
                 with self.at(s):
                     return self.lower_return(s)
@@ -94,29 +110,74 @@ class StmtMixin:
 
     def lower_return(self, node):
         if node.value is None:
-            return Ret([], node)
-        v = self.visit(node.value)
-        if isinstance(v, PyObj) and v.obj is None:
-            return Ret([], node)
-        if self.kind == "kernel":
+            items = []
+        else:
+            v = self.visit(node.value)
+            items = [] if isinstance(v, PyObj) and v.obj is None else \
+                list(v.items if isinstance(v, TupleV) else (v,))
+        if items and self.kind == "kernel":
             raise FrontendError("a kernel cannot return a value (use a @dg.func)", node)
-        items = v.items if isinstance(v, TupleV) else (v,)
         for it in items:
             self.scalar(it, node.value, "returned value")
-        return Ret(list(items), node)
+        if self.loop is None:
+            return Ret(items, node)
+        # inside a loop: record the values, raise the flag, end the iteration;
+        # the loops test the flag and the code after them is skipped
+        if len(items) != self.n_loop_returns:
+            raise FrontendError(f"{self.py_func.__name__!r} returns {len(items)} value(s) "
+                                f"here and {self.n_loop_returns} elsewhere in a loop", node)
+        self.env[RET_FLAG] = Const.of(True)
+        for k, it in enumerate(items):
+            self.env[ret_value_name(k)] = it
+        return Ret(self.block_end(), node)
+
+    def init_loop_returns(self, fn):
+        """Before the body: the hidden flag and values that a `return` inside
+        a loop sets (carried through every loop that holds such a return)."""
+        rets = returns_in_loops(fn)
+        self.n_loop_returns = n_returned(rets[0]) if rets else 0
+        if rets:
+            self.env[RET_FLAG] = Const.of(False)
+            for k in range(self.n_loop_returns):
+                self.env[ret_value_name(k)] = Const.of(0)
+
+    def after_returning_loop(self, loop, rest):
+        """After a loop holding a `return`: if its flag is up, return (at the
+        function level: the recorded values; in an enclosing loop: end that
+        iteration too); otherwise go on with `rest`.
+
+            %r:2 = scf.while (...) ...      // carries %ret, %retv0
+            %o = scf.if %r#0 -> (f32) { scf.yield %r#1 } else { <rest> }
+        """
+        c = self.boolean(self.env[RET_FLAG], loop)
+
+        def returned():
+            if self.loop is not None:
+                return self.block_end()
+            return [self.env[ret_value_name(k)] for k in range(self.n_loop_returns)]
+        return self.exit_if(c, [returned, lambda: self.block_values(rest)], loop)
+
+    def block_values(self, stmts):
+        r = self.visit_block(stmts)
+        return r.values if r else self.block_end()
 
     def returning_if(self, node, rest):
         cond = self.eval_scalar(node.test, "condition")
         if isinstance(cond, Const) and cond.type.weak:
             return self.visit_block((node.body if cond.value else node.orelse) + rest)
         c = self.boolean(cond, node.test)
+        return self.exit_if(c, [lambda: self.block_values(node.body + rest),
+                                lambda: self.block_values(node.orelse + rest)], node)
+
+    def exit_if(self, c, branches, node):
+        """An scf.if whose two branches (callables, each lowered from the
+        same environment) both end the block with the values they return."""
         em, env0 = self.em, dict(self.env)
         rets, bodies = [], []
-        for stmts in (node.body + rest, node.orelse + rest):
+        for branch in branches:
             with em.capture() as lines:
                 self.env = dict(env0)
-                r = self.visit_block(stmts)
-                rets.append(r.values if r else self.block_end())
+                rets.append(branch())
             bodies.append(lines)
         self.env = env0
         if len(rets[0]) != len(rets[1]):
