@@ -78,7 +78,16 @@ DERIVATIVES = {
     "math.fpowi": (_fpowi_dx, None),
     "math.absf": (_sign,),
     "math.erf": (lambda e: B.exp(-(e.x * e.x)) * _TWO_OVER_SQRT_PI,),
+    "math.erfc": (lambda e: B.exp(-(e.x * e.x)) * -_TWO_OVER_SQRT_PI,),
     "math.atan": (lambda e: 1.0 / (e.x * e.x + 1.0),),
+    "math.asin": (lambda e: 1.0 / B.sqrt(1.0 - e.x * e.x),),
+    "math.acos": (lambda e: -1.0 / B.sqrt(1.0 - e.x * e.x),),
+    "math.asinh": (lambda e: 1.0 / B.sqrt(e.x * e.x + 1.0),),
+    # sqrt(x - 1) * sqrt(x + 1): no cancellation in x * x - 1 near x = 1
+    "math.acosh": (lambda e: 1.0 / (B.sqrt(e.x - 1.0) * B.sqrt(e.x + 1.0)),),
+    "math.atanh": (lambda e: 1.0 / (1.0 - e.x * e.x),),
+    # 1 / (3 cbrt(x)^2), from the forward result (inf at 0, as the derivative)
+    "math.cbrt": (lambda e: 1.0 / (e.r * e.r * 3.0),),
     "math.atan2": (_atan2_dy, _atan2_dx),
     "math.fma": (lambda e: e.y, lambda e: e.x, ONE),
     # |x| * sign(y): d/dx = sign(x) * sign(y), with the sign bit deciding

@@ -567,3 +567,164 @@ func.func @k_roundeven(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.ta
 // CHECK-NEXT: %[[F:.+]] = math.roundeven %[[X]]
 // CHECK-NEXT: arith.addf %[[F]], %[[X]]
 // CHECK-NEXT: return %[[D]]
+
+// -----
+
+// asin: d/dx = 1/sqrt(1 - x^2)
+func.func @asin(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %r = math.asin %a0 : f64
+  return %r : f64
+}
+func.func @k_asin(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @asin, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_asin_
+// CHECK-SAME: (%[[X:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[R:.+]] = math.asin %[[X]]
+// CHECK-NEXT: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[S:.+]] = arith.subf %[[ONE]], %[[XX]]
+// CHECK-NEXT: %[[Q:.+]] = math.sqrt %[[S]]
+// CHECK-NEXT: %[[ONE2:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[P:.+]] = arith.divf %[[ONE2]], %[[Q]]
+// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: return %[[G]]
+
+// -----
+
+// acos: d/dx = -1/sqrt(1 - x^2)
+func.func @acos(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %r = math.acos %a0 : f64
+  return %r : f64
+}
+func.func @k_acos(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @acos, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_acos_
+// CHECK-SAME: (%[[X:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[R:.+]] = math.acos %[[X]]
+// CHECK-NEXT: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[S:.+]] = arith.subf %[[ONE]], %[[XX]]
+// CHECK-NEXT: %[[Q:.+]] = math.sqrt %[[S]]
+// CHECK-NEXT: %[[M1:.+]] = arith.constant -1.0
+// CHECK-NEXT: %[[P:.+]] = arith.divf %[[M1]], %[[Q]]
+// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: return %[[G]]
+
+// -----
+
+// asinh: d/dx = 1/sqrt(x^2 + 1)
+func.func @asinh(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %r = math.asinh %a0 : f64
+  return %r : f64
+}
+func.func @k_asinh(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @asinh, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_asinh_
+// CHECK-SAME: (%[[X:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[R:.+]] = math.asinh %[[X]]
+// CHECK-NEXT: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[S:.+]] = arith.addf %[[XX]], %[[ONE]]
+// CHECK-NEXT: %[[Q:.+]] = math.sqrt %[[S]]
+// CHECK-NEXT: %[[ONE2:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[P:.+]] = arith.divf %[[ONE2]], %[[Q]]
+// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: return %[[G]]
+
+// -----
+
+// acosh: d/dx = 1/(sqrt(x - 1) sqrt(x + 1))
+func.func @acosh(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %r = math.acosh %a0 : f64
+  return %r : f64
+}
+func.func @k_acosh(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @acosh, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_acosh_
+// CHECK-SAME: (%[[X:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[R:.+]] = math.acosh %[[X]]
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[XM:.+]] = arith.subf %[[X]], %[[ONE]]
+// CHECK-NEXT: %[[QM:.+]] = math.sqrt %[[XM]]
+// CHECK-NEXT: %[[ONE2:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[XP:.+]] = arith.addf %[[X]], %[[ONE2]]
+// CHECK-NEXT: %[[QP:.+]] = math.sqrt %[[XP]]
+// CHECK-NEXT: %[[Q:.+]] = arith.mulf %[[QM]], %[[QP]]
+// CHECK-NEXT: %[[ONE3:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[P:.+]] = arith.divf %[[ONE3]], %[[Q]]
+// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: return %[[G]]
+
+// -----
+
+// atanh: d/dx = 1/(1 - x^2)
+func.func @atanh(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %r = math.atanh %a0 : f64
+  return %r : f64
+}
+func.func @k_atanh(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @atanh, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_atanh_
+// CHECK-SAME: (%[[X:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[R:.+]] = math.atanh %[[X]]
+// CHECK-NEXT: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[S:.+]] = arith.subf %[[ONE]], %[[XX]]
+// CHECK-NEXT: %[[ONE2:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[P:.+]] = arith.divf %[[ONE2]], %[[S]]
+// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: return %[[G]]
+
+// -----
+
+// cbrt: d/dx = 1/(3 cbrt(x)^2), the forward result reused
+func.func @cbrt(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %r = math.cbrt %a0 : f64
+  return %r : f64
+}
+func.func @k_cbrt(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @cbrt, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_cbrt_
+// CHECK-SAME: (%[[X:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[R:.+]] = math.cbrt %[[X]]
+// CHECK-NEXT: %[[RR:.+]] = arith.mulf %[[R]], %[[R]]
+// CHECK-NEXT: %[[THREE:.+]] = arith.constant 3.0
+// CHECK-NEXT: %[[S:.+]] = arith.mulf %[[RR]], %[[THREE]]
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1.0
+// CHECK-NEXT: %[[P:.+]] = arith.divf %[[ONE]], %[[S]]
+// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: return %[[G]]
+
+// -----
+
+// erfc: d/dx = -2/sqrt(pi) exp(-x^2)
+func.func @erfc(%a0: f64) -> f64 attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %r = math.erfc %a0 : f64
+  return %r : f64
+}
+func.func @k_erfc(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %g:1 = "diffgpu.autodiff"(%d, %x0) {callee = @erfc, activity = ["active"], diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> (f64)
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_erfc_
+// CHECK-SAME: (%[[X:.+]]: f64, %[[D:.+]]: f64) -> f64
+// CHECK-NEXT: %[[R:.+]] = math.erfc %[[X]]
+// CHECK-NEXT: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
+// CHECK-NEXT: %[[N:.+]] = arith.negf %[[XX]]
+// CHECK-NEXT: %[[E:.+]] = math.exp %[[N]]
+// CHECK-NEXT: %[[C:.+]] = arith.constant -1.12837916709551
+// CHECK-NEXT: %[[P:.+]] = arith.mulf %[[E]], %[[C]]
+// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: return %[[G]]
