@@ -1,0 +1,201 @@
+"""A bounded disk cache: size accounting and least-recently-used pruning.
+
+`DIFFGPU_CACHE_MAX_MB` (default 1024) caps the bytes of entries in one cache
+directory. An entry's mtime is its last use (a hit re-stamps it, see
+cache.read_entry), so pruning removes the oldest mtimes first, down to
+PRUNE_TO of the cap, which leaves room for many stores before the next prune.
+
+Sharing the directory between processes:
+
+- `<root>/v1.lock` is locked (`fcntl.flock`) around every size update and
+  holds the running total: each store adds its entry's bytes to it (one small
+  locked read-modify-write), so the directory is never scanned per store. A
+  total over the cap (or missing) makes that store scan the directory and
+  prune, still holding the lock, and write back the true total. The total is
+  an upper bound on the real size (entries written twice count twice), so the
+  cap holds whenever no store is in flight, with any number of processes.
+- A pruned entry is renamed into `<root>/v1.trash/` (atomic: the key is a miss
+  from then on) and unlinked there. Readers open, then read, so a reader that
+  opened it first still reads it whole (POSIX keeps an unlinked open file);
+  an entry that vanishes under the scan is skipped.
+- Temporary files of writers that died (`.tmp-*`, over an hour old) go too.
+
+    $ python -m diffgpu cache info      # size, entries, cap, directory
+"""
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): no cap
+    fcntl = None
+
+from diffgpu.runtime.cache_dir import FORMAT_DIR, warn_once
+
+DEFAULT_MAX_MB = 1024
+#: a prune stops when the entries fit in this fraction of the cap
+PRUNE_TO = 0.8
+#: temporary files older than this are from writers that died
+STALE_TMP_S = 3600.0
+SUFFIX = ".dgc"
+
+
+def max_bytes() -> int:
+    """The cap in bytes, from `DIFFGPU_CACHE_MAX_MB` (a positive number)."""
+    text = os.environ.get("DIFFGPU_CACHE_MAX_MB", "").strip()
+    if not text:
+        return DEFAULT_MAX_MB << 20
+    try:
+        mb = float(text)
+        if not mb > 0 or mb == float("inf"):
+            raise ValueError
+    except ValueError:
+        warn_once("DIFFGPU_CACHE_MAX_MB", f"diffgpu: DIFFGPU_CACHE_MAX_MB={text!r} is not a "
+                                          f"positive number; using {DEFAULT_MAX_MB}")
+        return DEFAULT_MAX_MB << 20
+    return max(int(mb * (1 << 20)), 1)
+
+
+class _Locked:
+    """`with _Locked(sub) as ledger:` holds the directory's lock; `ledger.total`
+    is the recorded size (None if unknown), written back on exit."""
+
+    def __init__(self, sub: str):
+        self.path = sub + ".lock"
+        self.total = None
+        self.fd = -1
+
+    def __enter__(self):
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(self.path, flags, 0o600)
+        try:
+            st = os.fstat(self.fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                raise PermissionError(f"{self.path} is not a private file of this user")
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            text = os.pread(self.fd, 64, 0).decode("ascii", "replace").strip()
+            self.total = int(text) if text.isdigit() else None
+        except BaseException:
+            os.close(self.fd)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self.total is not None:
+                data = f"{self.total}\n".encode("ascii")
+                os.pwrite(self.fd, data, 0)
+                os.ftruncate(self.fd, len(data))
+        finally:
+            os.close(self.fd)  # releases the lock
+        return False
+
+
+def scan(sub: str) -> list:
+    """[(mtime_ns, size, name)] of the entries in `sub`, removing temporary
+    files of dead writers; entries that vanish meanwhile are skipped."""
+    out = []
+    now = time.time()
+    try:
+        it = os.scandir(sub)
+    except OSError:
+        return out
+    with it:
+        for e in it:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if e.name.startswith(".tmp-"):
+                if now - st.st_mtime > STALE_TMP_S:
+                    _remove(sub, e.name)
+                continue
+            if e.name.endswith(SUFFIX):
+                out.append((st.st_mtime_ns, st.st_size, e.name))
+    return out
+
+
+def _remove(sub: str, name: str) -> bool:
+    """Rename `name` into the trash, then unlink it; False if it vanished."""
+    trash = sub + ".trash"
+    try:
+        os.mkdir(trash, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        trash = None
+    src = os.path.join(sub, name)
+    try:
+        if trash is None or not os.path.isdir(trash) or os.path.islink(trash):
+            os.unlink(src)
+            return True
+        dst = os.path.join(trash, f"{name}.{os.getpid()}.{time.monotonic_ns()}")
+        os.rename(src, dst)
+        os.unlink(dst)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False
+
+
+def prune_locked(sub: str, cap: int, target: int | None = None) -> int:
+    """With the lock held: remove the least recently used entries until the
+    entries fit in `target` bytes (PRUNE_TO of `cap` when over `cap`); returns
+    the remaining total."""
+    entries = scan(sub)
+    total = sum(size for _, size, _ in entries)
+    if target is None:
+        if total <= cap:
+            return total
+        target = int(cap * PRUNE_TO)
+    for _, size, name in sorted(entries):
+        if total <= target:
+            break
+        _remove(sub, name)  # False: it vanished (pruned by another process)
+        total -= size
+    return total
+
+
+def account(sub: str, nbytes: int) -> None:
+    """Record a new entry of `nbytes` in `sub`; prune if over the cap. Never
+    raises: a cache that cannot be accounted stays unbounded, with a warning."""
+    if fcntl is None:
+        return
+    cap = max_bytes()
+    try:
+        with _Locked(sub) as ledger:
+            if ledger.total is None:
+                ledger.total = prune_locked(sub, cap)
+            else:
+                ledger.total += nbytes
+                if ledger.total > cap:
+                    ledger.total = prune_locked(sub, cap)
+    except OSError as exc:
+        warn_once(sub + ".lock", f"diffgpu: cannot keep the cache {sub} under its size cap: "
+                                 f"{exc}")
+
+
+def info(sub: str) -> dict:
+    """{"entries", "bytes", "max_bytes"} of the entry directory `sub`."""
+    entries = scan(sub) if os.path.isdir(sub) else []
+    return {"entries": len(entries), "bytes": sum(s for _, s, _ in entries),
+            "max_bytes": max_bytes()}
+
+
+def prune(sub: str, target: int | None = None) -> dict:
+    """Prune now (to PRUNE_TO of the cap if over it, or to `target` bytes);
+    returns info before and after."""
+    before = info(sub)
+    if os.path.isdir(sub):
+        with _Locked(sub) as ledger:
+            ledger.total = prune_locked(sub, max_bytes(), target)
+    return {"before": before, "after": info(sub)}
+
+
+__all__ = ["max_bytes", "account", "prune", "info", "scan", "FORMAT_DIR"]
