@@ -34,6 +34,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.verify_targets",
     "diffgpu.lowering.autodiff",
     "diffgpu.lowering.to_gpu",
+    "diffgpu.lowering.gpu_atomics",
     "diffgpu.lowering.to_host",
     "diffgpu.lowering.llvm_flags",
 )
