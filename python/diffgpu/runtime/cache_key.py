@@ -123,7 +123,7 @@ class _Walk:
         self.parts: list[str] = []
         self.defs: dict[int, int] = {}     # id(definition) -> its number
         self.pending: list = []
-        self.objs: dict[int, str] = {}     # id(object) -> label of its first description
+        self.objs: dict = {}               # (id(object), names) -> label of its description
         self.keep: list = []               # keeps described objects alive (ids stay unique)
         self.budget = _WALK_BUDGET
 
@@ -149,7 +149,7 @@ class _Walk:
         self.parts.append(f"## #{n} {getattr(d, 'kind', 'func')} {fn.__qualname__}\n"
                           f"{_source_of(fn)}")
         names = _code_names(fn.__code__)
-        attrs = sorted(names)
+        attrs = tuple(sorted(names))
         for name in attrs:
             found, val = _resolve(fn, name)
             if found:
@@ -159,21 +159,24 @@ class _Walk:
         self.budget -= 1
         if self.budget < 0:
             return "..."
-        if is_definition(v):
-            return self.definition_ref(v)
         if isinstance(v, _SCALARS) or isinstance(v, np.generic):
             return f"{type(v).__name__}:{v!r}"
         if isinstance(v, tuple):
             return "(" + ", ".join(self.describe(e, attrs) for e in v) + ")"
         if isinstance(v, np.dtype):
             return f"dtype:{v.str}:{v.name}"
-        walk = isinstance(v, (pytypes.ModuleType, type)) or callable(v)
+        walk = isinstance(v, (pytypes.ModuleType, type))
+        if not walk and is_definition(v):  # (asking a module may run its __getattr__)
+            return self.definition_ref(v)
+        walk = walk or callable(v)
         if not walk:  # arrays, lists, instances: not compile-time values
             return f"<{type(v).__module__}.{type(v).__qualname__}>"
-        label = self.objs.get(id(v))
+        # an object met again with the same attribute names is described once;
+        # in another function (other names) it is walked again
+        label = self.objs.get((id(v), attrs))
         if label is not None:
             return f"@{label}"
-        label = self.objs[id(v)] = str(len(self.objs))
+        label = self.objs[(id(v), attrs)] = str(len(self.objs))
         self.keep.append(v)
         if isinstance(v, pytypes.ModuleType):
             head = f"module {v.__name__}"
