@@ -53,7 +53,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu.lowering import host_barrier, host_bounds, host_inline, host_ops, targets
+from diffgpu.lowering import (host_barrier, host_bounds, host_cancel, host_inline, host_ops,
+                              targets)
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
@@ -118,6 +119,9 @@ class LowerToHost(ModulePass):
         for f in host:
             for op in host_ops.walk_ops(f, tuple(host_ops.GEOMETRY_BASE)):
                 host_ops.rewrite_geometry(op)
+        if kernels:  # Ctrl-C: loops of the user's code check the cancel flag
+            host_cancel.add_flag(module, targets.get_target(kernels[0]))
+            host_cancel.instrument_loops(host)
         try:  # calls reaching barriers/shared memory: into the kernels
             host_inline.inline_barrier_calls(kernels, host)
         except host_inline.InlineError as exc:
@@ -306,6 +310,7 @@ def _build_entry(name, k, user_types, shared_types, lowering) -> None:
     bip = ip
     for d in (2, 1, 0):  # blocks: z, y, x
         loop = scf.ForOp(zero, grid[d], one, loc=loc, ip=bip)
+        block_x = loop
         scf.YieldOp([], loc=loc, ip=ir.InsertionPoint(loop.body))
         bip = ir.InsertionPoint.at_block_terminator(loop.body)
         host_ops.store_geometry(g, 3 + d, loop.induction_variable, bip, loc)
@@ -332,6 +337,7 @@ def _build_entry(name, k, user_types, shared_types, lowering) -> None:
         bufs = shared + [spill]
     for buf in bufs:
         memref.DeallocOp(buf, loc=loc, ip=bip)
+    host_cancel.guard_blocks(block_x.operation)  # a cancelled launch skips its blocks
     func.ReturnOp([], loc=loc, ip=ip)
 
 
@@ -362,4 +368,4 @@ HOST_LLVM_LOWERING = (
                    "(ExecutionEngine)", HostPipelineOptions)
 def _host_pipeline(opts) -> list[str]:
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-lower-to-host", *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]
+            "diffgpu-aggregate-atomics", "diffgpu-lower-to-host", *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

@@ -12,8 +12,11 @@ interface (`_mlir_ciface_k`) of `diffgpu-lower-to-host`: the kernel's
 arguments, then grid x, y, z and block x, y, z (index). Arrays pass as memref
 descriptors: `allocated, aligned, offset, sizes[r], strides[r]`, strides in
 elements, negative and non-contiguous allowed (data pointer of element 0,
-offset 0). Every thread of the grid runs on the calling thread; launches of
-one program are serialised (the geometry lives in a module global).
+offset 0). Every thread of the grid runs on one CPU thread, one after
+another; launches of one program are serialised (the geometry lives in a
+module global). A launch from the main thread runs in a worker thread so
+that Ctrl-C stops it (runtime/host_worker.py): KeyboardInterrupt within
+about a second, even from an endless `while`.
 Array accesses are bounds-checked: an out-of-range index raises
 OutOfBoundsError naming the kernel's source location after the launch,
 instead of crashing the process.
@@ -28,6 +31,7 @@ import threading
 import numpy as np
 
 from diffgpu.errors import CompileError, DiffgpuError, LaunchError
+from diffgpu.runtime import host_worker
 from diffgpu.types import ArrayType, ScalarType
 
 PIPELINE = "diffgpu-to-host"
@@ -41,6 +45,10 @@ _descriptor_classes: dict[int, type] = {}
 #: lowering/host_bounds.py: status function and the module's access locations
 STATUS_FUNC = "__dg_host_status"
 ACCESSES_ATTR = "diffgpu.host_accesses"
+#: lowering/host_cancel.py: address of the module's cancel flag
+CANCEL_ADDR_FUNC = "__dg_host_cancel_addr"
+#: C-interface functions of the module that are not kernels
+_HELPER_PREFIXES = ("__dg_host_", "__dg_race_")
 
 
 class OutOfBoundsError(DiffgpuError, IndexError):
@@ -132,6 +140,21 @@ class HostProgram:
             addr = _engine.raw_lookup("_mlir_ciface_" + STATUS_FUNC)
             if addr:
                 self._status = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        self._cancel = None  # ctypes.c_int64 at the module's cancel flag
+        if f"@_mlir_ciface_{CANCEL_ADDR_FUNC}(" in llvm_text:
+            addr = self._call_i64(CANCEL_ADDR_FUNC)
+            if addr:
+                self._cancel = ctypes.c_int64.from_address(addr)
+
+    def _call_i64(self, name: str) -> int:
+        """Call the module's C-interface function `name() -> i64` (0 if absent)."""
+        addr = self._engine.raw_lookup("_mlir_ciface_" + name)
+        if not addr:
+            return 0
+        res = ctypes.c_int64(0)
+        args = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(res), ctypes.c_void_p))
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)(args)
+        return res.value
 
     @classmethod
     def from_llvm_text(cls, text: str, opt_level: int = OPT_LEVEL) -> "HostProgram":
@@ -160,7 +183,7 @@ class HostProgram:
         import re
         names = re.findall(r"llvm\.func @_mlir_ciface_([\w$.]+)\(", self.llvm_text)
         return [n[len(ENTRY_PREFIX):] if n.startswith(ENTRY_PREFIX) else n
-                for n in names if n != STATUS_FUNC]
+                for n in names if not n.startswith(_HELPER_PREFIXES)]
 
     def _entry(self, name: str):
         fn = self._entries.get(name)
@@ -199,8 +222,10 @@ class HostProgram:
             ptrs.append(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p))
         packed = (ctypes.c_void_p * len(ptrs))(*ptrs)
         with self._lock:
-            fn(packed)
-            bad = self._read_status()
+            try:
+                host_worker.run(fn, packed, self._cancel)
+            finally:
+                bad = self._read_status()  # cleared, also after an interruption
         if bad:
             where = self._accesses[bad - 1] if bad <= len(self._accesses) else "?"
             raise OutOfBoundsError(

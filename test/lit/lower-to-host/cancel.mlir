@@ -1,0 +1,61 @@
+// RUN: diffgpu-opt %s --diffgpu-lower-to-host | FileCheck %s
+
+// Ctrl-C: the condition of a user scf.while also asks @__dg_host_live (a
+// volatile load of the cancel flag); an scf.for of runtime trip count becomes
+// such an scf.while; an scf.for of constant trip count stays as it is; the
+// entry's innermost block loop runs a block only while the flag is clear.
+
+// CHECK-LABEL: func.func private @k__thread
+// CHECK: scf.while (%[[X:.+]] = %{{.+}}) : (i64) -> i64 {
+// CHECK: %[[C:.+]] = arith.cmpi slt, %[[X]], %{{.+}} : i64
+// CHECK-NEXT: %[[L:.+]] = func.call @__dg_host_live() : () -> i1
+// CHECK-NEXT: %[[B:.+]] = arith.andi %[[C]], %[[L]] : i1
+// CHECK-NEXT: scf.condition(%[[B]]) %[[X]] : i64
+// CHECK: scf.while (%[[I:.+]] = %{{.+}}) : (index) -> index {
+// CHECK: %[[C2:.+]] = arith.cmpi slt, %[[I]], %{{.+}} : index
+// CHECK-NEXT: %[[L2:.+]] = func.call @__dg_host_live() : () -> i1
+// CHECK-NEXT: %[[B2:.+]] = arith.andi %[[C2]], %[[L2]] : i1
+// CHECK-NEXT: scf.condition(%[[B2]]) %[[I]] : index
+// CHECK: } do {
+// CHECK: ^bb0(%[[IV:.+]]: index):
+// CHECK: memref.store %{{.+}}, %{{.+}}[%[[IV]]]
+// CHECK: %[[NEXT:.+]] = arith.addi %[[IV]], %{{.+}} : index
+// CHECK-NEXT: scf.yield %[[NEXT]] : index
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NOT: __dg_host_live
+// CHECK-LABEL: func.func @k(
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-NEXT: %[[LIVE:.+]] = func.call @__dg_host_live() : () -> i1
+// CHECK-NEXT: scf.if %[[LIVE]] {
+// CHECK: func.call @k__thread
+// CHECK: llvm.mlir.global internal @__dg_host_cancel(0 : i64)
+// CHECK-LABEL: func.func private @__dg_host_live() -> i1
+// CHECK: %[[P:.+]] = llvm.mlir.addressof @__dg_host_cancel : !llvm.ptr
+// CHECK-NEXT: llvm.load volatile %[[P]]
+// CHECK-LABEL: func.func @__dg_host_cancel_addr() -> i64 attributes {{{.*}}llvm.emit_c_interface}
+func.func @k(%A: memref<?xf32, strided<[?], offset: ?>>, %n: index, %m: i64)
+    attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %z = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %f = arith.constant 1.0 : f32
+  %r = scf.while (%x = %z) : (i64) -> i64 {
+    %c = arith.cmpi slt, %x, %m : i64
+    scf.condition(%c) %x : i64
+  } do {
+  ^bb0(%x: i64):
+    %y = arith.addi %x, %one : i64
+    scf.yield %y : i64
+  }
+  scf.for %i = %c0 to %n step %c1 {
+    memref.store %f, %A[%i] : memref<?xf32, strided<[?], offset: ?>>
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %f, %A[%i] : memref<?xf32, strided<[?], offset: ?>>
+  }
+  return
+}
