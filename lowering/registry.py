@@ -35,6 +35,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.autodiff",
     "diffgpu.lowering.to_gpu",
     "diffgpu.lowering.gpu_atomics",
+    "diffgpu.lowering.aggregate_atomics",
     "diffgpu.lowering.to_host",
     "diffgpu.lowering.llvm_flags",
 )
