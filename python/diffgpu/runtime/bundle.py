@@ -3,17 +3,30 @@
 A bundle is a zip file holding `manifest.json` (format, diffgpu version,
 one record per entry) and, per entry, `entries/<i>.json`: the cache payload
 (PTX + ABI metadata for GPU targets, LLVM-dialect text for the host) with its
-sha256 in the manifest. `load_bundle` checks every digest.
+sha256 in the manifest.
 
     dg.save_bundle("k.dgb", [dg.compile(k, ("float32[:]",), target="sm_90")])
     b = dg.load_bundle("k.dgb")
     b["k"][grid, block](x)       # picks the entry matching the arguments
+
+A bundle is code. Loading one and launching its kernels runs the PTX or the
+host code inside it, like unpickling runs code: load only bundles you trust.
+The digests catch damaged files, not malicious ones (a bundle's author writes
+the digests too). `load_bundle` refuses, with a BundleError:
+
+| what                                           | example                          |
+|------------------------------------------------|----------------------------------|
+| a member name that is absolute or climbs out   | `/etc/x`, `../x`, `entries/../x` |
+| two members with the same name                 | `entries/0.json` twice           |
+| an entry whose digest differs from the manifest | a flipped byte                   |
+| an entry that is not what its record claims    | name, signature, target, kind; a PTX `.target` or `.entry` other than the record's |
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import tempfile
 import zipfile
 
@@ -57,25 +70,95 @@ def save_bundle(path: str, compiled) -> str:
 
 
 def load_bundle(path: str) -> "Bundle":
-    """Read a bundle; BundleError if it is not an intact diffgpu bundle."""
-    from diffgpu.aot import CompiledKernel
+    """Read a bundle; BundleError if it is not an intact diffgpu bundle.
 
+    A bundle runs code when its kernels launch (PTX, or host code the CPU
+    JIT compiles into this process), like pickle: load only bundles you
+    trust. Digests, member names and each entry's claims (name, signature,
+    target) are checked; see the module docstring for the table.
+    """
     try:
         with zipfile.ZipFile(path) as z:
+            names = [i.filename for i in z.infolist()]
+            bad = [n for n in names if not _safe_member(n)]
+            if bad:
+                raise BundleError(f"{path}: unsafe member path {bad[0]!r} (absolute, "
+                                  "'..' or a drive)")
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise BundleError(f"{path}: member {dup[0]!r} appears more than once")
             manifest = json.loads(z.read("manifest.json"))
-            if manifest.get("format") != FORMAT:
+            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
                 raise BundleError(f"{path}: not a {FORMAT} file")
-            entries = []
-            for rec in manifest["entries"]:
-                body = z.read(rec["file"])
-                if hashlib.sha256(body).hexdigest() != rec["sha256"]:
-                    raise BundleError(f"{path}: entry {rec['file']} is corrupt")
-                entries.append(CompiledKernel(json.loads(body)))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+            records = manifest.get("entries")
+            if not isinstance(records, list):
+                raise BundleError(f"{path}: the manifest has no entry list")
+            entries = [_load_entry(path, z, rec) for rec in records]
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
         if isinstance(exc, BundleError):
             raise
         raise BundleError(f"{path}: cannot read bundle: {exc}") from None
     return Bundle(entries)
+
+
+def _safe_member(name: str) -> bool:
+    """A relative zip member name that stays inside the archive."""
+    if not name or name.startswith(("/", "\\")) or "\\" in name or ":" in name:
+        return False
+    return all(part not in ("..", "") for part in name.rstrip("/").split("/"))
+
+
+_PTX_TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.M)
+_PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)")
+
+
+def _load_entry(path: str, z, rec):
+    """The CompiledKernel of one manifest record, checked against its claims."""
+    from diffgpu.aot import CompiledKernel
+
+    if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in
+                                            ("name", "target", "signature", "file", "sha256")):
+        raise BundleError(f"{path}: malformed manifest record {rec!r:.200}")
+    where = f"{path}: entry {rec['file']} ({rec['name']} for {rec['target']})"
+    if not _safe_member(rec["file"]):
+        raise BundleError(f"{where}: unsafe member path")
+    body = z.read(rec["file"])
+    if hashlib.sha256(body).hexdigest() != rec["sha256"]:
+        raise BundleError(f"{where} is corrupt (digest mismatch)")
+    payload = json.loads(body)
+    if not isinstance(payload, dict):
+        raise BundleError(f"{where}: not an entry")
+    _check_claims(where, rec, payload)
+    entry = CompiledKernel(payload)
+    if entry.signature != rec["signature"]:
+        raise BundleError(f"{where}: compiled for ({entry.signature}), the manifest "
+                          f"claims ({rec['signature']})")
+    return entry
+
+
+def _check_claims(where: str, rec: dict, payload: dict) -> None:
+    """The payload is what the record says: name, target, and code of the
+    kind (and, for PTX, the chip and entry) that target runs."""
+    for field in ("name", "target"):
+        if payload.get(field) != rec[field]:
+            raise BundleError(f"{where}: its {field} is {payload.get(field)!r}, the "
+                              f"manifest claims {rec[field]!r}")
+    target = rec["target"]
+    if target == "host":
+        if payload.get("kind") != "host" or not isinstance(payload.get("llvm"), str):
+            raise BundleError(f"{where}: a host entry must hold host code "
+                              f"(kind {payload.get('kind')!r})")
+        return
+    ptx = payload.get("ptx")
+    if payload.get("kind") != "gpu" or not isinstance(ptx, str):
+        raise BundleError(f"{where}: a {target} entry must hold PTX "
+                          f"(kind {payload.get('kind')!r})")
+    chips = set(_PTX_TARGET.findall(ptx))
+    if chips != {target}:
+        got = ", ".join(sorted(chips)) or "no .target"
+        raise BundleError(f"{where}: its PTX is for {got}, the manifest claims {target}")
+    if payload.get("entry") not in _PTX_ENTRY.findall(ptx):
+        raise BundleError(f"{where}: its PTX has no .entry {payload.get('entry')!r}")
 
 
 class Bundle:
