@@ -21,13 +21,15 @@ from diffgpu.errors import CompileError, DiffgpuError, LaunchError  # noqa: F401
 _API = [
     "__version__", "kernel", "func", "Kernel", "Func",
     "Const", "Duplicated", "DuplicatedNoNeed", "Active",
-    "autodiff", "fwddiff", "gradcheck", "GradcheckError",
+    "autodiff", "fwddiff", "vjp", "jvp", "gradcheck", "GradcheckError",
     "compile", "CompiledKernel", "save_bundle", "load_bundle", "BundleError", "synchronize",
     "CompileError", "DiffgpuError", "LaunchError",
 ]
 
 #: names loaded on first use: name -> (module, attribute)
 _LAZY = {
+    "vjp": ("diffgpu.functional", "vjp"),
+    "jvp": ("diffgpu.functional", "jvp"),
     "gradcheck": ("diffgpu.gradcheck", "gradcheck"),
     "GradcheckError": ("diffgpu.gradcheck", "GradcheckError"),
     "compile": ("diffgpu.aot", "compile"),

@@ -1,0 +1,193 @@
+"""The computations of bench/peers.py: diffgpu kernels, the same computation
+for PyTorch / JAX, float64 numpy references and the bytes each must move.
+
+Each case names its kernel's parameters; `inputs(rng, n)` makes host arrays
+(float32, int32 for indices); `primal_ref` / `grad_ref` give {name: (float64
+values, indices)} at a sample of indices `s` (indices None: the whole
+array, for reductions and scatter gradients).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+STEPS = 16
+REUSE = 16
+
+
+def kernels():
+    import diffgpu as dg
+
+    @dg.kernel
+    def square(y, x):
+        i = dg.global_id(0)
+        if i < len(x):
+            v = x[i]
+            y[i] = v * v
+
+    @dg.kernel
+    def saxpy(o, a, x, y):
+        i = dg.global_id(0)
+        if i < len(x):
+            o[i] = a * x[i] + y[i]
+
+    @dg.kernel
+    def softplus(y, x):
+        i = dg.global_id(0)
+        if i < len(x):
+            y[i] = dg.log1p(dg.exp(x[i]))
+
+    @dg.kernel
+    def stencil(y, x):
+        i = dg.global_id(0)
+        if i >= 1 and i < len(x) - 1:
+            y[i] = 0.25 * x[i - 1] + 0.5 * x[i] + 0.25 * x[i + 1]
+
+    @dg.kernel
+    def loop16(y, x, p):
+        i = dg.global_id(0)
+        if i < len(x):
+            s = x[i]
+            q = p[i]
+            for k in range(16):
+                s = s + 0.1 * dg.sin(s) * q
+            y[i] = s
+
+    @dg.kernel
+    def sumsq(out, x):
+        i = dg.global_id(0)
+        if i < len(x):
+            v = x[i]
+            dg.atomic_add(out, 0, v * v)
+
+    @dg.kernel
+    def gather(y, x, idx):
+        i = dg.global_id(0)
+        if i < len(idx):
+            y[i] = x[idx[i]]
+
+    @dg.kernel
+    def add4(o, a, b, c):
+        i = dg.global_id(0)
+        if i < len(o):
+            o[i] = a[i] + b[i] + c[i]
+
+    return {k.name: k for k in (square, saxpy, softplus, stencil, loop16, sumsq, gather,
+                                add4)}
+
+
+def _f32(rng, n, scale=1.0):
+    return (scale * rng.standard_normal(n)).astype(np.float32)
+
+
+class Case:
+    """name; params (kernel order); diff: differentiable peer inputs;
+    out: the written array; words: (P, FB) bytes / 4."""
+
+    def __init__(self, name, params, diff, out, words, make, peer, primal_ref, grad_ref,
+                 peer_cot=None):
+        self.name, self.params, self.diff, self.out = name, params, diff, out
+        self.words, self.make, self.peer = words, make, peer
+        self.primal_ref, self.grad_ref = primal_ref, grad_ref
+        self.peer_cot = peer_cot or (lambda g: g)
+
+
+def _sig(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _loop_ref(x, p):
+    states = [x]
+    s = x
+    for _ in range(STEPS):
+        s = s + 0.1 * np.sin(s) * p
+        states.append(s)
+    return states
+
+
+def _loop_grad(x, p, g):
+    states = _loop_ref(x, p)
+    sb, pb = g.copy(), np.zeros_like(g)
+    for s in reversed(states[:-1]):
+        pb += sb * 0.1 * np.sin(s)
+        sb = sb * (1.0 + 0.1 * np.cos(s) * p)
+    return sb, pb
+
+
+def _stencil_xbar(g, s, n):
+    gi = np.zeros(len(s))
+    for k, c in ((-1, 0.25), (0, 0.5), (1, 0.25)):
+        o = s - k  # x[s] feeds y[o] (as its x[o + k]) with weight c
+        ok = (o >= 1) & (o <= n - 2)
+        gi[ok] += c * g[o[ok]]
+    return gi
+
+
+def _stencil_y(x, s, n):
+    s = s[(s >= 1) & (s <= n - 2)]
+    return 0.25 * x[s - 1] + 0.5 * x[s] + 0.25 * x[s + 1], s
+
+
+def cases(n: int) -> list:
+    m = max(n // REUSE, 1)
+
+    def ew(rng):
+        return {"x": _f32(rng, n), "y": np.zeros(n, np.float32)}
+
+    return [
+        Case("square", ["y", "x"], ["x"], "y", (2, 3), ew,
+             lambda L, x: x * x,
+             lambda h, s: {"y": (h["x"][s] ** 2, s)},
+             lambda h, g, s: {"x": (2 * h["x"][s] * g[s], s)}),
+        Case("saxpy", ["o", "a", "x", "y"], ["a", "x", "y"], "o", (3, 4),
+             lambda rng: {"o": np.zeros(n, np.float32), "a": 1.5, "x": _f32(rng, n),
+                          "y": _f32(rng, n)},
+             lambda L, a, x, y: a * x + y,
+             lambda h, s: {"o": (h["a"] * h["x"][s] + h["y"][s], s)},
+             lambda h, g, s: {"a": (float(np.dot(h["x"], g)), None),
+                              "x": (h["a"] * g[s], s), "y": (g[s], s)}),
+        Case("softplus", ["y", "x"], ["x"], "y", (2, 3), ew,
+             lambda L, x: L.log1p(L.exp(x)),
+             lambda h, s: {"y": (np.log1p(np.exp(h["x"][s])), s)},
+             lambda h, g, s: {"x": (_sig(h["x"][s]) * g[s], s)}),
+        Case("stencil", ["y", "x"], ["x"], "y", (2, 2), ew,
+             lambda L, x: 0.25 * x[:-2] + 0.5 * x[1:-1] + 0.25 * x[2:],
+             lambda h, s: {"y": _stencil_y(h["x"], s, n)},
+             lambda h, g, s: {"x": (_stencil_xbar(g, s, n), s)},
+             peer_cot=lambda g: g[1:-1]),
+        Case("loop16", ["y", "x", "p"], ["x", "p"], "y", (3, 5),
+             lambda rng: {"y": np.zeros(n, np.float32), "x": _f32(rng, n),
+                          "p": _f32(rng, n)},
+             _peer_loop,
+             lambda h, s: {"y": (_loop_ref(h["x"][s], h["p"][s])[-1], s)},
+             lambda h, g, s: dict(zip(("x", "p"), (
+                 (v, s) for v in _loop_grad(h["x"][s], h["p"][s], g[s]))))),
+        Case("sumsq", ["out", "x"], ["x"], "out", (1, 2),
+             lambda rng: {"out": np.zeros(1, np.float32), "x": _f32(rng, n)},
+             lambda L, x: L.sum(x * x),
+             lambda h, s: {"out": (np.array([np.dot(h["x"], h["x"])]), None)},
+             lambda h, g, s: {"x": (2 * h["x"][s] * g[0], s), "out": (g, None)},
+             peer_cot=lambda g: g[0]),
+        Case("gather", ["y", "x", "idx"], ["x"], "y", (2 + 1 / REUSE, 2 + 1 / REUSE),
+             lambda rng: {"y": np.zeros(n, np.float32), "x": _f32(rng, m),
+                          "idx": rng.integers(0, m, n).astype(np.int32)},
+             lambda L, x, idx: x[idx],
+             lambda h, s: {"y": (h["x"][h["idx"][s]], s)},
+             lambda h, g, s: {"x": (np.bincount(h["idx"], weights=g, minlength=m), None)}),
+    ]
+
+
+def _peer_loop(L, x, p):
+    s = x
+    for _ in range(STEPS):
+        s = s + 0.1 * L.sin(s) * p
+    return s
+
+
+def sample(n: int, where=None):
+    """Indices compared element by element: about 2^20 spread over the array
+    (all of them for small n), plus both ends."""
+    step = max(n // (1 << 20), 1)
+    s = np.unique(np.concatenate([np.arange(0, n, step), [0, n - 1]]))
+    if where is not None:
+        s = s[where(s)]
+    return s.astype(np.int64)

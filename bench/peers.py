@@ -1,0 +1,563 @@
+#!/usr/bin/env python3
+"""diffgpu against PyTorch eager, torch.compile and JAX on 7 computations,
+primal (P) and forward + backward (FB), same data, same device timer.
+
+Two steps, two machines (the GPU machine has no MLIR):
+
+    python bench/peers.py --prepare bench/.cache      # here: compile for sm_90, no GPU
+    python bench/peers.py --run bench/.cache          # on the GPU: time, table, JSON
+    python bench/peers.py --run bench/.cache --cpu-smoke   # here: the --run logic on
+                                                           # numpy, tiny N, no peers' GPU
+
+Per computation (bench/peer_cases.py): diffgpu P (the kernel), FB (`dg.vjp`:
+new gradient arrays, cotangent untouched) and FB_autodiff (host-level
+`dg.autodiff` with Enzyme's convention: shadows accumulate, the cotangent is
+consumed, the primal is written); PyTorch eager (`autograd.grad`),
+torch.compile (compiled forward, its AOT backward) and JAX (`jit(f)`,
+`jit(vjp)` with the cotangent as an input). Every diffgpu result is compared
+with float64 numpy before it is timed. Times: median over rounds of
+back-to-back calls between CUDA events (JAX: wall clock around the same
+calls, ended by block_until_ready). Floors: the bytes each computation must
+move over the copy bandwidth measured by a device-to-device copy.
+Writes docs/gpu/peers-h200.json (and peers-h200.png with matplotlib).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pickle
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __name__ == "__main__" and "--run" in sys.argv and "--cpu-smoke" not in sys.argv:
+    sys.modules["mlir"] = None  # the GPU run must not need MLIR: prove it
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import repo_imports  # noqa: E402
+
+repo_imports.bootstrap()
+
+import numpy as np  # noqa: E402
+
+import diffgpu as dg  # noqa: E402
+import peer_cases as PC  # noqa: E402
+
+N = 1 << 26
+SMOKE_N = 1 << 12
+BLOCK = 256
+JSON_OUT = os.path.join(REPO, "docs", "gpu", "peers-h200.json")
+PNG_OUT = os.path.join(REPO, "docs", "gpu", "peers-h200.png")
+TOL = 1e-4       # elementwise: max |err| / max(1, max |ref|)
+TOL_SUM = 1e-3   # reductions (float32 accumulation order)
+
+
+# ---------------------------------------------------------------------------
+# the diffgpu calls of one case (shared by --prepare and --run)
+# ---------------------------------------------------------------------------
+
+def grid_for(n):
+    return (n + BLOCK - 1) // BLOCK
+
+
+def dg_args(case, arrs):
+    return [arrs[p] for p in case.params]
+
+
+def autodiff_acts(case, args, shadows):
+    """Activities of the Enzyme-convention gradient: Duplicated float arrays,
+    Active float scalars, Const integer arrays."""
+    acts = []
+    for p, a in zip(case.params, args):
+        if isinstance(a, float):
+            acts.append(dg.Active(a))
+        elif np.dtype(a.dtype).kind == "f":
+            acts.append(dg.Duplicated(a, shadows[p]))
+        else:
+            acts.append(dg.Const(a))
+    return acts
+
+
+def diffgpu_calls(case, kernels, arrs, g, n, xp):
+    """The three diffgpu calls of a case, as --run makes them: (primal,
+    vjp, autodiff, activities of the autodiff call, its shadows)."""
+    launch = kernels[case.name][grid_for(n), BLOCK]
+    args = dg_args(case, arrs)
+    cot = {case.out: g}
+    shadows = {p: xp.zeros_like(arrs[p]) for p in case.params
+               if not isinstance(arrs[p], float) and np.dtype(arrs[p].dtype).kind == "f"}
+    shadows[case.out] = g.copy()
+    acts = autodiff_acts(case, args, shadows)
+    return (lambda: launch(*args), lambda: dg.vjp(launch, *args, cotangents=cot),
+            lambda: dg.autodiff(launch, *acts), acts, shadows)
+
+
+def _add4_args(xp):
+    return [xp.zeros(1024, np.float32) for _ in range(4)]
+
+
+def prepare(directory: str, chip: str, n: int) -> None:
+    """Compile every program --run needs for `chip`: the same calls on numpy
+    arrays of the same shapes, with the launch path's target set to `chip`
+    and nothing run. The programs (and the read/write facts of dg.vjp) are
+    stored with the keys the runtime looks them up by."""
+    import diffgpu.launch as L
+    from diffgpu import plan
+
+    kernels = PC.kernels()
+    rng = np.random.default_rng(0)
+    real_target, real_run = L.target_for, L.run_program
+    L.target_for = lambda sig: chip
+    L.run_program = lambda *a, **k: None
+    try:
+        for case in PC.cases(n):
+            arrs = case.make(rng)
+            g = np.ones_like(arrs[case.out])
+            t0 = time.perf_counter()
+            for call in diffgpu_calls(case, kernels, arrs, g, n, np)[:3]:
+                call()
+            print(f"{case.name}: compiled in {time.perf_counter() - t0:.1f} s", flush=True)
+        kernels["add4"][4, 256](*_add4_args(np))
+    finally:
+        L.target_for, L.run_program = real_target, real_run
+    os.makedirs(directory, exist_ok=True)
+    entries = []
+    for name, k in kernels.items():
+        for key, prog in k._programs.items():
+            entries.append(("program", name, key, prog.payload))
+        for types, facts in plan._ACCESS.get(k, {}).items():
+            entries.append(("access", name, types, facts))
+    with open(os.path.join(directory, "programs.pkl"), "wb") as f:
+        pickle.dump({"chip": chip, "n": n, "entries": entries}, f)
+    print(f"{len(entries)} programs and analyses for {chip} (N = {n}) stored in {directory}")
+
+
+def preload(directory: str, here: str) -> int:
+    """Put the prepared programs into the kernels' tables (no cache keys, no
+    compiler sources involved); a chip other than the prepared one is used
+    under its own name (same PTX: it runs if the chip can run it)."""
+    from diffgpu import plan
+    from diffgpu.launch import Program
+
+    with open(os.path.join(directory, "programs.pkl"), "rb") as f:
+        data = pickle.load(f)
+    kernels = PC.kernels()
+    count = 0
+    for kind, name, key, value in data["entries"]:
+        k = kernels[name]
+        if kind == "access":
+            plan._ACCESS.setdefault(k, {})[key] = value
+        else:
+            types, target, diff = key[0], key[1], key[2]
+            if target != data["chip"]:
+                continue
+            k._programs[(types, here) + tuple(key[2:])] = Program(value)
+            assert diff is None or isinstance(diff, tuple)
+        count += 1
+    return kernels, count
+
+
+# ---------------------------------------------------------------------------
+# backends: arrays, timers
+# ---------------------------------------------------------------------------
+
+class Host:
+    """--cpu-smoke: numpy arrays, wall-clock timer."""
+    name = "cpu (numpy, smoke test)"
+
+    def __init__(self):
+        self.xp = np
+
+    def to(self, a):
+        return a.copy() if isinstance(a, np.ndarray) else a
+
+    def get(self, a):
+        return np.asarray(a)
+
+    def sync(self):
+        pass
+
+    def time(self, fn, budget_ms=20.0):
+        fn()
+        t = time.perf_counter()
+        fn()
+        once = (time.perf_counter() - t) * 1e3
+        reps = int(min(max(budget_ms / max(once, 1e-3), 1), 5))
+        out = []
+        for _ in range(3):
+            t = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            out.append((time.perf_counter() - t) * 1e3 / reps)
+        return sorted(out)[len(out) // 2]
+
+
+class Device:
+    """--run: CuPy arrays, CUDA events around back-to-back calls."""
+
+    def __init__(self):
+        import cupy as cp
+        self.cp = self.xp = cp
+        props = cp.cuda.runtime.getDeviceProperties(0)
+        self.name = props["name"].decode()
+        self.chip = f"sm_{cp.cuda.Device().compute_capability}"
+
+    def to(self, a):
+        return self.cp.asarray(a) if isinstance(a, np.ndarray) else a
+
+    def get(self, a):
+        return self.cp.asnumpy(a) if not isinstance(a, np.ndarray) else a
+
+    def sync(self):
+        self.cp.cuda.runtime.deviceSynchronize()
+
+    def time(self, fn, budget_ms=40.0, rounds=7):
+        cp = self.cp
+        fn()
+        self.sync()
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        once = cp.cuda.get_elapsed_time(start, stop)
+        reps = int(min(max(budget_ms / max(once, 1e-3), 1), 20))
+        out = []
+        for _ in range(rounds):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            for _ in range(reps):
+                fn()
+            stop.record()
+            stop.synchronize()
+            out.append(cp.cuda.get_elapsed_time(start, stop) / reps)
+        return sorted(out)[len(out) // 2]
+
+
+def _err(got, want, idx):
+    got = np.asarray(got, np.float64).reshape(-1) if np.ndim(got) else np.array([got], float)
+    want = np.asarray(want, np.float64).reshape(-1)
+    if idx is not None:
+        got = got[idx]
+    return float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
+
+
+# ---------------------------------------------------------------------------
+# one case
+# ---------------------------------------------------------------------------
+
+def run_case(be, case, kernels, n, rng, notes):
+    k = kernels[case.name]
+    host = case.make(rng)
+    h64 = {p: (v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype.kind == "f"
+               else v) for p, v in host.items()}
+    g_host = PC._f32(rng, int(np.prod(host[case.out].shape)))
+    g_host = g_host.reshape(host[case.out].shape)
+    arrs = {p: be.to(v) for p, v in host.items()}
+    g = be.to(g_host)
+    s = PC.sample(n)
+    primal, vjp, autodiff, acts, shadows = diffgpu_calls(case, kernels, arrs, g, n, be.xp)
+    launch = k[grid_for(n), BLOCK]
+    args = dg_args(case, arrs)
+    res = {"diffgpu": {}}
+    errors = {}
+
+    # primal: check, then time
+    launch(*args)
+    be.sync()
+    tol = TOL_SUM if case.name == "sumsq" else TOL
+    for name, (want, idx) in case.primal_ref(h64, s).items():
+        errors[f"P {name}"] = (_err(be.get(arrs[name]), want, idx), tol)
+    if case.name == "sumsq":
+        arrs["out"].fill(0)
+    res["diffgpu"]["P"] = be.time(primal)
+
+    # FB = dg.vjp (outputs not written, cotangent untouched)
+    g_before = be.get(g).copy()
+    grads = vjp()
+    be.sync()
+    refs = case.grad_ref(h64, g_host.astype(np.float64), s)
+    for name, (want, idx) in refs.items():
+        t = TOL_SUM if (idx is None or name == "a") else TOL
+        errors[f"FB {name}"] = (_err(be.get(grads[name]), want, idx), t)
+    if not np.array_equal(be.get(g), g_before):
+        errors["FB cotangent untouched"] = (1.0, 0.0)
+    res["diffgpu"]["FB"] = be.time(vjp)
+
+    # FB_autodiff: Enzyme convention on fresh shadows (dy = g consumed, dx += ...)
+    active = autodiff()
+    be.sync()
+    got = dict(shadows)
+    got.update({p: v for p, v in zip([p for p, a in zip(case.params, args)
+                                      if isinstance(a, float)], active)})
+    for name, (want, idx) in refs.items():
+        t = TOL_SUM if (idx is None or name == "a") else TOL
+        errors[f"FB_autodiff {name}"] = (_err(be.get(got[name]), want, idx), t)
+    res["diffgpu"]["FB_autodiff"] = be.time(autodiff)
+
+    for peer, fn in (("torch_eager", _torch_eager), ("torch_compile", _torch_compile),
+                     ("jax", _jax)):
+        try:
+            res[peer] = fn(be, case, host, g_host)
+        except Exception as exc:  # a peer missing or failing: a note, not a crash
+            notes.add(f"{peer}: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
+                      if str(exc) else f"{peer}: {type(exc).__name__}")
+    return res, errors
+
+
+# ---------------------------------------------------------------------------
+# peers
+# ---------------------------------------------------------------------------
+
+def peer_names(case):
+    """The peers' inputs: the kernel's parameters but the output array."""
+    return [p for p in case.params if p != case.out]
+
+
+def _torch_inputs(be, case, host, g_host):
+    import torch
+    dev = "cuda" if isinstance(be, Device) else "cpu"
+    ins, diff = [], []
+    for p in peer_names(case):
+        v = host[p]
+        if isinstance(v, float):
+            t = torch.tensor(v, dtype=torch.float32, device=dev)
+        elif v.dtype.kind == "i":
+            t = torch.as_tensor(v.astype(np.int64), device=dev)
+        else:
+            t = torch.as_tensor(v, device=dev)
+        if p in case.diff:
+            t.requires_grad_(True)
+            diff.append(t)
+        ins.append(t)
+    g = torch.as_tensor(np.asarray(case.peer_cot(g_host)), device=dev)
+    return torch, ins, diff, g
+
+
+def _torch_eager(be, case, host, g_host):
+    torch, ins, diff, g = _torch_inputs(be, case, host, g_host)
+    f = lambda: case.peer(torch, *ins)  # noqa: E731
+    with torch.no_grad():
+        p = be.time(f)
+    fb = be.time(lambda: torch.autograd.grad(f(), diff, g))
+    return {"P": p, "FB": fb}
+
+
+def _torch_compile(be, case, host, g_host):
+    torch, ins, diff, g = _torch_inputs(be, case, host, g_host)
+    cf = torch.compile(lambda *a: case.peer(torch, *a))
+    with torch.no_grad():
+        p = be.time(lambda: cf(*ins))
+    fb = be.time(lambda: torch.autograd.grad(cf(*ins), diff, g))
+    return {"P": p, "FB": fb}
+
+
+def _jax(be, case, host, g_host):
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    import jax.numpy as jnp
+    names = peer_names(case)
+    vals = [jnp.float32(host[p]) if isinstance(host[p], float) else jnp.asarray(host[p])
+            for p in names]
+    pos = [i for i, p in enumerate(names) if p in case.diff]
+    g = jnp.asarray(np.asarray(case.peer_cot(g_host)))
+
+    def f(*a):
+        return case.peer(jnp, *a)
+
+    def pullback(gg, *a):
+        def part(*d):
+            full = list(a)
+            for i, v in zip(pos, d):
+                full[i] = v
+            return f(*full)
+        return jax.vjp(part, *[a[i] for i in pos])[1](gg)
+
+    fp, fb = jax.jit(f), jax.jit(pullback)
+
+    def timed(fn):
+        out = fn()
+        jax.block_until_ready(out)
+        t = time.perf_counter()
+        fn()
+        jax.block_until_ready(fn())
+        once = (time.perf_counter() - t) * 1e3 / 2
+        reps = int(min(max(40.0 / max(once, 1e-3), 1), 20))
+        ts = []
+        for _ in range(7 if isinstance(be, Device) else 3):
+            t = time.perf_counter()
+            for _ in range(reps):
+                out = fn()
+            jax.block_until_ready(out)
+            ts.append((time.perf_counter() - t) * 1e3 / reps)
+        return sorted(ts)[len(ts) // 2]
+
+    return {"P": timed(lambda: fp(*vals)), "FB": timed(lambda: fb(g, *vals))}
+
+
+# ---------------------------------------------------------------------------
+# launch cost, table, JSON, chart
+# ---------------------------------------------------------------------------
+
+_ADD4_CUDA = r"""
+extern "C" __global__ void add4(float* o, const float* a, const float* b, const float* c,
+                                long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) o[i] = a[i] + b[i] + c[i];
+}
+"""
+
+
+def launch_cost(be, kernels, reps=2000):
+    """Host microseconds per call of a cached 4-array kernel (tiny arrays, no
+    sync between calls) for diffgpu and, on the GPU, a CuPy RawKernel."""
+    xp = be.xp
+    arrs = _add4_args(xp)
+    k = kernels["add4"][4, 256]
+    out = {}
+
+    def per_call(fn, r):
+        fn()
+        be.sync()
+        t = time.perf_counter()
+        for _ in range(r):
+            fn()
+        dt = (time.perf_counter() - t) / r
+        be.sync()
+        return dt * 1e6
+
+    out["diffgpu"] = per_call(lambda: k(*arrs), reps if isinstance(be, Device) else 50)
+    if isinstance(be, Device):
+        raw = be.cp.RawKernel(_ADD4_CUDA, "add4")
+        n = np.int64(1024)
+        out["cupy_rawkernel"] = per_call(lambda: raw((4,), (256,), (*arrs, n)), reps)
+    return out
+
+
+def print_table(dev, n, copy_gbps, results, floors):
+    print(f"\n{dev}, N = {n} float32 elements, block {BLOCK}; copy bandwidth "
+          f"{copy_gbps:.0f} GB/s; times in ms (median of rounds)")
+    head = (f"{'case':9} {'impl':14} {'P':>8} {'FB':>8} {'FB_autodiff':>11} "
+            f"{'P/floor':>8} {'FB/floor':>8} {'FB/best peer':>12}")
+    print(head)
+    print("-" * len(head))
+    for name, res in results.items():
+        fl = floors[name]
+        peers = [v["FB"] for k, v in res.items() if k != "diffgpu" and "FB" in v]
+        best = min(peers) if peers else math.nan
+        print(f"{name:9} {'floor':14} {fl['P']:8.3f} {fl['FB']:8.3f}")
+        for impl, v in res.items():
+            ad = v.get("FB_autodiff")
+            print(f"{'':9} {impl:14} {v['P']:8.3f} {v['FB']:8.3f} "
+                  f"{(f'{ad:11.3f}' if ad is not None else ' ' * 11)} "
+                  f"{v['P'] / fl['P']:8.2f} {v['FB'] / fl['FB']:8.2f} "
+                  f"{v['FB'] / best:12.2f}")
+
+
+def chart(path, results):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no chart")
+        return
+    names = list(results)
+    impls = ["diffgpu", "torch_eager", "torch_compile", "jax"]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    for ax, what in zip(axes, ("P", "FB")):
+        w = 0.2
+        for j, impl in enumerate(impls):
+            ys = [results[c].get(impl, {}).get(what, math.nan) for c in names]
+            ax.bar([i + (j - 1.5) * w for i in range(len(names))], ys, w, label=impl)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names)
+        ax.set_yscale("log")
+        ax.set_ylabel("ms (log)")
+        ax.set_title("primal" if what == "P" else "forward + backward")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"chart written to {path}")
+
+
+def run(directory: str, smoke: bool, json_out: str, png_out: str, only=None) -> int:
+    be = Host() if smoke else Device()
+    here = "host" if smoke else be.chip
+    n = SMOKE_N if smoke else N
+    kernels = PC.kernels()
+    if directory and os.path.exists(os.path.join(directory, "programs.pkl")):
+        kernels, count = preload(directory, here)
+        print(f"{count} prepared programs and analyses loaded from {directory}")
+    elif not smoke:
+        print(f"no prepared programs in {directory}: run --prepare first")
+        return 2
+    rng = np.random.default_rng(0)
+    src = be.xp.asarray(PC._f32(rng, n))
+    dst = be.xp.empty_like(src)
+    t_copy = be.time(lambda: dst.__setitem__(slice(None), src))
+    copy_gbps = 2 * 4 * n / t_copy / 1e6
+    results, floors, notes, bad, report = {}, {}, set(), 0, {}
+    for case in PC.cases(n):
+        if only and case.name not in only:
+            continue
+        t0 = time.perf_counter()
+        res, errors = run_case(be, case, kernels, n, rng, notes)
+        wp, wfb = case.words
+        floors[case.name] = {"P": wp * 4 * n / copy_gbps / 1e6,
+                             "FB": wfb * 4 * n / copy_gbps / 1e6}
+        results[case.name] = res
+        txt = ", ".join(f"{k} {e:.1e}" + ("" if e <= t else " MISMATCH")
+                        for k, (e, t) in errors.items())
+        bad += sum(e > t for e, t in errors.values())
+        report[case.name] = {k: e for k, (e, _) in errors.items()}
+        print(f"{case.name}: max error vs float64 numpy: {txt} "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    print_table(be.name, n, copy_gbps, results, floors)
+    cost = launch_cost(be, kernels)
+    print("\nhost time per launch of a cached 4-array kernel, us: " +
+          ", ".join(f"{k} {v:.1f}" for k, v in cost.items()))
+    for note in sorted(notes):
+        print(f"note: skipped {note}")
+    from diffgpu.launch import STATS
+    print(f"programs: {dict(STATS)}; mlir imported: "
+          f"{sys.modules.get('mlir') is not None}")
+    doc = {"device": be.name, "N": n, "copy_GBps": copy_gbps,
+           "launch_us": cost, "max_rel_error": report,
+           "cases": {c: dict(results[c], floor=floors[c]) for c in results}}
+    os.makedirs(os.path.dirname(os.path.abspath(json_out)), exist_ok=True)
+    with open(json_out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"results written to {json_out}")
+    chart(png_out, results)
+    if bad:
+        print(f"{bad} result(s) differ from float64 numpy beyond tolerance")
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prepare", metavar="DIR")
+    g.add_argument("--run", metavar="DIR")
+    ap.add_argument("--chip", default="sm_90")
+    ap.add_argument("--cpu-smoke", action="store_true",
+                    help="run on numpy with a tiny N (tests the --run logic)")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--png", default=None)
+    ap.add_argument("--cases", default=None, help="comma-separated subset")
+    a = ap.parse_args(argv)
+    if a.prepare:
+        prepare(a.prepare, "host" if a.cpu_smoke else a.chip, SMOKE_N if a.cpu_smoke else N)
+        return 0
+    smoke = a.cpu_smoke
+    json_out = a.json or (os.path.join(a.run, "peers-smoke.json") if smoke else JSON_OUT)
+    png_out = a.png or (os.path.join(a.run, "peers-smoke.png") if smoke else PNG_OUT)
+    only = set(a.cases.split(",")) if a.cases else None
+    return run(a.run, smoke, json_out, png_out, only)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Read/write analysis of a kernel's array parameters (for `dg.vjp` / `dg.jvp`).
+
+For every parameter of the entry kernel of a frontend module, which memory
+accesses reach it, directly or through calls (`func.call` passes the array
+on; the callee's accesses count):
+
+| access                          | read | write | atomic |
+|---------------------------------|------|-------|--------|
+| `memref.load %A[...]`           | yes  |       |        |
+| `memref.store %v, %A[...]`      |      | yes   |        |
+| `diffgpu.atomic_add %A, ...`    | yes  | yes   | yes    |
+| `memref.dim %A`                 |      |       |        |
+| anything else taking `%A`       | yes  | yes   | (opaque) |
+
+An array only read is an *input*, only written an *output*, otherwise
+*in-out*. Two facts about thread-unique indices (elision.py's `index_key`:
+every component the global id of one dimension or a constant) let the
+functional API move fewer bytes:
+
+- `store_key`: an output with exactly one `memref.store`, in the kernel's own
+  body outside any loop, at a thread-unique index: every element is written
+  at most once in a launch (given that the dimensions not named in the key
+  have one thread), so its cotangent need not be consumed.
+- `load_key`: an input all of whose loads are in the kernel's own body at
+  one index made of global ids only (`x[i]`, `x[j, i]`): thread t is the
+  only one touching its element, so the gradient is accumulated plainly.
+
+    func.func @square(%y: memref<?xf32>, %x: memref<?xf32>) {diffgpu.kernel}
+      %g = block_id * block_dim + thread_id            // dim 0
+      %v = memref.load %x[%g]                          // x: input, load_key (0,)
+      memref.store (%v * %v), %y[%g]                   // y: output, store_key (0,)
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import ir
+
+from diffgpu.lowering import targets
+from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff.activity import walk_ops
+from diffgpu.lowering.autodiff.elision import index_key
+
+_LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
+
+
+def _funcs(module) -> dict:
+    out = {}
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = op
+    return out
+
+
+def _in_loop(op, fn) -> bool:
+    p = op.parent
+    while p is not None and p != fn.operation:
+        if p.name in _LOOPS:
+            return True
+        p = p.parent
+    return False
+
+
+class _Param:
+    def __init__(self):
+        self.read = self.write = self.atomic = self.opaque = False
+        self.loads, self.stores = [], []  # (op, key) in the kernel body
+        self.nested = False  # accessed through a call
+
+
+def _visit(value, fn, funcs, info: _Param, depth: int, seen) -> None:
+    for use in value.uses:
+        op = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        name = op.name
+        if name == "memref.dim":
+            continue
+        if name == "memref.load" and use.operand_number == 0:
+            info.read = True
+            if depth == 0:
+                info.loads.append((op, index_key(list(op.operands)[1:]), fn))
+            else:
+                info.nested = True
+        elif name == "memref.store" and use.operand_number == 1:
+            info.write = True
+            if depth == 0:
+                info.stores.append((op, index_key(list(op.operands)[2:]), fn))
+            else:
+                info.nested = True
+        elif name == "diffgpu.atomic_add" and use.operand_number == 0:
+            info.read = info.write = info.atomic = True
+        elif name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value in funcs:
+            callee = funcs[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+            k = use.operand_number
+            info.nested = True
+            if (callee.operation, k) in seen:
+                continue
+            seen.add((callee.operation, k))
+            arg = callee.regions[0].blocks[0].arguments[k]
+            _visit(arg, callee, funcs, info, depth + 1, seen)
+        else:
+            info.read = info.write = info.opaque = True
+
+
+def _dims(key):
+    return None if key is None else [c[1] if c[0] == "gid" else None for c in key]
+
+
+def analyze_module(module) -> list:
+    """One dict per parameter of the module's kernel (see the module
+    docstring); scalars get `{"array": False}`."""
+    funcs = _funcs(module)
+    kernels = [f for f in funcs.values() if targets.KERNEL_ATTR in f.attributes]
+    if len(kernels) != 1:
+        raise ValueError(f"expected one kernel in the module, found {len(kernels)}")
+    fn = kernels[0]
+    out = []
+    for arg in fn.regions[0].blocks[0].arguments:
+        if not B.is_memref(arg.type):
+            out.append({"array": False})
+            continue
+        info = _Param()
+        _visit(arg, fn, funcs, info, 0, set())
+        store_key = load_key = None
+        if (info.write and not info.read and not info.nested and not info.opaque
+                and len(info.stores) == 1):
+            op, key, where = info.stores[0]
+            if key is not None and not _in_loop(op, where):
+                store_key = _dims(key)
+        if info.read and not info.write and not info.nested and not info.opaque:
+            keys = {k for _, k, _ in info.loads}
+            if len(keys) == 1:
+                (key,) = keys
+                if key is not None and all(c[0] == "gid" for c in key):
+                    load_key = _dims(key)
+        out.append({"array": True, "read": info.read, "write": info.write,
+                    "atomic": info.atomic, "opaque": info.opaque,
+                    "store_key": store_key, "load_key": load_key})
+    return out
+
+
+def analyze_text(text: str) -> list:
+    """`analyze_module` of the frontend module `text`."""
+    from diffgpu.dialects import make_context
+
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        return analyze_module(ir.Module.parse(text))
+
+
+__all__ = ["analyze_module", "analyze_text"]

@@ -1,0 +1,107 @@
+"""Array helpers of the functional API (`dg.vjp` / `dg.jvp`), for numpy
+arrays (CPU) and CUDA arrays (CuPy, or anything with
+`__cuda_array_interface__`): byte ranges, aliasing, fresh buffers.
+
+Imports only numpy; CuPy on first use of a device array.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from diffgpu.runtime.args import is_device_array
+
+
+def xp_of(a):
+    """numpy for host arrays, cupy for device arrays."""
+    if is_device_array(a):
+        from diffgpu.runtime.gpu import cupy_module
+        return cupy_module()
+    return np
+
+
+def _interface(a) -> dict:
+    if is_device_array(a):
+        return a.__cuda_array_interface__
+    return a.__array_interface__
+
+
+def layout(a) -> tuple:
+    """(data pointer, shape, strides in bytes, dtype): equal layouts are the
+    same array seen twice."""
+    if isinstance(a, np.ndarray):
+        return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+    iface = _interface(a)
+    shape = tuple(iface["shape"])
+    item = np.dtype(iface["typestr"]).itemsize
+    strides = iface.get("strides")
+    if strides is None:  # C-contiguous
+        strides, acc = [], item
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc *= n
+    return (iface["data"][0], shape, tuple(strides), np.dtype(iface["typestr"]).str)
+
+
+def byte_range(a) -> tuple:
+    """[lo, hi) of the bytes the array's elements occupy (empty: lo == hi)."""
+    ptr, shape, strides, dtype = layout(a)
+    if any(n == 0 for n in shape):
+        return (ptr, ptr)
+    lo = hi = ptr
+    for n, s in zip(shape, strides):
+        if s >= 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return (lo, hi + np.dtype(dtype).itemsize)
+
+
+def overlap(a, b) -> bool:
+    """True when the byte ranges of `a` and `b` intersect (conservative for
+    interleaved strided views; exact for numpy arrays)."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.shares_memory(a, b))
+    if is_device_array(a) != is_device_array(b):
+        return False
+    (lo1, hi1), (lo2, hi2) = byte_range(a), byte_range(b)
+    return lo1 < hi2 and lo2 < hi1
+
+
+def shape_of(a) -> tuple:
+    return tuple(a.shape) if isinstance(a, np.ndarray) else tuple(_interface(a)["shape"])
+
+
+def dtype_of(a) -> str:
+    if isinstance(a, np.ndarray):
+        return a.dtype.name
+    return np.dtype(_interface(a)["typestr"]).name
+
+
+def copy(a):
+    """A fresh contiguous copy on the array's device."""
+    xp = xp_of(a)
+    return xp.array(xp.asarray(a), copy=True)
+
+
+def zeros_like(a):
+    xp = xp_of(a)
+    return xp.zeros(shape_of(a), dtype_of(a))
+
+
+def empty_like(a):
+    xp = xp_of(a)
+    return xp.empty(shape_of(a), dtype_of(a))
+
+
+def device_scope(a):
+    """A context selecting the array's GPU (a no-op on the host)."""
+    if not is_device_array(a):
+        import contextlib
+        return contextlib.nullcontext()
+    from diffgpu.runtime.args import device_id
+    from diffgpu.runtime.gpu import cupy_module
+    return cupy_module().cuda.Device(device_id(a))
+
+
+__all__ = ["xp_of", "layout", "byte_range", "overlap", "shape_of", "dtype_of", "copy",
+           "zeros_like", "empty_like", "device_scope"]

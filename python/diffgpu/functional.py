@@ -1,0 +1,96 @@
+"""Functional gradients: `dg.vjp` and `dg.jvp` (host level), as in JAX.
+
+    grads = dg.vjp(square[blocks, 256], y, x, cotangents={"y": ybar})
+    grads["x"]                  # a new array: 2 * x * ybar; ybar untouched
+    tans = dg.jvp(square[blocks, 256], y, x, tangents={"x": xdot})
+    tans["y"]                   # a new array: 2 * x * xdot
+
+Parameters are named as in the kernel. A read/write analysis of the kernel
+(lowering/access.py, cached with the compiled kernels) sorts its float
+array parameters into
+
+| role     | the kernel...            | vjp                          | jvp                        |
+|----------|--------------------------|------------------------------|----------------------------|
+| input    | only reads it            | returns its gradient         | needs its tangent          |
+| output   | only writes it           | needs its cotangent          | returns its tangent        |
+| in-out   | reads and writes it      | needs the cotangent of its   | needs the tangent of its   |
+|          | (also `dg.atomic_add`)   | final value, returns the     | initial value, returns the |
+|          |                          | gradient of its initial one  | tangent of its final one   |
+
+Float scalars are inputs (vjp returns a Python float, jvp needs a scalar
+tangent); integer arrays and scalars are not differentiated. An array passed
+for several parameters (the same memory, same layout) is one variable: its
+role is the union, its cotangent or tangent is given once (under any of its
+names) and its result appears under each name. Arrays that overlap without
+being the same array are refused.
+
+Cotangents and tangents are never modified. Primal outputs (and in-out
+arrays) are written only with `outputs=True`; otherwise the caller's arrays
+are left as they were. The results are new arrays on the arguments' device.
+
+How the launch is planned (`plan.py`): the derivative kernel is the
+host-level `dg.autodiff` / `dg.fwddiff` wrapper with activities chosen per
+parameter; where the analysis proves that each element is written by one
+thread once, the gradient is written instead of accumulated and the
+cotangent is read instead of consumed, otherwise buffers are zero-filled
+and copies are consumed (docs/functional.md).
+"""
+from __future__ import annotations
+
+from diffgpu.api import user_facing
+from diffgpu.errors import LaunchError
+
+
+def _launcher(launcher, name: str):
+    from diffgpu.api import Definition, Launcher
+
+    if isinstance(launcher, Launcher):
+        return launcher
+    if isinstance(launcher, Definition):
+        raise LaunchError(f"dg.{name} takes a launch configuration: "
+                          f"dg.{name}({launcher.name}[grid, block], ...)")
+    raise LaunchError(f"dg.{name} takes kernel[grid, block] as its first argument, "
+                      f"got {type(launcher).__name__}")
+
+
+@user_facing
+def vjp(launcher, *args, cotangents=None, outputs=False):
+    """Reverse mode: {parameter name: gradient} for the kernel's float inputs
+    and in-out arrays (new arrays) and float scalars (Python floats), given
+    the cotangent of every output and in-out array."""
+    from diffgpu.plan import Call
+
+    call = Call(_launcher(launcher, "vjp"), args, "vjp")
+    return call.vjp(_named(cotangents, "cotangents", "vjp"), bool(outputs))
+
+
+@user_facing
+def jvp(launcher, *args, tangents=None, outputs=False):
+    """Forward mode: {parameter name: tangent} for the kernel's output and
+    in-out arrays (new arrays), given the tangent of every float input and
+    in-out array and of every float scalar."""
+    from diffgpu.plan import Call
+
+    call = Call(_launcher(launcher, "jvp"), args, "jvp")
+    return call.jvp(_named(tangents, "tangents", "jvp"), bool(outputs))
+
+
+def _named(d, what: str, fn: str) -> dict:
+    if d is None:
+        return {}
+    if not isinstance(d, dict) or not all(isinstance(k, str) for k in d):
+        raise LaunchError(f"dg.{fn}: {what}= takes a dict {{parameter name: array}}, "
+                          f"got {type(d).__name__}")
+    return dict(d)
+
+
+def access(launcher, *args) -> dict:
+    """{parameter name: "input" | "output" | "inout" | "scalar" | "const"}:
+    the roles the analysis gives the kernel's parameters for these args."""
+    from diffgpu.plan import Call
+
+    call = Call(_launcher(launcher, "access"), args, "access")
+    return {call.names[i]: call.role[i] for i in range(len(call.names))}
+
+
+__all__ = ["vjp", "jvp", "access"]

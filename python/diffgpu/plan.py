@@ -1,0 +1,291 @@
+"""Planning one `dg.vjp` / `dg.jvp` call: roles, alias groups, buffers and
+the activities of the derivative kernel (see functional.py for the API).
+
+The read/write facts of a kernel signature come from lowering/access.py. They
+are cached like compiled kernels (memory, then the disk cache under the key
+of the signature with diff `("access",)`), so a machine without MLIR runs
+`dg.vjp` on prepared signatures.
+
+Reverse mode, per variable (an alias group of float arrays):
+
+| role   | shadow passed                  | activity | result                |
+|--------|--------------------------------|----------|-----------------------|
+| input  | zeros                          | dup      | shadow = gradient     |
+| output | a copy of the cotangent        | dup      | -                     |
+| in-out | a copy of the cotangent        | dup      | shadow = gradient     |
+
+(Enzyme's convention: read-only shadows accumulate, overwritten elements are
+consumed, so shadows D become J^T D.) Primal arrays the kernel writes are
+replaced by scratch buffers (outputs) or copies (in-out) unless
+`outputs=True`. Forward mode passes an input's tangent itself (the tangent
+code only reads the shadows of arrays it never stores into), zeros for an
+output and a copy of the tangent for an in-out array.
+"""
+from __future__ import annotations
+
+import weakref
+
+from diffgpu import buffers as M
+from diffgpu.errors import LaunchError
+from diffgpu.runtime.args import arg_type, check_arity, describe_arg, infer_signature
+from diffgpu.types import ArrayType, is_float
+
+#: kernel -> {types: [access dict per parameter]}
+_ACCESS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+ACCESS_DIFF = ("access",)
+
+
+def access_facts(kernel, types) -> list:
+    """The read/write facts of `kernel` for `types` (lowering/access.py)."""
+    table = _ACCESS.setdefault(kernel, {})
+    facts = table.get(tuple(types))
+    if facts is not None:
+        return facts
+    from diffgpu.runtime import cache
+
+    key = cache.cache_key(kernel, types, "any", ACCESS_DIFF)
+    payload = cache.load(key)
+    if payload is not None and payload.get("kind") == "access" and isinstance(
+            payload.get("params"), list) and len(payload["params"]) == len(types):
+        facts = payload["params"]
+    else:
+        facts = _analyze(kernel, types)
+        cache.store(key, {"kind": "access", "name": kernel.name, "params": facts})
+    table[tuple(types)] = facts
+    return facts
+
+
+def _analyze(kernel, types) -> list:
+    from diffgpu.launch import _compiler_call, build_module
+
+    src = build_module(kernel, types, "host")
+
+    def run():
+        from diffgpu.lowering.access import analyze_text
+        return analyze_text(src.text)
+    return _compiler_call(run, f"the read/write analysis of {kernel.name}")
+
+
+class Call:
+    """One launch's arguments, checked, with roles and alias groups."""
+
+    def __init__(self, launcher, args, fn: str):
+        self.launcher, self.fn = launcher, fn
+        kernel = self.kernel = launcher.kernel
+        self.names = kernel.arg_names
+        check_arity(args, self.names, kernel.name)
+        self.args = list(args)
+        self.sig = infer_signature(self.args, self.names, kernel.name)
+        self.types = self.sig.types
+        facts = access_facts(kernel, self.types)
+        self.facts = facts
+        self.role = []
+        for t, f in zip(self.types, facts):
+            if not is_float(t):
+                self.role.append("const")
+            elif not isinstance(t, ArrayType):
+                self.role.append("scalar")
+            elif f["write"] and f["read"]:
+                self.role.append("inout")
+            elif f["write"]:
+                self.role.append("output")
+            else:
+                self.role.append("input")  # read, or not used at all
+        self.groups = self._groups()
+
+    def _groups(self) -> list:
+        """Alias groups of float arrays: lists of parameter positions."""
+        arrays = [i for i, r in enumerate(self.role) if r in ("input", "output", "inout")]
+        groups = []
+        for i in arrays:
+            for g in groups:
+                j = g[0]
+                if M.layout(self.args[i]) == M.layout(self.args[j]):
+                    g.append(i)
+                    break
+                if M.overlap(self.args[i], self.args[j]):
+                    raise LaunchError(
+                        f"dg.{self.fn}: {describe_arg(i, self.names)} and "
+                        f"{describe_arg(j, self.names)} overlap in memory without being "
+                        "the same array; pass separate arrays (or the same array twice)")
+            else:
+                groups.append([i])
+        return groups
+
+    def written(self, g) -> bool:
+        return any(self.role[i] in ("output", "inout") for i in g)
+
+    def read(self, g) -> bool:
+        return any(self.role[i] in ("input", "inout") for i in g)
+
+    # -- seeds (cotangents / tangents) --------------------------------------
+    def seeds(self, given: dict, what: str, wanted) -> dict:
+        """{group index: the one seed array} after checking names, types,
+        shapes and devices; `wanted(group)` says which groups need one."""
+        names = self.names
+        for k in given:
+            if k not in names:
+                raise LaunchError(f"dg.{self.fn}: {what} for '{k}', which is not a parameter "
+                                  f"of {self.kernel.name}({', '.join(names)})")
+        out = {}
+        for gi, g in enumerate(self.groups):
+            mine = [names[i] for i in g if names[i] in given]
+            if not wanted(g):
+                if mine:
+                    raise LaunchError(f"dg.{self.fn}: {what} for '{mine[0]}', "
+                                      f"{self._why_not(g, what)}")
+                continue
+            if not mine:
+                alias = (f" (or {', '.join(repr(names[i]) for i in g[1:])}, the same array)"
+                         if len(g) > 1 else "")
+                raise LaunchError(f"dg.{self.fn}: missing {what[:-1]} for '{names[g[0]]}'"
+                                  f"{alias} ({self._role_text(g)} of {self.kernel.name})")
+            if len(mine) > 1:
+                raise LaunchError(f"dg.{self.fn}: {', '.join(mine)} are the same array; "
+                                  f"give its {what[:-1]} once")
+            out[gi] = self._check_seed(g[0], names.index(mine[0]), given[mine[0]], what)
+        for i, r in enumerate(self.role):
+            if r == "scalar" and names[i] in given and what == "cotangents":
+                raise LaunchError(f"dg.{self.fn}: cotangent for '{names[i]}', a scalar input; "
+                                  "cotangents are for the arrays the kernel writes")
+            if r == "const" and names[i] in given:
+                raise LaunchError(f"dg.{self.fn}: {what} for '{names[i]}', an integer "
+                                  "parameter, which is not differentiated")
+        return out
+
+    def _role_text(self, g) -> str:
+        if self.written(g) and self.read(g):
+            return "an in-out array"
+        return "an output" if self.written(g) else "an input"
+
+    def _why_not(self, g, what: str) -> str:
+        if what == "cotangents":
+            return (f"{self._role_text(g)} of {self.kernel.name} (never written); cotangents "
+                    "are for the arrays the kernel writes")
+        return (f"{self._role_text(g)} of {self.kernel.name} (never read); tangents are for "
+                "the arrays and scalars the kernel reads")
+
+    def _check_seed(self, i: int, named: int, seed, what: str):
+        where = f"dg.{self.fn}: {what[:-1]} of '{self.names[named]}'"
+        arr = self.args[i]
+        t, _ = arg_type(seed, where)
+        if not isinstance(t, ArrayType):
+            raise LaunchError(f"{where}: expected an array like the argument, got {t}")
+        if t != self.types[i]:
+            raise LaunchError(f"{where} has type {t}, the argument {self.types[i]}; "
+                              "they must match")
+        if M.is_device_array(seed) != M.is_device_array(arr):
+            raise LaunchError(f"{where} and the argument live on different devices "
+                              "(numpy vs CUDA)")
+        if M.shape_of(seed) != M.shape_of(arr):
+            raise LaunchError(f"{where} has shape {M.shape_of(seed)}, the argument "
+                              f"{M.shape_of(arr)}; they must match")
+        return seed
+
+    def scalar_seeds(self, given: dict) -> dict:
+        out = {}
+        for i, r in enumerate(self.role):
+            if r != "scalar":
+                continue
+            n = self.names[i]
+            if n not in given:
+                raise LaunchError(f"dg.{self.fn}: missing tangent for '{n}' (a float scalar "
+                                  f"input of {self.kernel.name}); pass 0.0 to hold it fixed")
+            v = given[n]
+            try:
+                out[i] = float(v)
+            except (TypeError, ValueError):
+                raise LaunchError(f"dg.{self.fn}: tangent of '{n}' must be a float, got "
+                                  f"{type(v).__name__}") from None
+        return out
+
+    # -- primal buffers ------------------------------------------------------
+    def primals(self, outputs: bool) -> list:
+        """The primal arguments to launch: the caller's own arrays when
+        `outputs`, else scratch (outputs) and copies (in-out) for written
+        groups."""
+        prim = list(self.args)
+        if outputs:
+            return prim
+        for g in self.groups:
+            if not self.written(g):
+                continue
+            buf = M.copy(self.args[g[0]]) if self.read(g) else M.empty_like(self.args[g[0]])
+            for i in g:
+                prim[i] = buf
+        return prim
+
+    # -- the two modes -------------------------------------------------------
+    def vjp(self, cotangents: dict, outputs: bool) -> dict:
+        seeds = self.seeds(cotangents, "cotangents", self.written)
+        kinds = ["const"] * len(self.names)
+        shadows = [None] * len(self.names)
+        with M.device_scope(self.args[self.groups[0][0]] if self.groups else None):
+            prim = self.primals(outputs)
+            for gi, g in enumerate(self.groups):
+                sh = M.copy(seeds[gi]) if gi in seeds else M.zeros_like(self.args[g[0]])
+                for i in g:
+                    kinds[i], shadows[i] = "dup", sh
+            for i, r in enumerate(self.role):
+                if r == "scalar":
+                    kinds[i] = "active"
+            grads = self.launch("reverse", kinds, prim, shadows)
+        out, it = {}, iter(grads)
+        for i, k in enumerate(kinds):
+            if k == "active":
+                out[self.names[i]] = float(next(it))
+        for g in self.groups:
+            if self.read(g):
+                for i in g:
+                    out[self.names[i]] = shadows[i]
+        return {n: out[n] for n in self.names if n in out}
+
+    def jvp(self, tangents: dict, outputs: bool) -> dict:
+        seeds = self.seeds(tangents, "tangents", self.read)
+        scal = self.scalar_seeds(tangents)
+        kinds = ["const"] * len(self.names)
+        shadows = [None] * len(self.names)
+        with M.device_scope(self.args[self.groups[0][0]] if self.groups else None):
+            prim = self.primals(outputs)
+            for gi, g in enumerate(self.groups):
+                if not self.written(g):
+                    sh = seeds[gi]  # read only: the tangent code never stores into it
+                elif gi in seeds:
+                    sh = M.copy(seeds[gi])
+                else:
+                    sh = M.zeros_like(self.args[g[0]])
+                for i in g:
+                    kinds[i], shadows[i] = "dup", sh
+            for i, v in scal.items():
+                kinds[i], shadows[i] = "dup", v
+            self.launch("forward", kinds, prim, shadows)
+        out = {}
+        for g in self.groups:
+            if self.written(g):
+                for i in g:
+                    out[self.names[i]] = shadows[i]
+        return {n: out[n] for n in self.names if n in out}
+
+    def launch(self, mode: str, kinds, primals, shadows) -> list:
+        """Run the derivative kernel; returns the Active gradient slots."""
+        from diffgpu.diff import _zeros
+        from diffgpu.launch import facts_for, flat_types, get_program, run_program, target_for
+
+        flat = []
+        for p, s in zip(primals, shadows):
+            flat.append(p)
+            if s is not None:
+                flat.append(s)
+        sig = infer_signature(flat, None, self.kernel.name)
+        diff = (mode, tuple(kinds))
+        slots = [_zeros(1, t.dtype, sig) for t, k in zip(self.types, kinds) if k == "active"]
+        target = target_for(sig)
+        grid, block = self.launcher.grid, self.launcher.block
+        facts = facts_for(flat + slots, flat_types(self.types, diff), target, grid, block)
+        program = get_program(self.kernel, self.types, target, diff=diff, facts=facts)
+        run_program(program, flat + slots, sig, grid, block)
+        return [s[0] if hasattr(s, "shape") and not hasattr(s, "get") else s.get()[0]
+                for s in slots]
+
+
+__all__ = ["Call", "access_facts"]

@@ -1,0 +1,234 @@
+"""dg.vjp / dg.jvp on the CPU: analytic gradients, finite differences, the
+read/write roles, aliasing rules, and errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import diffgpu as dg
+from diffgpu.functional import access
+
+RNG = np.random.default_rng(7)
+
+
+@dg.kernel
+def square(y, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        v = x[i]
+        y[i] = v * v
+
+
+@dg.kernel
+def saxpy(o, a, x, y):
+    i = dg.global_id(0)
+    if i < len(x):
+        o[i] = a * x[i] + y[i]
+
+
+@dg.kernel
+def stencil(y, x):
+    i = dg.global_id(0)
+    if i >= 1 and i < len(x) - 1:
+        y[i] = 0.25 * x[i - 1] + 0.5 * x[i] + 0.25 * x[i + 1]
+
+
+@dg.kernel
+def inplace_square(A):
+    i = dg.global_id(0)
+    if i < len(A):
+        A[i] = A[i] * A[i]
+
+
+@dg.kernel
+def add(o, x, y):
+    i = dg.global_id(0)
+    if i < len(o):
+        o[i] = x[i] + 3.0 * y[i]
+
+
+@dg.kernel
+def loop(y, x, p, n):
+    i = dg.global_id(0)
+    if i < len(x):
+        s = x[i]
+        for k in range(n):
+            s = s + 0.1 * dg.sin(s) * p[i]
+        y[i] = s
+
+
+@dg.kernel
+def sumsq(out, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        v = x[i]
+        dg.atomic_add(out, 0, v * v)
+
+
+@dg.kernel
+def gather(y, x, idx):
+    i = dg.global_id(0)
+    if i < len(idx):
+        y[i] = x[idx[i]]
+
+
+def f32(n):
+    return RNG.standard_normal(n).astype(np.float32)
+
+
+def test_roles_from_the_analysis():
+    x, y = f32(8), np.zeros(8, np.float32)
+    assert access(square[1, 32], y, x) == {"y": "output", "x": "input"}
+    assert access(saxpy[1, 32], y, 2.0, x, x.copy()) == {
+        "o": "output", "a": "scalar", "x": "input", "y": "input"}
+    assert access(inplace_square[1, 32], x) == {"A": "inout"}
+    assert access(sumsq[1, 32], np.zeros(1, np.float32), x) == {"out": "inout", "x": "input"}
+    idx = np.zeros(8, np.int32)
+    assert access(gather[1, 32], y, x, idx) == {"y": "output", "x": "input", "idx": "const"}
+
+
+def test_square_vjp_jvp_and_untouched_arrays():
+    x, y, g = f32(50), np.full(50, 7.0, np.float32), f32(50)
+    g0 = g.copy()
+    grads = dg.vjp(square[2, 32], y, x, cotangents={"y": g})
+    assert list(grads) == ["x"]
+    np.testing.assert_allclose(grads["x"], 2 * x * g, rtol=1e-6)
+    assert np.array_equal(g, g0)             # cotangent untouched
+    assert np.all(y == 7.0)                  # outputs not written by default
+    tans = dg.jvp(square[2, 32], y, x, tangents={"x": g})
+    np.testing.assert_allclose(tans["y"], 2 * x * g, rtol=1e-6)
+    assert np.array_equal(g, g0) and np.all(y == 7.0)
+    dg.vjp(square[2, 32], y, x, cotangents={"y": g}, outputs=True)
+    np.testing.assert_allclose(y, x * x, rtol=1e-6)
+
+
+def test_saxpy_with_scalar():
+    x, y, o, g = f32(40), f32(40), np.zeros(40, np.float32), f32(40)
+    grads = dg.vjp(saxpy[2, 32], o, 1.5, x, y, cotangents={"o": g})
+    assert set(grads) == {"a", "x", "y"}
+    assert isinstance(grads["a"], float)
+    assert grads["a"] == pytest.approx(float(np.dot(x.astype(np.float64), g)), rel=1e-5)
+    np.testing.assert_allclose(grads["x"], 1.5 * g, rtol=1e-6)
+    np.testing.assert_allclose(grads["y"], g, rtol=1e-6)
+    tx, ty = f32(40), f32(40)
+    tans = dg.jvp(saxpy[2, 32], o, 1.5, x, y, tangents={"a": 0.5, "x": tx, "y": ty})
+    np.testing.assert_allclose(tans["o"], 0.5 * x + 1.5 * tx + ty, rtol=1e-5, atol=1e-6)
+
+
+def test_stencil():
+    n = 70
+    x, y, g = f32(n), np.zeros(n, np.float32), f32(n)
+    xbar = dg.vjp(stencil[3, 32], y, x, cotangents={"y": g})["x"]
+    want = np.zeros(n)
+    for i in range(1, n - 1):
+        want[i - 1] += 0.25 * g[i]
+        want[i] += 0.5 * g[i]
+        want[i + 1] += 0.25 * g[i]
+    np.testing.assert_allclose(xbar, want, rtol=1e-5, atol=1e-6)
+
+
+def test_inplace_kernel_follows_the_inout_rule():
+    a, g = f32(33), f32(33)
+    a0 = a.copy()
+    grads = dg.vjp(inplace_square[2, 32], a, cotangents={"A": g})
+    np.testing.assert_allclose(grads["A"], 2 * a0 * g, rtol=1e-6)  # wrt the initial A
+    assert np.array_equal(a, a0)
+    tans = dg.jvp(inplace_square[2, 32], a, tangents={"A": g})
+    np.testing.assert_allclose(tans["A"], 2 * a0 * g, rtol=1e-6)   # of the final A
+    dg.jvp(inplace_square[2, 32], a, tangents={"A": g}, outputs=True)
+    np.testing.assert_allclose(a, a0 * a0, rtol=1e-6)
+
+
+def test_same_array_twice_is_one_variable():
+    a, o, g = f32(20), np.zeros(20, np.float32), f32(20)
+    grads = dg.vjp(add[1, 32], o, a, a, cotangents={"o": g})
+    np.testing.assert_allclose(grads["x"], 4.0 * g, rtol=1e-6)   # d(a + 3a)/da
+    assert grads["x"] is grads["y"]
+    # the same array as output and input: square in place through two names
+    b = f32(20)
+    b0 = b.copy()
+    grads = dg.vjp(square[1, 32], b, b, cotangents={"y": g})
+    np.testing.assert_allclose(grads["x"], 2 * b0 * g, rtol=1e-6)
+    assert np.array_equal(b, b0)
+    tans = dg.jvp(square[1, 32], b, b, tangents={"x": g})
+    np.testing.assert_allclose(tans["y"], 2 * b0 * g, rtol=1e-6)
+
+
+def _fd_dot(launch, args, out_pos, wrt, v, g, eps=1e-6):
+    """<g, (F(x + eps v) - F(x - eps v)) / 2 eps> in float64."""
+    def run(sign):
+        a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+        a[wrt] = a[wrt] + sign * eps * v
+        launch(*a)
+        return a[out_pos]
+    return float(np.dot(g, (run(1) - run(-1)) / (2 * eps)))
+
+
+def test_loop_kernel_against_finite_differences():
+    n = 45
+    x, p = RNG.standard_normal(n), RNG.standard_normal(n)
+    y, g = np.zeros(n), RNG.standard_normal(n)
+    launch = loop[2, 32]
+    grads = dg.vjp(launch, y, x, p, 7, cotangents={"y": g})
+    tans = {}
+    for k, name in ((1, "x"), (2, "p")):
+        v = RNG.standard_normal(n)
+        fd = _fd_dot(launch, [y, x, p, 7], 0, k, v, g)
+        assert float(np.dot(grads[name], v)) == pytest.approx(fd, rel=1e-6)
+        tans[name] = v
+    jv = dg.jvp(launch, y, x, p, 7, tangents=tans)["y"]
+    fd = (_fd_dot(launch, [y, x, p, 7], 0, 1, tans["x"], g)
+          + _fd_dot(launch, [y, x, p, 7], 0, 2, tans["p"], g))
+    assert float(np.dot(g, jv)) == pytest.approx(fd, rel=1e-6)
+
+
+def test_reduction_with_atomic_add():
+    x, out, g = f32(100), np.zeros(1, np.float32), np.array([0.5], np.float32)
+    grads = dg.vjp(sumsq[4, 32], out, x, cotangents={"out": g})
+    np.testing.assert_allclose(grads["x"], 2 * x * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(grads["out"], g)        # out_final = out_initial + sum
+    assert out[0] == 0.0
+    tans = dg.jvp(sumsq[4, 32], out, x, tangents={"out": np.zeros(1, np.float32), "x": x})
+    assert tans["out"][0] == pytest.approx(float(np.sum(2.0 * x.astype(np.float64) ** 2)),
+                                           rel=1e-5)
+
+
+def test_gather_scatters_the_gradient():
+    x, idx = f32(10), RNG.integers(0, 10, 64).astype(np.int32)
+    y, g = np.zeros(64, np.float32), f32(64)
+    grads = dg.vjp(gather[2, 32], y, x, idx, cotangents={"y": g})
+    np.testing.assert_allclose(grads["x"], np.bincount(idx, weights=g, minlength=10),
+                               rtol=1e-5, atol=1e-6)
+    assert set(grads) == {"x"}
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"cotangents": {"z": None}}, "'z', which is not a parameter of square"),
+    ({"cotangents": {}}, "missing cotangent for 'y'"),
+    ({"cotangents": {"y": np.ones(8, np.float32), "x": np.ones(8, np.float32)}},
+     "cotangents for 'x', an input of square .never written."),
+    ({"cotangents": {"y": np.ones(3, np.float32)}}, r"has shape \(3,\), the argument \(8,\)"),
+    ({"cotangents": {"y": np.ones(8, np.float64)}}, "has type float64"),
+    ({"cotangents": [1]}, "takes a dict"),
+])
+def test_vjp_errors(kwargs, match):
+    x, y = f32(8), np.zeros(8, np.float32)
+    with pytest.raises(dg.LaunchError, match=match):
+        dg.vjp(square[1, 32], y, x, **kwargs)
+
+
+def test_jvp_errors_and_bad_calls():
+    x, y = f32(8), np.zeros(8, np.float32)
+    with pytest.raises(dg.LaunchError, match="missing tangent for 'x'"):
+        dg.jvp(square[1, 32], y, x, tangents={})
+    with pytest.raises(dg.LaunchError, match="tangents for 'y', an output of square"):
+        dg.jvp(square[1, 32], y, x, tangents={"x": x, "y": y})
+    with pytest.raises(dg.LaunchError, match="missing tangent for 'a'"):
+        dg.jvp(saxpy[1, 32], y, 2.0, x, x.copy(), tangents={"x": x, "y": x})
+    with pytest.raises(dg.LaunchError, match=r"dg.vjp\(square\[grid, block\]"):
+        dg.vjp(square, y, x, cotangents={"y": y})
+    with pytest.raises(dg.LaunchError, match="takes 2 arguments"):
+        dg.vjp(square[1, 32], y, cotangents={"y": y})
+    big = f32(16)
+    with pytest.raises(dg.LaunchError, match="overlap in memory without being the same"):
+        dg.vjp(square[1, 32], big[:8], big[4:12], cotangents={"y": y})
