@@ -122,7 +122,7 @@ class KernelFunction:
 
     def _forward_fake(self, *inputs):
         args = self.spec.bind(inputs)
-        device = self._check(args)
+        device = self._check(args, fake=True)
         out = []
         for n in self.spec.outputs:
             shape, dtype = self.spec.out_shape(n, args)
@@ -180,9 +180,9 @@ class KernelFunction:
 
     # -- checks ---------------------------------------------------------------
 
-    def _check(self, args: dict):
+    def _check(self, args: dict, fake: bool = False):
         """The device of the array inputs; LaunchError on a bad dtype or a
-        mix of devices, before anything runs."""
+        mix of devices, before anything runs (`fake`: meta tensors too)."""
         device = None
         for n in self.spec.arrays:
             t = args[n]
@@ -192,7 +192,7 @@ class KernelFunction:
             if dtype_name(t.dtype) not in DTYPES:
                 raise LaunchError(f"{self.qualname}: input {n!r} has dtype {t.dtype}; "
                                   f"diffgpu arrays are {', '.join(DTYPES)}")
-            if t.device.type not in ("cpu", "cuda"):
+            if t.device.type not in ("cpu", "cuda") + (("meta",) if fake else ()):
                 raise LaunchError(f"{self.qualname}: input {n!r} is on {t.device}; "
                                   "diffgpu runs on cpu and cuda tensors")
             if device is None:

@@ -1,0 +1,124 @@
+"""Kernels the PyTorch / JAX / DDP tests wrap, with their references, and the
+GPU signatures they launch compiled ahead of time for a machine without MLIR:
+
+    python test/python/interop_kernels.py --prepare .gpucache [--chip sm_90]
+
+writes into `.gpucache/cache` (the directory test_gpu.py reads there too).
+"""
+import os
+import sys
+
+import diffgpu as dg
+
+
+@dg.kernel
+def square_scale(y, x, a):
+    """y = a * x**2, elementwise."""
+    i = dg.global_id(0)
+    if i < len(x):
+        y[i] = a * x[i] * x[i]
+
+
+@dg.kernel
+def mul_add(u, v, x, y):
+    """Two outputs: u = x * y, v = sin(x) + y."""
+    i = dg.global_id(0)
+    if i < len(x):
+        u[i] = x[i] * y[i]
+        v[i] = dg.sin(x[i]) + y[i]
+
+
+@dg.kernel
+def dense_tanh(y, x, w, b):
+    """y = tanh(x @ w + b), one thread per element of y."""
+    i = dg.global_id(0)
+    j = dg.global_id(1)
+    if i < y.shape[0] and j < y.shape[1]:
+        acc = b[j]
+        for k in range(x.shape[1]):
+            acc += x[i, k] * w[k, j]
+        y[i, j] = dg.tanh(acc)
+
+
+BLOCK = 64
+DENSE_BLOCK = (16, 16)
+
+
+def grid_1d(x, **_):
+    return (x.shape[0] + BLOCK - 1) // BLOCK
+
+
+def grid_dense(x, w, **_):
+    return ((x.shape[0] + 15) // 16, (w.shape[1] + 15) // 16)
+
+
+def dense_out(x, w, **_):
+    return (x.shape[0], w.shape[1]), x.dtype
+
+
+#: kernel -> (output specs, scalars, grid, block): how the tests wrap each one
+OPS = {
+    "square_scale": (square_scale, {"y": "x"}, {"a": float}, grid_1d, BLOCK),
+    "mul_add": (mul_add, {"u": "x", "v": "x"}, {}, grid_1d, BLOCK),
+    "dense_tanh": (dense_tanh, {"y": dense_out}, {}, grid_dense, DENSE_BLOCK),
+}
+
+
+def wrap(module, name):
+    """`module.op(...)` (dg.torch or dg.jax) for the kernel `name` of OPS."""
+    kernel, outputs, scalars, grid, block = OPS[name]
+    return module.op(kernel, outputs=outputs, scalars=scalars, grid=grid, block=block)
+
+
+def _signatures(dtype):
+    from diffgpu.types import ArrayType, ScalarType
+
+    a1, a2 = ArrayType(dtype, 1), ArrayType(dtype, 2)
+    f64 = ScalarType("float64")
+    return [
+        (square_scale, (a1, a1, f64), ("dup", "dup", "const")),
+        (mul_add, (a1, a1, a1, a1), ("dup",) * 4),
+        (dense_tanh, (a2, a2, a2, a1), ("dup",) * 4),
+    ]
+
+
+def prepare(chip: str) -> None:
+    """Compile the primal and reverse kernels of every GPU test signature."""
+    from diffgpu.launch import get_program
+
+    for dtype in ("float32", "float64"):
+        for kernel, types, kinds in _signatures(dtype):
+            get_program(kernel, types, chip)
+            get_program(kernel, types, chip, ("reverse", kinds))
+
+
+def reference(name, xp, *args):
+    """The kernel's outputs computed with array module `xp` (numpy, torch,
+    jax.numpy), for gradient comparisons."""
+    if name == "square_scale":
+        x, a = args
+        return a * x * x
+    if name == "mul_add":
+        x, y = args
+        return x * y, xp.sin(x) + y
+    if name == "dense_tanh":
+        x, w, b = args
+        return xp.tanh(x @ w + b)
+    raise KeyError(name)
+
+
+def main(argv) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--prepare", metavar="DIR", required=True)
+    p.add_argument("--chip", default="sm_90")
+    ns = p.parse_args(argv)
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(ns.prepare), "cache")
+    prepare(ns.chip)
+    print(f"prepared the interop test kernels for {ns.chip} in {os.environ['DIFFGPU_CACHE_DIR']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
