@@ -1,0 +1,145 @@
+"""dg.jax: kernels under jax.jit with diffgpu's gradient as their custom_vjp.
+
+On the CPU the kernel runs through jax.pure_callback; the `gpu` tests need a
+CUDA jaxlib and launch the PTX from XLA's stream (diffgpu/jax_gpu.py).
+"""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="jax is not installed (pip install jax jaxlib: "
+                                        "124 MB of wheels, about 500 MB installed)")
+import jax.numpy as jnp  # noqa: E402
+
+import diffgpu as dg  # noqa: E402
+import diffgpu.jax as dgj  # noqa: E402
+from interop_kernels import OPS, reference, wrap  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+OPS_J = {name: wrap(dgj, name) for name in OPS}
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _inputs(name, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def rnd(*shape):
+        return jnp.asarray(rng.standard_normal(shape).astype(dtype))
+    if name == "square_scale":
+        return (rnd(70), 1.5)
+    if name == "mul_add":
+        return (rnd(70), rnd(70))
+    return (rnd(5, 3), rnd(3, 4), rnd(4))
+
+
+def _outs(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _loss(fn, name, args):
+    """A scalar loss of the kernel's outputs that weighs every element."""
+    outs = _outs(fn(*args))
+    return sum(jnp.sum(jnp.sin(o) * (1 + k)) for k, o in enumerate(outs))
+
+
+def _diff_positions(name, args):
+    return tuple(i for i, a in enumerate(args) if not isinstance(a, float))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_grad_of_jit_equals_jax_numpy(name, dtype):
+    args = _inputs(name, dtype)
+    pos = _diff_positions(name, args)
+
+    def make(fn):
+        def f(*arrays):
+            full = list(args)
+            for p, a in zip(pos, arrays):
+                full[p] = a
+            return _loss(fn, name, full)
+        return f
+    arrays = [args[p] for p in pos]
+    got = jax.grad(jax.jit(make(OPS_J[name])), argnums=tuple(range(len(pos))))(*arrays)
+    want = jax.grad(make(lambda *a: reference(name, jnp, *a)),
+                    argnums=tuple(range(len(pos))))(*arrays)
+    tol = 1e-12 if dtype == "float64" else 1e-5
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_jit_forward_equals_jax_numpy(name):
+    args = _inputs(name, "float64")
+    got = _outs(jax.jit(lambda *a: OPS_J[name](*a), static_argnums=(
+        (1,) if name == "square_scale" else ()))(*args))
+    want = _outs(reference(name, jnp, *args))
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_grad_inside_a_training_step():
+    # a jitted SGD step whose gradient flows through the kernel
+    x = jnp.asarray(np.random.default_rng(3).standard_normal((16, 3)))
+    t = jnp.sin(x[:, :1])
+    op = OPS_J["dense_tanh"]
+
+    def loss(params, fn):
+        w, b = params
+        return jnp.mean((fn(x, w, b) - t) ** 2)
+
+    def step(params, fn):
+        g = jax.grad(loss)(params, fn)
+        return [p - 0.5 * gp for p, gp in zip(params, g)], loss(params, fn)
+    ours = jax.jit(lambda p: step(p, op))
+    ref = jax.jit(lambda p: step(p, lambda *a: reference("dense_tanh", jnp, *a)))
+    p = q = [jnp.full((3, 1), 0.1), jnp.zeros(1)]
+    losses = []
+    for _ in range(4):
+        p, lp = ours(p)
+        q, lq = ref(q)
+        losses.append(float(lp))
+        np.testing.assert_allclose(lp, lq, rtol=1e-12)
+    assert losses[-1] < losses[0]
+
+
+def test_clear_errors():
+    op = OPS_J["square_scale"]
+    with pytest.raises(dg.LaunchError, match="input 'x' has dtype float16"):
+        op(jnp.ones(4, jnp.float16), 2.0)
+    with pytest.raises(dg.LaunchError, match="scalar 'a' must be a Python number"):
+        jax.jit(lambda x, a: op(x, a))(jnp.ones(4), 2.0)
+    with pytest.raises(dg.LaunchError, match="takes 2 inputs"):
+        op(jnp.ones(4))
+
+
+# -- GPU: XLA launches the PTX on its own stream --------------------------------
+
+def _jax_gpu():
+    try:
+        return jax.default_backend() == "gpu"
+    except RuntimeError:
+        return False
+
+
+@pytest.fixture
+def jax_cuda(monkeypatch):
+    if not _jax_gpu():
+        pytest.skip("jax has no CUDA backend here (pip install 'jax[cuda13]')")
+    if importlib.util.find_spec("mlir") is None:
+        cache = os.path.join(os.environ.get("DIFFGPU_GPU_CHECK_DIR",
+                                            os.path.join(REPO, ".gpucache")), "cache")
+        if not os.path.isdir(cache):
+            pytest.skip(f"no MLIR and no prepared cache in {cache}")
+        monkeypatch.setenv("DIFFGPU_CACHE_DIR", cache)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_gpu_grad_of_jit_equals_jax_numpy(jax_cuda, name):
+    test_grad_of_jit_equals_jax_numpy(name, "float64")
+    test_jit_forward_equals_jax_numpy(name)
