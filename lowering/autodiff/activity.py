@@ -5,11 +5,19 @@ scalar argument, or a load from (or atomic on) a `dup` array. Integer, index
 and i1 values are never active; neither is anything computed from `const`
 arguments only. Loop-carried values (scf.for iter_args, scf.while
 arguments) are solved to a fixed point.
+
+Two ways a value stays active through memory the function owns (both matter
+when a generated derivative is differentiated again): a local float buffer
+(`memref.alloca`) becomes `dup` once an active value is stored into it
+(locals.py), and a tagged tape word carries its activity from push to pop
+(`tape_active`, by tag: rules_tape.py).
 """
 from __future__ import annotations
 
 from . import build as B
 from . import rules_arith, rules_math
+from .locals import is_local
+from .rules_tape import tag_of
 
 
 def walk_ops(block):
@@ -32,6 +40,12 @@ class Activity:
         self.active = {args[i] for i in active_args if B.is_float(args[i].type)}
         self.dup = {args[i] for i in dup_args}
         self.ops = walk_ops(entry_block)
+        self.push_tags = set()
+        self.tape_active = set()  # tags of tape words that carry derivatives
+        for op in self.ops:
+            t = tag_of(op)
+            if t is not None and t[0] == "push":
+                self.push_tags.add(t[1])
         self._solve()
 
     def is_active(self, v) -> bool:
@@ -59,6 +73,22 @@ class Activity:
     def _step(self, op) -> bool:
         name = op.operation.name
         ch = False
+        tagged = tag_of(op)
+        if tagged is not None:
+            kind, tag = tagged
+            if kind == "push" and op.operands[0] in self.active \
+                    and tag not in self.tape_active:
+                self.tape_active.add(tag)
+                return True
+            if kind == "pop" and tag in self.tape_active:
+                return self._mark(op.results[0])
+            return False
+        if name == "memref.store":
+            mem = op.operands[1]
+            if op.operands[0] in self.active and mem not in self.dup and is_local(mem):
+                self.dup.add(mem)
+                return True
+            return False
         if name in rules_arith.INACTIVE or name in rules_math.INACTIVE:
             return False
         if name in ("memref.load", "diffgpu.atomic_add"):

@@ -19,6 +19,8 @@ from __future__ import annotations
 from diffgpu._mlir import func, ir, memref
 
 from . import build as B
+from . import locals as L
+from . import rules_tape
 from . import shared as SH
 from . import spec as S
 from . import tape as T
@@ -34,6 +36,8 @@ class ForwardSweep:
         self.gen, self.act, self.entry, self.target = gen, act, entry, target
         self.t = dict(tangents)  # value -> tangent (memref shadows included)
         self._reported = set()
+        self._side = None  # tape of tangents of tape words (rules_tape)
+        self.side_tags = {}
 
     # interface shared with the rules ----------------------------------------
     def is_active(self, v):
@@ -62,7 +66,14 @@ class ForwardSweep:
         with T.at_begin(self.entry):
             return B.alloca_scalar(t)
 
+    def side_tape(self):
+        if self._side is None:
+            self._side = T.Tape(self.entry, self.entry)
+        return self._side
+
     def needs(self, op):
+        if rules_tape.tag_of(op) is not None:
+            return rules_tape.RULE.needs(self, op)
         rule = STRUCTURED.get(op.operation.name)
         if rule is not None and op.operation.name != "func.call":
             return rule.needs(self, op)
@@ -81,6 +92,9 @@ class ForwardSweep:
                 self.op(op, name)
 
     def op(self, op, name):
+        if rules_tape.tag_of(op) is not None:
+            with ir.InsertionPoint.after(op):
+                return rules_tape.RULE.tangent(self, op)
         if name == "func.call":
             return self.call(op)
         if name in TANGENT_STRUCTURED:
@@ -237,10 +251,13 @@ def forward_function(gen, callee, acts, target, at, shared=False):
     shadowed = {k for k, a in enumerate(acts) if S.is_shadowed(a)}
     act = Activity(entry, {k for k in shadowed if B.is_float(ins[k])},
                    {k for k in shadowed if B.is_memref(ins[k])} | set(sh_idx))
+    L.tangent_buffers(gen.pas, act, tangents)
     F = ForwardSweep(gen, act, entry, tangents, target)
     F.run_block(entry)
     ret = list(entry.operations)[-1]
     with ir.InsertionPoint(ret), ret.location:
+        if F._side is not None:
+            F._side.release()
         extra = [F.tangent(v) for v in ret.operands if B.is_float(v.type)]
         func.ReturnOp(list(ret.operands) + extra)
     ret.erase()

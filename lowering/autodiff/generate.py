@@ -4,16 +4,19 @@ caller) that asked for it: never a default."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 from diffgpu._mlir import func, ir
 
 from diffgpu.lowering import targets
 
 from . import elision as E
+from . import locals as L
 from . import shared as SH
 from . import spec as S
 from . import tape as T
 from .activity import Activity, walk_ops
+from .inline import inline_generated
 from .reverse import ReverseSweep
 from .rules_func import rewrite_calls
 
@@ -32,6 +35,11 @@ class Generator:
         self.busy = set()
         self.lowered = set()
         self.diffed = set()  # callees of diffgpu.autodiff/fwddiff ops
+        self._tags = itertools.count(1)
+
+    def tape_tag(self) -> int:
+        """A fresh tag pairing a float tape push with its pop (tape.py)."""
+        return next(self._tags)
 
     def lookup(self, name):
         return self.funcs.get(name)
@@ -111,6 +119,7 @@ class Generator:
             del new.attributes[targets.KERNEL_ATTR]
         targets.set_target(new, target)
         self.funcs[name] = new
+        inline_generated(self, new)
         return new
 
     def new_func(self, name, ins, outs, target, loc):
@@ -135,7 +144,7 @@ class Generator:
             return self.made[key]
         digest = spec.digest()
         if launch:
-            digest = hashlib.sha1(f"{digest}|launch".encode()).hexdigest()[:8]
+            digest = hashlib.sha1(f"{digest}|{launch}".encode()).hexdigest()[:8]
         name = f"__dg_rev_{spec.callee}_{digest}"
         grads = [t for a, t in zip(spec.acts, spec.arg_types) if a == "active"]
         callee = self.lookup(spec.callee)
@@ -162,7 +171,8 @@ class Generator:
         R = ReverseSweep(self, act, tape, shadows, split=False)
         rewrite_calls(R, spec.target, entry)
         if launch:
-            R.elision = E.analyze(act.dup, act.is_active)
+            R.elision = E.analyze(act.dup - set(L.active_locals(act)), act.is_active, launch)
+        L.reverse_shadows(R, entry)
         R.prepare(entry)
         ret = list(entry.operations)[-1]
         with ir.InsertionPoint(ret), ret.location:
@@ -212,6 +222,7 @@ class Generator:
         tape = T.Tape(entry, rentry, fwd_holder=fh, rev_holder=(rargs[-2], rargs[-1]))
         R = ReverseSweep(self, act, tape, shadows, split=True, rev_args=rargs)
         rewrite_calls(R, target, entry)
+        L.reverse_shadows(R, rentry)
         R.prepare(entry)
         ret = list(entry.operations)[-1]
         with ir.InsertionPoint(rentry), ret.location:
@@ -232,6 +243,7 @@ def _seed(R, ret, seed):
 
 def _finish(R, args, acts, tape):
     grads = [R.adj_or_zero(args[k]) for k, a in enumerate(acts) if a == "active"]
+    R.release_side()
     if tape is not None:
         tape.release()
     func.ReturnOp(grads)

@@ -15,6 +15,8 @@ from diffgpu._mlir import arith, ir, memref
 
 from . import build as B
 from . import rules_arith, rules_diffgpu, rules_func, rules_math, rules_memref, rules_scf
+from . import rules_tape
+from . import tape as T
 from .activity import nested_uses
 from .partials import Args, scale
 
@@ -54,6 +56,8 @@ class ReverseSweep:
         self._reported = set()
         #: primal memref -> guard dims of its plain shadow updates (elision.py)
         self.elision = {}
+        self._side = None  # tape of adjoints of tape words (rules_tape)
+        self.side_tags = {}
 
     # -- queries ------------------------------------------------------------
     def is_active(self, v) -> bool:
@@ -68,7 +72,21 @@ class ReverseSweep:
     def error(self, op, msg):
         self.gen.pas.error(op, msg)
 
+    def side_tape(self):
+        """The tape of adjoints (rules_tape): pushed and popped by the
+        reverse code only, so it lives in the reverse function."""
+        if self._side is None:
+            entry = self.tape.rev_entry
+            self._side = T.Tape(entry, entry)
+        return self._side
+
+    def release_side(self):
+        if self._side is not None:
+            self._side.release()
+
     def needs(self, op) -> bool:
+        if rules_tape.tag_of(op) is not None:
+            return rules_tape.RULE.needs(self, op)
         rule = STRUCTURED.get(op.operation.name)
         if rule is not None:
             return rule.needs(self, op)
@@ -80,6 +98,8 @@ class ReverseSweep:
     def handler(self, op):
         if not self.needs(op):
             return None
+        if rules_tape.tag_of(op) is not None:
+            return rules_tape.RULE.reverse
         rule = STRUCTURED.get(op.operation.name)
         if rule is not None:
             return rule.reverse
@@ -163,10 +183,11 @@ class ReverseSweep:
                 if wide != v.type:
                     val = arith.trunci(v.type, val)
         else:
+            tag = self.gen.tape_tag() if B.is_float(v.type) else None
             with ir.InsertionPoint(term), term.location:
-                self.tape.push(v)
+                self.tape.push(v, tag)
             with ir.InsertionPoint(frame.anchor):
-                val, first = self.tape.pop(v.type)
+                val, first = self.tape.pop(v.type, tag)
         frame.anchor = first.operation if hasattr(first, "operation") else first
         frame.cache[v] = val
         return val

@@ -78,12 +78,31 @@ def _fill(arr, shape, idx, zero):
 
 
 def allocate_in_kernel(pas, at, types):
-    """shared_alloc ops of `types` at the entry of the kernel holding `at`."""
+    """shared_alloc ops of `types` at the entry of the function holding `at`:
+    a kernel, or a function that is itself differentiated (the frontend's
+    copy of a kernel differentiated on the host: higher order), whose
+    derivative turns them into arguments again. Anywhere else, lowering
+    rejects shared memory outside a kernel."""
     fn = at.operation.parent
     while fn is not None and fn.name != "func.func":
         fn = fn.parent
-    if fn is None or targets.KERNEL_ATTR not in fn.attributes:
+    if fn is None or (targets.KERNEL_ATTR not in fn.attributes
+                      and not _differentiated(fn)):
         pas.fail(at, "a function with shared memory can only be differentiated directly "
                      "inside a kernel")
     with at_begin(fn.regions[0].blocks[0]), at.location:
         return [dg_ops.shared_alloc(t) for t in types]
+
+
+def _differentiated(fn):
+    """@fn is the callee of a diffgpu.autodiff/fwddiff op of its module."""
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    module = fn.parent
+    for f in module.regions[0].blocks[0].operations:
+        for region in f.regions:
+            for block in region.blocks:
+                for op in walk_ops(block):
+                    if op.operation.name in ("diffgpu.autodiff", "diffgpu.fwddiff") \
+                            and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == name:
+                        return True
+    return False

@@ -15,6 +15,16 @@ A push appends before the terminator of the value's forward block (growing
 the buffer by doubling, with memref.alloc/dealloc), a pop is emitted at the
 start of the matching reverse block; since the reverse sweep replays every
 block in exactly the reverse order, pushes and pops match LIFO.
+
+A float word is tagged at both ends with the same number: the op encoding it
+carries `diffgpu.tape_push = N`, the op decoding it `diffgpu.tape_pop = N`.
+When the function is differentiated again (higher order), the tags tell the
+outer pass that the popped value IS the pushed one (rules_tape.py): its
+derivative flows back through a tape of adjoints (or forward through a tape
+of tangents), where the integer words alone would lose it.
+
+    %w = arith.bitcast %x {diffgpu.tape_push = 3} : f64 to i64   // push
+    %y = arith.bitcast %w2 {diffgpu.tape_pop = 3} : i64 to f64   // its pop
 """
 from __future__ import annotations
 
@@ -23,6 +33,8 @@ from diffgpu._mlir import arith, ir, memref, scf
 from . import build as B
 
 INITIAL_WORDS = 128
+TAPE_PUSH = "diffgpu.tape_push"
+TAPE_POP = "diffgpu.tape_pop"
 
 
 def holder_types():
@@ -88,10 +100,11 @@ class Tape:
         return s
 
     # -- stack ------------------------------------------------------------
-    def push(self, v):
-        """Append v at the current insertion point (forward code)."""
+    def push(self, v, tag=None):
+        """Append v at the current insertion point (forward code); `tag`
+        marks a float word (see the module docstring)."""
         h, n = self.fwd_holder()
-        word = _encode(v)
+        word = _encode(v, tag)
         c0 = B.idx(0)
         cnt = memref.load(n, [c0])
         buf = memref.load(h, [c0])
@@ -113,7 +126,7 @@ class Tape:
         memref.store(word, buf2, [cnt])
         memref.store(arith.addi(cnt, B.idx(1)), n, [c0])
 
-    def pop(self, t):
+    def pop(self, t, tag=None):
         """Pop a value of type t at the current insertion point (reverse
         code); returns (value, first op emitted)."""
         h, n = self.rev_holder()
@@ -123,7 +136,7 @@ class Tape:
         top = arith.subi(cnt, B.idx(1))
         memref.store(top, n, [c0])
         buf = memref.load(h, [c0])
-        return _decode(memref.load(buf, [top]), t), first
+        return _decode(memref.load(buf, [top]), t, tag), first
 
 
 def _free_heap(buf):
@@ -137,15 +150,22 @@ def _free_heap(buf):
         scf.YieldOp([])
 
 
-def _encode(v):
+def _tag(v, name, tag):
+    if tag is not None:
+        v.owner.attributes[name] = ir.IntegerAttr.get(B.i64(), tag)
+    return v
+
+
+def _encode(v, tag=None):
     s = str(v.type)
     i64 = B.i64()
     if s == "i64":
         return v
     if s == "f64":
-        return arith.bitcast(i64, v)
+        return _tag(arith.bitcast(i64, v), TAPE_PUSH, tag)
     if s == "f32":
-        return arith.extui(i64, arith.bitcast(ir.IntegerType.get_signless(32), v))
+        return arith.extui(i64, _tag(arith.bitcast(ir.IntegerType.get_signless(32), v),
+                                     TAPE_PUSH, tag))
     if s == "index":
         return arith.index_cast(i64, v)
     if B.is_int(v.type):
@@ -153,14 +173,15 @@ def _encode(v):
     raise ValueError(f"cannot put a value of type {s} on the tape")
 
 
-def _decode(w, t):
+def _decode(w, t, tag=None):
     s = str(t)
     if s == "i64":
         return w
     if s == "f64":
-        return arith.bitcast(t, w)
+        return _tag(arith.bitcast(t, w), TAPE_POP, tag)
     if s == "f32":
-        return arith.bitcast(t, arith.trunci(ir.IntegerType.get_signless(32), w))
+        return _tag(arith.bitcast(t, arith.trunci(ir.IntegerType.get_signless(32), w)),
+                    TAPE_POP, tag)
     if s == "index":
         return arith.index_cast(t, w)
     return arith.trunci(t, w)

@@ -39,13 +39,13 @@ func.func @k(%A: !A, %dA: !A) attributes {diffgpu.kernel, diffgpu.target = #host
 // CHECK-NEXT: %[[X:.+]] = memref.load %[[A]][%[[I]]]
 // CHECK-NEXT: %[[P:.+]] = arith.mulf %[[X]], %[[X]]
 // CHECK-NEXT: memref.store %[[P]], %[[A]][%[[I]]]
-// CHECK-NEXT: %[[W:.+]] = arith.bitcast %[[X]] : f64 to i64
+// CHECK-NEXT: %[[W:.+]] = arith.bitcast %[[X]] {diffgpu.tape_push = [[TAG:[0-9]+]] : i64} : f64 to i64
 // CHECK:      memref.store %[[W]], %{{.+}}[%{{.+}}] : memref<?xi64>
 // CHECK:      return %[[X]] : f64
 // CHECK-LABEL: func.func @__dg_revt_sq_
 // CHECK-SAME: (%[[A:[a-z0-9]+]]: memref<{{.+}}>, %[[I:[a-z0-9]+]]: index, %[[DA:[a-z0-9]+]]: memref<{{.+}}>, %[[DR:[a-z0-9]+]]: f64, %[[T:[a-z0-9]+]]: memref<1xmemref<?xi64>>, %[[N:[a-z0-9]+]]: memref<1xindex>)
 // CHECK:      %[[W:.+]] = memref.load %{{.+}}[%{{.+}}] : memref<?xi64>
-// CHECK-NEXT: %[[X:.+]] = arith.bitcast %[[W]] : i64 to f64
+// CHECK-NEXT: %[[X:.+]] = arith.bitcast %[[W]] {diffgpu.tape_pop = [[TAG]] : i64} : i64 to f64
 // CHECK-NEXT: %[[D:.+]] = memref.load %[[DA]][%[[I]]]
 // CHECK-NEXT: %[[Z:.+]] = arith.constant 0.0
 // CHECK-NEXT: memref.store %[[Z]], %[[DA]][%[[I]]]

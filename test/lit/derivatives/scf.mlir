@@ -67,7 +67,7 @@ func.func @k(%X: !A, %dX: !A, %n: index) attributes {diffgpu.kernel, diffgpu.tar
 // CHECK:      %[[X0:.+]] = memref.load %[[X]]
 // CHECK:      %[[R:.+]] = scf.for %{{.+}} = %[[LB:.+]] to %[[N]] step %[[ST:[a-z0-9_]+]] iter_args(%[[A:.+]] = %[[X0]]) -> (f64) {
 // CHECK-NEXT:   %[[S:.+]] = math.sin %[[A]]
-// CHECK-NEXT:   %[[W:.+]] = arith.bitcast %[[A]] : f64 to i64
+// CHECK-NEXT:   %[[W:.+]] = arith.bitcast %[[A]] {diffgpu.tape_push = [[TAG:[0-9]+]] : i64} : f64 to i64
 // CHECK:        memref.store %[[W]], %{{.+}}[%{{.+}}] : memref<?xi64>
 // CHECK:        scf.yield %[[S]] : f64
 // CHECK:      memref.store %[[R]], %[[X]]
@@ -80,7 +80,7 @@ func.func @k(%X: !A, %dX: !A, %n: index) attributes {diffgpu.kernel, diffgpu.tar
 // CHECK-NEXT:   memref.store %[[TOP]], %[[CNT]]
 // CHECK-NEXT:   %[[B:.+]] = memref.load %[[TAPE]]
 // CHECK-NEXT:   %[[WORD:.+]] = memref.load %[[B]][%[[TOP]]]
-// CHECK-NEXT:   %[[AV:.+]] = arith.bitcast %[[WORD]] : i64 to f64
+// CHECK-NEXT:   %[[AV:.+]] = arith.bitcast %[[WORD]] {diffgpu.tape_pop = [[TAG]] : i64} : i64 to f64
 // CHECK-NEXT:   %[[COS:.+]] = math.cos %[[AV]]
 // CHECK-NEXT:   %[[DN:.+]] = arith.mulf %[[DA]], %[[COS]]
 // CHECK-NEXT:   scf.yield %[[DN]] : f64
@@ -133,7 +133,7 @@ func.func @k(%d: f64, %x: f64) attributes {diffgpu.kernel, diffgpu.target = #hos
 // CHECK-NEXT:   %[[DC:.+]] = scf.if %[[FIRST]] -> (f64) {
 // CHECK-NEXT:     scf.yield %[[D]] : f64
 // CHECK-NEXT:   } else {
-// CHECK:          %[[BV:.+]] = arith.bitcast %{{.+}} : i64 to f64
+// CHECK:          %[[BV:.+]] = arith.bitcast %{{.+}} {diffgpu.tape_pop = {{[0-9]+}} : i64} : i64 to f64
 // CHECK-NEXT:     %[[T1:.+]] = arith.mulf %[[DB]], %[[BV]]
 // CHECK-NEXT:     %[[T2:.+]] = arith.mulf %[[DB]], %[[BV]]
 // CHECK-NEXT:     %[[T:.+]] = arith.addf %[[T1]], %[[T2]]

@@ -1,0 +1,78 @@
+"""Derivatives of tape words: differentiating a generated derivative again.
+
+A reverse-mode function built by this pass keeps forward values on its tape
+as integer words (tape.py); taken at face value, a popped float would be a
+fresh value computed from integers, with no derivative (the cause of silent
+zeros in second-order derivatives through loops). The word's two ends carry
+the same tag `N`, so here the pop IS the push, and the derivative follows
+the word through a second LIFO tape of the outer derivative function:
+
+    %w = arith.bitcast %x {diffgpu.tape_push = N}    reverse: pop d; adj(x) += d
+    %y = arith.bitcast %v {diffgpu.tape_pop = N}     reverse: push adj(y)
+                                                     tangent: pop dy
+                                                     tangent: push dx (at the push)
+
+The outer sweep replays the inner function's events backwards, so the pops
+of the tape of adjoints meet its pushes in LIFO order, exactly as the inner
+tape's pops met its pushes; in forward mode the tape of tangents sees the
+same order as the inner tape. A tag is active when any push with that tag
+pushes an active value (one generated push site may appear several times
+after inlining, paired with the same pop sites), and then every push and pop
+of that tag takes part, so the second tape stays balanced.
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import ir
+
+from .partials import Rule
+from .tape import TAPE_POP, TAPE_PUSH
+
+
+def tag_of(op):
+    """("push" | "pop", N) for a tagged tape op, else None."""
+    attrs = op.attributes
+    if TAPE_PUSH in attrs:
+        return "push", ir.IntegerAttr(attrs[TAPE_PUSH]).value
+    if TAPE_POP in attrs:
+        return "pop", ir.IntegerAttr(attrs[TAPE_POP]).value
+    return None
+
+
+def _needs(D, op):
+    kind, tag = tag_of(op)
+    if kind == "pop" and tag not in D.act.push_tags:
+        D.error(op, "a tape value popped here was pushed in another function: it cannot "
+                    "be differentiated (differentiate the function holding both)")
+        return False
+    return tag in D.act.tape_active
+
+
+def _side_tag(D, tag):
+    tags = D.side_tags
+    if tag not in tags:
+        tags[tag] = D.gen.tape_tag()
+    return tags[tag]
+
+
+def _reverse(R, op):
+    kind, tag = tag_of(op)
+    side = R.side_tape()
+    if kind == "pop":  # later in the forward code: reversed first
+        side.push(R.adj_or_zero(op.results[0]), _side_tag(R, tag))
+    else:
+        x = op.operands[0]
+        d, _ = side.pop(x.type, _side_tag(R, tag))
+        R.add_adj(x, d)
+
+
+def _tangent(F, op):
+    kind, tag = tag_of(op)
+    side = F.side_tape()
+    if kind == "push":
+        side.push(F.tangent(op.operands[0]), _side_tag(F, tag))
+    else:
+        d, _ = side.pop(op.results[0].type, _side_tag(F, tag))
+        F.set_tangent(op.results[0], d)
+
+
+RULE = Rule(_needs, _reverse, _tangent)
