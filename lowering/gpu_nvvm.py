@@ -13,12 +13,21 @@ Runs on the LLVM/NVVM dialect inside each `gpu.module`, before
   default `sqrtf` and like the CPU path);
 - negative strides: index arithmetic loses its `nuw` flags
   (`llvm_flags.drop_wrap_flags`, see there; the PTX of contiguous and
-  strided kernels is unchanged).
+  strided kernels is unchanged);
+- launch facts (lowering/specialize.py) of a specialised kernel: with
+  `noalias`, its array pointers are `noalias`, and `readonly` where
+  `diffgpu.readonly` says nothing writes the array (NVPTX then loads them
+  with `ld.global.nc`); a `contiguous` array's offset parameter is 0 (the
+  runtime always passes 0) and its strides are the C-order products of its
+  sizes (innermost 1), so the kernel reads no stride parameter.
 
     llvm.func @f(%x: f32) -> f32 {                  llvm.func internal @f(%x: f32) -> f32 {
       %y = llvm.call @__nv_sqrtf(%x) : ...     =>     %y = llvm.intr.sqrt(%x) : (f32) -> f32
     llvm.func @_mlir_ciface_f(...) {...}            (erased)
     llvm.mul %i, %s overflow<nsw, nuw>              llvm.mul %i, %s
+    llvm.func @k(%p0: !llvm.ptr, %p1: !llvm.ptr,    llvm.func @k(%p0: !llvm.ptr, %p1: !llvm.ptr {llvm.noalias,
+        %off: i64, %n: i64, %s: i64)                     llvm.readonly}, %off: i64, %n: i64, %s: i64)
+      (uses of %off, %s)                              (uses of llvm.mlir.constant 0, 1)
 """
 from __future__ import annotations
 
@@ -27,6 +36,7 @@ from typing import ClassVar
 
 from diffgpu.lowering.llvm_flags import WRAP_OPS, replace_op
 from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.specialize import FACTS_ATTR, READONLY_ATTR, read_facts
 
 CIFACE_PREFIX = "_mlir_ciface_"
 KERNEL_ATTRS = ("gpu.kernel", "nvvm.kernel")
@@ -64,6 +74,54 @@ class NvvmCleanup(ModulePass):
                     if "sym_visibility" in f.attributes:
                         del f.attributes["sym_visibility"]
                 _rewrite_body(f)
+                if FACTS_ATTR in f.attributes:
+                    apply_facts(f)
+
+
+def apply_facts(f) -> None:
+    """Kernel parameters under the launch facts (see the module docstring)."""
+    from diffgpu._mlir import ir
+
+    facts = read_facts(f)
+    ro_attr = f.attributes[READONLY_ATTR] if READONLY_ATTR in f.attributes else None
+    readonly = [bool(ir.BoolAttr(a).value) for a in ir.ArrayAttr(ro_attr)] if ro_attr else []
+    block = f.regions[0].blocks[0]
+    params = list(block.arguments)
+    attrs = [{} for _ in params]
+    i64 = ir.IntegerType.get_signless(64)
+    first = list(block.operations)[0]
+    ip = ir.InsertionPoint(first)
+    consts = {}
+
+    def const(v):
+        if v not in consts:
+            consts[v] = ir.Operation.create(
+                "llvm.mlir.constant", results=[i64], attributes={"value": ir.IntegerAttr.get(i64, v)},
+                loc=first.location, ip=ip).results[0]
+        return consts[v]
+
+    p = 0
+    for k, rank in enumerate(facts["ranks"]):
+        if rank < 0:
+            p += 1
+            continue
+        if facts["noalias"]:
+            attrs[p + 1]["llvm.noalias"] = True
+            if k < len(readonly) and readonly[k]:
+                attrs[p + 1]["llvm.readonly"] = True
+        if k < len(facts["contiguous"]) and facts["contiguous"][k]:
+            sizes, strides = params[p + 3:p + 3 + rank], params[p + 3 + rank:p + 3 + 2 * rank]
+            params[p + 2].replace_all_uses_with(const(0))
+            acc = const(1)
+            for d in reversed(range(rank)):
+                strides[d].replace_all_uses_with(acc)
+                if d:
+                    acc = ir.Operation.create("llvm.mul", results=[i64], operands=[acc, sizes[d]],
+                                              loc=first.location, ip=ip).results[0]
+        p += 3 + 2 * rank
+    if any(attrs):
+        f.attributes["arg_attrs"] = ir.ArrayAttr.get([
+            ir.Attribute.parse("{" + ", ".join(sorted(a)) + "}") for a in attrs])
 
 
 def _rewrite_body(f) -> None:

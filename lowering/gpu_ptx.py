@@ -4,7 +4,8 @@ Pipelines (options: `chip`, optional; when given it must be a known chip and
 every GPU function must target it; it never supplies a target):
 
 - `diffgpu-to-gpu{chip=sm_XX}`: diffgpu-verify-targets, diffgpu-autodiff,
-  diffgpu-verify-targets, diffgpu-lower-to-gpu (the "gpu" stage);
+  diffgpu-verify-targets, diffgpu-specialize (lowering/specialize.py: launch facts, only in
+  functions a launch proved alias-free), diffgpu-lower-to-gpu (the "gpu" stage);
 - `diffgpu-to-nvvm{chip=sm_XX}`: then the gpu.modules to the LLVM/NVVM
   dialects (the "nvvm" stage; `llvm.translate_module_to_llvmir` of a
   gpu.module's body gives the "llvm" stage);
@@ -70,7 +71,7 @@ class GpuOptions:
 def _front(opts: GpuOptions) -> list[str]:
     lower = "diffgpu-lower-to-gpu" + (f"{{chip={opts.chip}}}" if opts.chip else "")
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-aggregate-atomics", lower, "diffgpu-warp-atomics"]
+            "diffgpu-specialize", "diffgpu-aggregate-atomics", lower, "diffgpu-warp-atomics"]
 
 
 @register_pipeline("diffgpu-to-gpu", "differentiate, verify targets, move kernels into "

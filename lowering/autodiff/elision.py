@@ -31,9 +31,16 @@ by no other thread of the launch:
 4. One accumulating shadow: two arrays both read (x[i] * w[i]) could have
    shadows overlapping at an offset (dw = dx[1:]), where thread i's plain
    update of dw[i] would meet thread i + 1's of dx[i + 1]: with more than one
-   shadow of the group receiving accumulations, all keep their atomics.
+   shadow of the group receiving accumulations, all keep their atomics --
+   unless the launch proved its arrays disjoint (5).
    (Overlapping shadows where one is also written already race through the
    plain consume store, elided or not.)
+5. Launch facts (lowering/specialize.py): when the wrapper kernel carries
+   `diffgpu.launch_facts` with `noalias` and the op's arrays are distinct
+   arguments of that kernel, no two shadows overlap, so any number of them
+   may accumulate plainly; the derivative function is marked
+   `diffgpu.noalias` (for `diffgpu-specialize`). Dimensions in `unit_dims`
+   have one thread and one block: the guard does not check them.
 
 Out-of-bounds indices are undefined behaviour of the primal too (a 2-D
 `A[i, j]` with `j` past the row would alias the next row) and shadows whose
@@ -142,10 +149,20 @@ def _space(v):
     return None if ms is None else str(ms)
 
 
-def analyze(dup, is_active):
+def analyze(dup, is_active, launch=None):
     """{memref: dims the guard must check (tuple)} for the shadowed arrays
-    `dup` whose accumulations may skip the atomic (rules 2 to 4);
-    `is_active(value)` tells the loads that accumulate."""
+    `dup` whose accumulations may skip the atomic (rules 2 to 5);
+    `is_active(value)` tells the loads that accumulate; `launch` the op's
+    `Launch` (rule 5)."""
+    disjoint = isinstance(launch, Launch) and launch.noalias
+    unit = launch.unit_dims if isinstance(launch, Launch) else ()
+    if disjoint:
+        for v in dup:  # a shadowed argument: its block's parent is the function
+            if isinstance(v.owner, ir.Block):
+                fn = v.owner.owner
+                fn = getattr(fn, "operation", fn)
+                fn.attributes["diffgpu.noalias"] = ir.UnitAttr.get()
+                break
     groups = {}
     for m in dup:
         if B.is_memref(m.type):
@@ -163,20 +180,56 @@ def analyze(dup, is_active):
                 op = use.owner.operation if hasattr(use.owner, "operation") else use.owner
                 if op.name == "memref.load" and is_active(op.results[0]):
                     accumulating.add(m)
-        if len(keys) != 1 or None in keys or len(accumulating) > 1:
+        if len(keys) != 1 or None in keys or (len(accumulating) > 1 and not disjoint):
             continue
         (key,) = keys
         named = {c[1] for c in key if c[0] == "gid"}
-        guard = tuple(d for d in range(3) if d not in named)
+        guard = tuple(d for d in range(3) if d not in named and d not in unit)
         plan.update({m: guard for m in arrays})
     return plan
 
 
-def whole_launch(op, funcs) -> bool:
+class Launch:
+    """Rule 1 holds for an op (truthy), with what rule 5's launch facts prove:
+    `noalias` (its arrays are distinct arguments of a kernel whose arrays
+    are disjoint) and `unit_dims`. Hashable; prints "launch" without facts."""
+
+    def __init__(self, noalias: bool = False, unit_dims: tuple = ()):
+        self.noalias, self.unit_dims = noalias, tuple(unit_dims)
+
+    def _key(self):
+        return (self.noalias, self.unit_dims)
+
+    def __eq__(self, other):
+        return isinstance(other, Launch) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __str__(self):
+        if not (self.noalias or self.unit_dims):
+            return "launch"
+        return f"launch noalias={int(self.noalias)} unit_dims={self.unit_dims}"
+
+
+def _launch_facts(op, fn) -> Launch:
+    from diffgpu.lowering.specialize import read_facts
+
+    facts = read_facts(fn)
+    if facts is None:
+        return Launch()
+    entry_args = list(fn.regions[0].blocks[0].arguments)
+    arrays = [v for v in op.operation.operands if B.is_memref(v.type)]
+    distinct = all(any(v == a for a in entry_args) for v in arrays) and all(
+        not (arrays[i] == arrays[j]) for i in range(len(arrays)) for j in range(i))
+    return Launch(facts["noalias"] and distinct, facts["unit_dims"])
+
+
+def whole_launch(op, funcs):
     """Rule 1: `op` (a diffgpu.autodiff) sits in a kernel that nothing calls
     or differentiates (`funcs`: name -> func.func of the module) and whose
     other ops touch no memory but atomic_adds into arrays that are not its
-    operands."""
+    operands. A `Launch` (with rule 5's facts) when it holds, else False."""
     fn = op.operation.parent
     while fn is not None and fn.name != "func.func":
         fn = fn.parent
@@ -199,7 +252,7 @@ def whole_launch(op, funcs) -> bool:
             continue
         if o.name != "diffgpu.atomic_add" or o.operands[0] in mine:
             return False
-    return True
+    return _launch_facts(op, fn)
 
 
 def accumulate(shadow, d, idx, guard):

@@ -83,16 +83,20 @@ class Kernel(Definition):
     def signatures(self) -> list[str]:
         """The signatures compiled (or loaded) in this process, with targets."""
         out = []
-        for types, target, diff in self._programs:
+        for types, target, diff, *_facts in self._programs:  # variants: listed once
             text = f"({', '.join(str(t) for t in types)}) on {target}"
-            out.append(text + (f" [{diff[0]} {', '.join(diff[1])}]" if diff else ""))
+            text += f" [{diff[0]} {', '.join(diff[1])}]" if diff else ""
+            if text not in out:
+                out.append(text)
         return out
 
     @user_facing
-    def ir(self, *args, stage: str = "dialect", target: str | None = None) -> str:
-        """The IR text of this kernel for `args` at `stage` (see diffgpu.stages)."""
+    def ir(self, *args, stage: str = "dialect", target: str | None = None,
+           grid=None, block=None) -> str:
+        """The IR text of this kernel for `args` at `stage` (see diffgpu.stages);
+        `grid`/`block`: the launch geometry, when its facts should count."""
         from diffgpu.stages import kernel_ir
-        return kernel_ir(self, args, stage=stage, target=target)
+        return kernel_ir(self, args, stage=stage, target=target, grid=grid, block=block)
 
 
 class Func(Definition):

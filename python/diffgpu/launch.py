@@ -9,12 +9,14 @@ launch it.
 from __future__ import annotations
 
 import collections
+import hashlib
 import os
 import threading
 
 from diffgpu.errors import CompileError, DiffgpuError
 from diffgpu.runtime import cache
 from diffgpu.runtime.args import check_arity, infer_signature, parse_type
+from diffgpu.runtime.specialize import launch_facts
 
 #: counters: "compile" (built from source), "disk_hit", "memory_hit"
 STATS: collections.Counter = collections.Counter()
@@ -36,12 +38,30 @@ def target_for(sig) -> str:
 
 
 def launch(kernel, args, grid, block) -> None:
-    """Check, compile (once per signature) and run `kernel` on `args`."""
+    """Check, compile (once per signature and launch facts) and run `kernel`
+    on `args`."""
     check_arity(args, kernel.arg_names, kernel.name)
     sig = infer_signature(args, kernel.arg_names, kernel.name)
     target = target_for(sig)
-    program = get_program(kernel, sig.types, target)
+    program = get_program(kernel, sig.types, target,
+                          facts=facts_for(args, sig.types, target, grid, block))
     run_program(program, args, sig, grid, block)
+
+
+def facts_for(args, types, target: str, grid=None, block=None):
+    """The launch facts (runtime/specialize.py) a program for `target` is
+    specialised for, or None (the generic program)."""
+    facts = launch_facts(args, types, grid, block)
+    return None if facts is None else facts.for_target(target)
+
+
+def program_key(defn, types, target: str, diff=None, facts=None) -> str:
+    """The disk-cache key of a program: `cache.cache_key`, and the launch
+    facts of a specialised one."""
+    key = cache.cache_key(defn, types, target, diff)
+    if facts is None:
+        return key
+    return hashlib.sha256(f"{key}\n\0facts {facts.key()}".encode()).hexdigest()
 
 
 def run_program(program, args, sig, grid, block) -> None:
@@ -71,12 +91,15 @@ class Program:
                                        payload.get("name", self.entry))
 
 
-def get_program(defn, types, target: str, diff=None) -> Program:
+def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
     """The runnable program of `defn` for `types` on `target` ("host"/"sm_XX").
 
-    `diff` is None or (mode, activity kinds) for host-level autodiff wrappers.
+    `diff` is None or (mode, activity kinds) for host-level autodiff wrappers;
+    `facts` None (generic) or the launch facts to specialise for. A
+    specialised program that is not cached where the compiler cannot run
+    (a GPU machine without MLIR) falls back to the generic one.
     """
-    mem_key = (tuple(types), target, diff)
+    mem_key = (tuple(types), target, diff) + ((facts.key(),) if facts is not None else ())
     prog = defn._programs.get(mem_key)
     if prog is not None:
         STATS["memory_hit"] += 1
@@ -86,7 +109,7 @@ def get_program(defn, types, target: str, diff=None) -> Program:
         if prog is not None:
             STATS["memory_hit"] += 1
             return prog
-        key = cache.cache_key(defn, types, target, diff)
+        key = program_key(defn, types, target, diff, facts)
         payload = cache.load(key)
         prog = None
         if payload is not None and _payload_ok(payload, target):
@@ -95,8 +118,11 @@ def get_program(defn, types, target: str, diff=None) -> Program:
                 STATS["disk_hit"] += 1
             except Exception:  # an entry we cannot use (here): rebuild it
                 prog = None
+        if prog is None and facts is not None and not compiler_available():
+            prog = get_program(defn, types, target, diff)  # the generic program
+            STATS["generic_fallback"] += 1
         if prog is None:
-            payload, host = build_payload(defn, types, target, diff)
+            payload, host = build_payload(defn, types, target, diff, facts)
             cache.store(key, payload)
             prog = Program(payload, host=host)
             STATS["compile"] += 1
@@ -109,6 +135,20 @@ def _payload_ok(payload: dict, target: str) -> bool:
     need = ("entry", "flat_types") + (("ptx",) if kind == "gpu" else ("llvm",))
     return payload.get("kind") == kind and payload.get("target") == target and all(
         isinstance(payload.get(k), (str, list)) for k in need)
+
+
+_COMPILER: list = []
+
+
+def compiler_available() -> bool:
+    """Can this process compile (MLIR and the frontend import)?"""
+    if not _COMPILER:
+        try:
+            _import_compiler()
+            _COMPILER.append(True)
+        except CompileError:
+            _COMPILER.append(False)
+    return _COMPILER[0]
 
 
 def _import_compiler():
@@ -137,19 +177,27 @@ def _compiler_call(fn, what: str):
                            "traceback)") from None
 
 
-def build_module(defn, types, target: str, diff=None):
-    """The frontend's ModuleSource for `defn` (a diff wrapper if `diff`)."""
+def build_module(defn, types, target: str, diff=None, facts=None):
+    """The frontend's ModuleSource for `defn` (a diff wrapper if `diff`),
+    its entry marked with the launch `facts` (lowering/specialize.py)."""
     from diffgpu.lowering.targets import target_for_name
 
     frontend = _import_compiler()
     attr = target_for_name(target)
     if diff is None:
-        return _compiler_call(lambda: frontend.build_module(defn, tuple(types), attr),
-                              defn.name)
-    mode, kinds = diff
-    return _compiler_call(
-        lambda: frontend.build_diff_module(defn, mode, list(kinds), tuple(types), attr),
-        f"the {mode} derivative of {defn.name}")
+        src = _compiler_call(lambda: frontend.build_module(defn, tuple(types), attr),
+                             defn.name)
+    else:
+        mode, kinds = diff
+        src = _compiler_call(
+            lambda: frontend.build_diff_module(defn, mode, list(kinds), tuple(types), attr),
+            f"the {mode} derivative of {defn.name}")
+    if facts is not None:
+        from diffgpu.lowering.specialize import mark_facts
+        import dataclasses
+        text = _compiler_call(lambda: mark_facts(src.text, src.entry, facts), defn.name)
+        src = dataclasses.replace(src, text=text)
+    return src
 
 
 def flat_types(types, diff) -> list:
@@ -169,13 +217,14 @@ def flat_types(types, diff) -> list:
     return out + grads
 
 
-def build_payload(defn, types, target: str, diff=None):
+def build_payload(defn, types, target: str, diff=None, facts=None):
     """Compile from source: (cache payload, host program or None)."""
-    src = build_module(defn, types, target, diff)
+    src = build_module(defn, types, target, diff, facts)
     payload = {"name": defn.name, "target": target, "entry": src.entry,
                "arg_types": [str(t) for t in types],
                "flat_types": [str(t) for t in flat_types(types, diff)],
-               "diff": [diff[0], list(diff[1])] if diff else None}
+               "diff": [diff[0], list(diff[1])] if diff else None,
+               "facts": facts.key() if facts is not None else None}
     if target == "host":
         from diffgpu.runtime.cpu import compile_host
         host = _compiler_call(lambda: compile_host(src.text), defn.name)

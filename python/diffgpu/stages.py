@@ -50,7 +50,7 @@ def resolve_target(target, args, kernel) -> str:
                          f"{_valid_targets_text()}") from None
 
 
-def kernel_ir(kernel, args, stage: str = "dialect", target=None) -> str:
+def kernel_ir(kernel, args, stage: str = "dialect", target=None, grid=None, block=None) -> str:
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; valid stages: "
                          f"{', '.join(repr(s) for s in STAGES)}")
@@ -59,10 +59,15 @@ def kernel_ir(kernel, args, stage: str = "dialect", target=None) -> str:
         raise ValueError(f"stage {stage!r} exists for GPU targets only; pass "
                          "target='sm_XX' (valid stages for 'host': "
                          f"{', '.join(s for s in STAGES if s not in GPU_ONLY)})")
-    from diffgpu.launch import _compiler_call, build_module, check_launch_args
+    from diffgpu.launch import _compiler_call, build_module, check_launch_args, facts_for
 
     sig = check_launch_args(kernel, args)
-    src = build_module(kernel, sig.types, target)
+    if grid is not None or block is not None:  # the launch geometry: its facts too
+        from diffgpu.runtime.args import check_geometry
+        grid, block = check_geometry(grid or 1, block or 1)
+    # the program a launch on `args` runs: specialised for their launch facts
+    src = build_module(kernel, sig.types, target, facts=facts_for(args, sig.types, target,
+                                                                  grid, block))
     if stage == "dialect":
         return src.text
     if stage == "ptx":

@@ -208,13 +208,14 @@ def test_externals():
 
 def test_pipeline_expansion_names_the_passes():
     names = [e.name for e in expand(parse_pipeline("diffgpu-to-ptx{chip=sm_90}"))]
-    assert names[:4] == ["diffgpu-verify-targets", "diffgpu-autodiff",
-                         "diffgpu-verify-targets", "diffgpu-lower-to-gpu"]
+    assert names[:6] == ["diffgpu-verify-targets", "diffgpu-autodiff",
+                         "diffgpu-verify-targets", "diffgpu-specialize",
+                         "diffgpu-aggregate-atomics", "diffgpu-lower-to-gpu"]
     assert names[-1] == "gpu-module-to-binary"
-    lower = expand(parse_pipeline("diffgpu-to-ptx{chip=sm_90}"))[3]
+    lower = expand(parse_pipeline("diffgpu-to-ptx{chip=sm_90}"))[5]
     assert lower.options == "chip=sm_90"
     # without chip: nothing is checked or supplied
-    assert expand(parse_pipeline("diffgpu-to-ptx"))[3].options is None
+    assert expand(parse_pipeline("diffgpu-to-ptx"))[5].options is None
 
 
 @pytest.mark.parametrize("text,msg", [

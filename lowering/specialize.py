@@ -1,0 +1,314 @@
+"""Launch-time specialisation: the facts a launch proved, and what they allow.
+
+The runtime (python/diffgpu/runtime/specialize.py) proves facts about one
+launch (no two arrays overlap, which arrays are C-contiguous, which
+geometry dimensions are 1) and `mark_facts` records them on the entry
+kernel as a dictionary attribute, part of the compiled program's key:
+
+    func.func @k(%y: memref<?xf32, strided<[?], offset: ?>>, ...) attributes {
+        diffgpu.kernel, diffgpu.launch_facts = {contiguous = [true, true],
+        noalias = true, unit_dims = [1 : i64, 2 : i64]}, diffgpu.target = ...}
+
+Readers of the attribute:
+- `diffgpu-autodiff` (autodiff/elision.py): a whole-launch derivative whose
+  arrays are distinct arguments of a `noalias` kernel lets several shadows
+  skip their atomics, drops the geometry guard of `unit_dims`, and marks the
+  derivative function `diffgpu.noalias`;
+- `diffgpu-specialize` (below), after autodiff, in functions whose memref
+  arguments are proven pairwise disjoint (the `noalias` kernel itself, and
+  derivative functions marked `diffgpu.noalias`): a block's loads are issued
+  before the stores to other arrays that precede them, so that a thread's
+  DRAM round trips overlap instead of waiting on each other (the reverse
+  sweep's consuming store `dy = 0` no longer delays the load of `dx`); the
+  kernel's arrays that nothing writes (through calls too) are listed in
+  `diffgpu.readonly`;
+- `diffgpu-nvvm-cleanup` (lowering/gpu_nvvm.py): `noalias` kernel pointers,
+  `readonly` ones for arrays the kernel never writes (`ld.global.nc`), the
+  offset and the strides of `contiguous` arrays folded to constants.
+
+Functions without these attributes are left exactly as they are: the
+generic program (overlapping arrays, in-place kernels) is unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from diffgpu.lowering.registry import ModulePass, register_pass
+
+FACTS_ATTR = "diffgpu.launch_facts"
+NOALIAS_ATTR = "diffgpu.noalias"
+READONLY_ATTR = "diffgpu.readonly"
+
+
+def mark_facts(text: str, entry: str, facts) -> str:
+    """`text` (diffgpu IR) with the launch facts (runtime Facts) recorded on
+    the kernel `entry`."""
+    from diffgpu._mlir import ir
+    from diffgpu.dialects import make_context
+
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        for op in module.body.operations:
+            op = op.operation
+            if op.name == "func.func" and op.attributes["sym_name"].value == entry:
+                ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+                ranks = [ir.MemRefType(t).rank if isinstance(t, ir.MemRefType) else -1
+                         for t in ftype.inputs]
+                text = facts.attribute_text()[:-1] + ", ranks = [" + ", ".join(
+                    f"{r} : i64" for r in ranks) + "]}"
+                op.attributes[FACTS_ATTR] = ir.Attribute.parse(text)
+                if facts.noalias:
+                    op.attributes[NOALIAS_ATTR] = ir.UnitAttr.get()
+                break
+        else:
+            raise ValueError(f"no function @{entry} to specialise")
+        return module.operation.get_asm(enable_debug_info=True)
+
+
+def read_facts(fn) -> dict | None:
+    """{"noalias": bool, "contiguous": [bool], "unit_dims": (int,), "ranks":
+    [int]} (rank -1: a scalar) of a function marked by `mark_facts`, else None."""
+    from diffgpu._mlir import ir
+
+    if FACTS_ATTR not in fn.attributes:
+        return None
+    d = ir.DictAttr(fn.attributes[FACTS_ATTR])
+    return {"noalias": bool(ir.BoolAttr(d["noalias"]).value),
+            "contiguous": [bool(ir.BoolAttr(a).value) for a in ir.ArrayAttr(d["contiguous"])],
+            "unit_dims": tuple(ir.IntegerAttr(a).value for a in ir.ArrayAttr(d["unit_dims"])),
+            "ranks": [ir.IntegerAttr(a).value for a in ir.ArrayAttr(d["ranks"])]}
+
+
+# ---------------------------------------------------------------------------
+# diffgpu-specialize
+# ---------------------------------------------------------------------------
+
+#: ops that neither write memory nor synchronise
+_PURE_PREFIXES = ("arith.", "math.", "index.")
+_PURE = frozenset(("memref.load", "memref.dim", "memref.alloca", "memref.cast",
+                   "diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim",
+                   "diffgpu.grid_dim", "scf.yield"))
+#: op -> position of the memref it writes
+_WRITES = {"memref.store": 1, "diffgpu.atomic_add": 0, "memref.atomic_rmw": 1}
+
+
+@register_pass
+@dataclass
+class Specialize(ModulePass):
+    """Apply launch facts after autodiff: load order, read-only arrays.
+
+    In a function marked `diffgpu.noalias` (its memref arguments are pairwise
+    disjoint: a launch proved it), adjacent `scf.if`s on the same condition
+    (the forward and reverse sweeps of an `if i < n`) become one, and in each
+    block every `memref.load` moves up past the ops that cannot affect it:
+    pure ops, and stores/atomics into a *different* argument or local
+    allocation. It stops at its operands' definitions, at a write to its own
+    array, at calls, barriers and anything else.
+
+        scf.if %in { %x = load %X[%i]; store %f, %Y[%i] }
+        scf.if %in { %d = load %dY[%i]; store %zero, %dY[%i]
+                     %a = load %dX[%i]; store %s, %dX[%i] }
+      becomes
+        scf.if %in { %x = load %X[%i]; %d = load %dY[%i]; %a = load %dX[%i]
+                     store %f, %Y[%i]; store %zero, %dY[%i]; store %s, %dX[%i] }
+
+    A kernel with launch facts gets `diffgpu.readonly = [..]`: per argument,
+    true for an array that no store or atomic of the kernel or of the
+    functions it calls (followed through calls) writes.
+    """
+    name: ClassVar[str] = "diffgpu-specialize"
+    summary: ClassVar[str] = ("apply launch facts: issue loads before the stores to other "
+                              "arrays where a launch proved them disjoint; mark read-only arrays")
+
+    def run(self, module) -> None:
+        from diffgpu._mlir import ir
+
+        funcs = {}
+        for op in module.regions[0].blocks[0].operations:
+            op = op.operation
+            if op.name == "func.func":
+                funcs[op.attributes["sym_name"].value] = op
+        written = Written(funcs)
+        for f in funcs.values():
+            if not f.regions[0].blocks:
+                continue
+            if NOALIAS_ATTR in f.attributes:
+                order_function(f)
+            if FACTS_ATTR in f.attributes:
+                flags = written.of(f.attributes["sym_name"].value)
+                args = list(f.regions[0].blocks[0].arguments)
+                f.attributes[READONLY_ATTR] = ir.ArrayAttr.get([
+                    ir.BoolAttr.get(isinstance(a.type, ir.MemRefType) and not w)
+                    for a, w in zip(args, flags)])
+
+
+class Written:
+    """Which memref arguments of a function may be written (by it or by the
+    functions it calls); unknown uses count as writes."""
+
+    def __init__(self, funcs):
+        self.funcs, self.memo = funcs, {}
+
+    def of(self, name: str) -> list[bool]:
+        from diffgpu._mlir import ir
+
+        if name in self.memo:
+            return self.memo[name]
+        f = self.funcs[name]
+        args = list(f.regions[0].blocks[0].arguments) if f.regions[0].blocks else []
+        self.memo[name] = [True] * len(args)  # recursion: assume written
+        out = [False] * len(args)
+        for k, a in enumerate(args):
+            if isinstance(a.type, ir.MemRefType):
+                out[k] = self._value_written(a)
+        self.memo[name] = out
+        return out
+
+    def _value_written(self, v) -> bool:
+        from diffgpu._mlir import ir
+
+        for use in v.uses:
+            o = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            name = o.name
+            if name in ("memref.load", "memref.dim"):
+                continue
+            if name in _WRITES:
+                if use.operand_number == _WRITES[name]:
+                    return True
+                continue
+            if name in ("memref.cast", "memref.subview", "memref.reinterpret_cast"):
+                if self._value_written(o.results[0]):
+                    return True
+                continue
+            if name == "func.call":
+                callee = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
+                if callee not in self.funcs or not self.funcs[callee].regions[0].blocks:
+                    return True
+                flags = self.of(callee)
+                if use.operand_number >= len(flags) or flags[use.operand_number]:
+                    return True
+                continue
+            return True
+        return False
+
+
+def order_function(fn) -> None:
+    args = list(fn.regions[0].blocks[0].arguments)
+    _visit_blocks(fn, lambda b: _fuse_ifs(b))
+    _visit_blocks(fn, lambda b: _hoist_loads(b, args))
+
+
+def _visit_blocks(op, fn) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            fn(block)
+            for inner in block.operations:
+                _visit_blocks(inner.operation, fn)
+
+
+def _fuse_ifs(block) -> None:
+    """`scf.if %c {A}` directly followed by `scf.if %c {B}` (no results, no
+    else) -> `scf.if %c {A; B}`."""
+    ops = [o.operation for o in block.operations]
+    prev = None
+    for op in ops:
+        if (prev is not None and _plain_if(op) and _plain_if(prev)
+                and op.operands[0] == prev.operands[0]):
+            dst = prev.regions[0].blocks[0]
+            dst_yield = list(dst.operations)[-1]
+            src_ops = [o.operation for o in op.regions[0].blocks[0].operations][:-1]
+            for o in src_ops:
+                o.move_before(dst_yield)
+            op.erase()
+            continue
+        prev = op
+
+
+def _plain_if(op) -> bool:
+    return (op.name == "scf.if" and len(op.results) == 0
+            and len(op.regions[1].blocks) == 0)
+
+
+def _root(v):
+    """The function argument or local allocation a memref value views."""
+    from diffgpu._mlir import ir
+
+    while True:
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            return v  # a block argument
+        o = owner.operation
+        if o.name in ("memref.cast", "memref.subview", "memref.reinterpret_cast"):
+            v = o.operands[0]
+            continue
+        return v
+
+
+def _is_local(root) -> bool:
+    from diffgpu._mlir import ir
+
+    owner = root.owner
+    if isinstance(owner, ir.Block):
+        return False
+    return owner.operation.name in ("memref.alloca", "memref.alloc",
+                                        "diffgpu.shared_alloc")
+
+
+def _writes(op, args):
+    """The roots `op` (and its nested ops) may write; None: anything or a
+    synchronisation (stop)."""
+    from diffgpu._mlir import ir
+
+    out = []
+    stop = []
+
+    def visit(o):
+        o = o.operation
+        name = o.name
+        if name in _WRITES:
+            r = _root(o.operands[_WRITES[name]])
+            if any(r == a for a in args) or _is_local(r):
+                out.append(r)
+            else:
+                stop.append(o)
+        elif name in _PURE or name.startswith(_PURE_PREFIXES) or name in (
+                "scf.if", "scf.for", "scf.while", "scf.condition"):
+            pass
+        else:
+            stop.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return None if stop else out
+
+
+def _hoist_loads(block, args) -> None:
+    from diffgpu._mlir import ir
+
+    ops = [o.operation for o in block.operations]
+    placed = []  # ops in their new order
+    for op in ops:
+        if op.name != "memref.load":
+            placed.append(op)
+            continue
+        root = _root(op.operands[0])
+        local = _is_local(root)
+        if not (local or any(root == a for a in args)):
+            placed.append(op)
+            continue
+        deps = [v.owner.operation for v in op.operands if not isinstance(v.owner, ir.Block)]
+        k = len(placed)
+        while k > 0:
+            prev = placed[k - 1]
+            if any(prev == d for d in deps):
+                break
+            if prev.name == "memref.load" and not (local or _is_local(_root(prev.operands[0]))):
+                break  # loads of arrays keep their program order
+            w = _writes(prev, args)
+            if w is None or any(root == r for r in w):
+                break
+            k -= 1
+        if k < len(placed):
+            op.move_before(placed[k])
+        placed.insert(k, op)

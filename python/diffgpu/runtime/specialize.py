@@ -1,0 +1,141 @@
+"""Launch-time facts: what the runtime proves about one launch's arguments,
+so that the compiler may specialise the kernel for it.
+
+The runtime knows every array's address range (numpy `__array_interface__`,
+CuPy `.data.ptr` / `__cuda_array_interface__`, shape and strides) and the
+launch geometry. `launch_facts` turns them into a `Facts` value that is part
+of the program key (memory and disk cache), like the argument types:
+
+| fact         | holds when                                        | the compiler then             |
+|--------------|---------------------------------------------------|-------------------------------|
+| `noalias`    | no two array arguments share a byte               | marks pointers noalias (GPU), issues the loads of a block before stores to other arrays, lets several shadows skip atomics |
+| `contiguous` | per argument: C order, unit innermost stride      | folds the array's strides (GPU: no stride parameters read) |
+| `unit_dims`  | grid and block extents of dimension 1 / 2 are 1   | folds `block_dim`/`grid_dim` of those dimensions to 1 |
+
+No fact holding gives `None`: the generic program, the one every launch
+could use. Overlapping arrays (in-place kernels, the same array passed
+twice, overlapping views) never get `noalias`; their program is the generic
+one or a specialisation without that fact.
+
+    >>> x = np.ones(8, np.float32)
+    >>> launch_facts([x, x[::2].copy()], types, (4, 1, 1), (64, 1, 1))
+    Facts(noalias=True, contiguous=(True, True), unit_dims=(1, 2))
+    >>> launch_facts([x, x], types, (4, 1, 1), (64, 1, 1)).noalias
+    False
+
+`DIFFGPU_SPECIALIZE=0` in the environment (or `ENABLED = False`) turns the
+specialisation off: every launch then uses the generic program.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+#: module switch; tests compare the specialised and the generic programs
+ENABLED = os.environ.get("DIFFGPU_SPECIALIZE", "1") not in ("0", "false", "no")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Launch facts of one launch (see the module docstring)."""
+    noalias: bool = False
+    contiguous: tuple = ()  # one bool per argument (False for scalars)
+    unit_dims: tuple = ()   # geometry dimensions (1, 2) with one block and one thread
+
+    def key(self) -> str:
+        """Stable text for cache keys."""
+        bits = "".join("1" if c else "0" for c in self.contiguous)
+        dims = "".join(str(d) for d in self.unit_dims)
+        return f"noalias={int(self.noalias)} contiguous={bits} unit_dims={dims or '-'}"
+
+    def for_target(self, target: str) -> "Facts | None":
+        """The facts a target's compiler uses: the CPU lowering does not
+        read `contiguous`, so host programs are not split by it."""
+        f = self if target != "host" else Facts(self.noalias, (), self.unit_dims)
+        return None if f.trivial() else f
+
+    def trivial(self) -> bool:
+        return not (self.noalias or any(self.contiguous) or self.unit_dims)
+
+    def attribute_text(self) -> str:
+        """The `diffgpu.launch_facts` dictionary attribute (MLIR syntax)."""
+        cont = ", ".join("true" if c else "false" for c in self.contiguous)
+        dims = ", ".join(f"{d} : i64" for d in self.unit_dims)
+        return (f"{{noalias = {'true' if self.noalias else 'false'}, "
+                f"contiguous = [{cont}], unit_dims = [{dims}]}}")
+
+
+def array_extent(x):
+    """(lowest byte address, one past the highest, C-contiguous) of an array
+    argument, or None for scalars. Strides may be negative or zero."""
+    if isinstance(x, np.ndarray):
+        ai = x.__array_interface__
+        ptr, shape, strides, item = ai["data"][0], x.shape, x.strides, x.itemsize
+        contiguous = x.flags.c_contiguous
+    else:
+        data = getattr(x, "data", None)
+        ptr = getattr(data, "ptr", None)
+        if isinstance(ptr, int) and hasattr(x, "strides") and hasattr(x, "itemsize"):
+            shape, strides, item = x.shape, x.strides, x.itemsize  # CuPy
+            flags = getattr(x, "flags", None)
+            contiguous = bool(getattr(flags, "c_contiguous", False))
+        else:
+            try:
+                cai = x.__cuda_array_interface__
+            except Exception:
+                return None
+            ptr, shape = int(cai["data"][0]), tuple(cai["shape"])
+            item = np.dtype(cai["typestr"]).itemsize
+            strides = cai.get("strides")
+            contiguous = strides is None or tuple(strides) == c_strides(shape, item)
+            strides = strides or c_strides(shape, item)
+    lo = hi = ptr
+    for n, s in zip(shape, strides):
+        if n == 0:
+            return ptr, ptr, contiguous
+        if s >= 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return lo, hi + item, contiguous
+
+
+def c_strides(shape, item: int) -> tuple:
+    out, acc = [], item
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def disjoint(ranges) -> bool:
+    """True when no two [lo, hi) byte ranges intersect (empty ones never do)."""
+    spans = sorted(r for r in ranges if r[1] > r[0])
+    return all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+def launch_facts(args, types, grid=None, block=None) -> Facts | None:
+    """The facts of launching with `args` (already type-checked: `types`) on
+    `grid`/`block` (3-tuples, or None when unknown), or None (generic)."""
+    from diffgpu.types import ArrayType
+
+    if not ENABLED:
+        return None
+    ranges, contiguous = [], []
+    for x, t in zip(args, types):
+        if isinstance(t, ArrayType):
+            ext = array_extent(x)
+            if ext is None:
+                return None
+            ranges.append(ext[:2])
+            contiguous.append(bool(ext[2]))
+        else:
+            contiguous.append(False)
+    noalias = bool(ranges) and disjoint(ranges)
+    unit = ()
+    if grid is not None and block is not None:
+        unit = tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1)
+    facts = Facts(noalias, tuple(contiguous), unit)
+    return None if facts.trivial() else facts
