@@ -38,6 +38,7 @@ region ops, and values of other types live across a barrier, are errors.
 """
 from __future__ import annotations
 
+from diffgpu.lowering import host_racecheck
 from diffgpu.lowering.host_barrier_control import ControlFlowMixin
 from diffgpu.lowering.host_ops import isa, walk_ops
 
@@ -92,6 +93,8 @@ def _is_scalar(t) -> bool:
 
 class BarrierLowering(ControlFlowMixin):
     """Emit the block-level program of the per-thread function `k`."""
+
+    racecheck = False  # host_racecheck.py: count barrier intervals
 
     def __init__(self, k, n_args: int, base: str):
         from diffgpu._mlir import ir
@@ -251,6 +254,8 @@ class BarrierLowering(ControlFlowMixin):
             if op.name == BARRIER:
                 self.flush(run, [], ip, mask)
                 run = []
+                if self.racecheck:  # the block's next barrier interval
+                    host_racecheck.barrier_call(ip, self.ctx.loc)
             elif op.name in STRUCTURED and has_barrier(op):
                 # the op's operands (condition, bounds, initial values) are
                 # stored per thread by the phase before it

@@ -106,19 +106,24 @@ def rewrite_geometry(op) -> None:
     op.erase()
 
 
-def rewrite_atomic_add(op) -> None:
-    """`%old = diffgpu.atomic_add(%A, %v, %i...)` -> load, add, store."""
+def rewrite_atomic_add(op, mark: bool = False) -> None:
+    """`%old = diffgpu.atomic_add(%A, %v, %i...)` -> load, add, store
+    (with `mark`, both carry `diffgpu.atomic`: the race detector skips them)."""
     from diffgpu._mlir import arith, ir, memref
 
     loc = op.location
     ip = ir.InsertionPoint(op)
     ref, value, indices = op.operands[0], op.operands[1], list(op.operands)[2:]
-    old = memref.LoadOp(ref, indices, loc=loc, ip=ip).result
+    load = memref.LoadOp(ref, indices, loc=loc, ip=ip)
+    old = load.result
     if isa(ir.FloatType, value.type):
         new = arith.AddFOp(old, value, loc=loc, ip=ip).result
     else:
         new = arith.AddIOp(old, value, loc=loc, ip=ip).result
-    memref.StoreOp(new, ref, indices, loc=loc, ip=ip)
+    store = memref.StoreOp(new, ref, indices, loc=loc, ip=ip)
+    if mark:
+        for o in (load, store):
+            o.operation.attributes["diffgpu.atomic"] = ir.UnitAttr.get()
     op.results[0].replace_all_uses_with(old)
     op.erase()
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.lowering import (host_barrier, host_bounds, host_cancel, host_inline, host_ops,
-                              targets)
+                              host_racecheck, targets)
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
@@ -81,8 +81,10 @@ def _sym_name(op) -> str:
 @register_pass
 @dataclass
 class LowerToHost(ModulePass):
-    """Turn host-target kernels into CPU entry points that emulate the grid."""
+    """Turn host-target kernels into CPU entry points that emulate the grid;
+    `racecheck=1` adds the data-race detector (host_racecheck.py)."""
 
+    racecheck: bool = False
     name: ClassVar[str] = "diffgpu-lower-to-host"
     summary: ClassVar[str] = ("emulate host-target kernels on the CPU: grid/block loops, "
                               "geometry, shared memory, atomics, barriers")
@@ -108,13 +110,15 @@ class LowerToHost(ModulePass):
                 ir.SymbolTable.replace_all_symbol_uses(name, DEVICE_PREFIX + name, module)
         for f in host:
             for op in host_ops.walk_ops(f, ("diffgpu.atomic_add",)):
-                host_ops.rewrite_atomic_add(op)
+                host_ops.rewrite_atomic_add(op, mark=self.racecheck)
             for op in host_ops.walk_ops(f, host_ops.INT_DIVISIONS):
                 host_ops.guard_division(op)
             for op in host_ops.walk_ops(f, ("math.copysign",)):
                 host_ops.rewrite_copysign(op)
         if kernels:  # every user-visible load/store, before ours exist
             host_bounds.check_accesses(module, host, targets.get_target(kernels[0]))
+            if self.racecheck:
+                host_racecheck.instrument(module, host, targets.get_target(kernels[0]))
         host_ops.ensure_geometry_global(module)
         for f in host:
             for op in host_ops.walk_ops(f, tuple(host_ops.GEOMETRY_BASE)):
@@ -183,18 +187,23 @@ class LowerToHost(ModulePass):
         del k.attributes[targets.KERNEL_ATTR]
         k.attributes["sym_visibility"] = ir.StringAttr.get("private")
         n_user = len(k.regions[0].blocks[0].arguments)
+        if self.racecheck:
+            host_racecheck.record_shared(module, name, host_ops.walk_ops(
+                k, ("diffgpu.shared_alloc",)))
         shared_types = _shared_to_args(k)
         user_types = [a.type for a in k.regions[0].blocks[0].arguments][:n_user]
         if not host_barrier.has_barrier(k):
-            _build_entry(entry_name(name), k, user_types, shared_types, None)
+            _build_entry(entry_name(name), k, user_types, shared_types, None, self.racecheck)
             return
         for op, msg in host_barrier.check_placement(k):
             self.error(op, msg)
         if self._failed:
             return
         lowering = host_barrier.BarrierLowering(k, n_user + len(shared_types), name)
+        lowering.racecheck = self.racecheck
         try:
-            _build_entry(entry_name(name), k, user_types, shared_types, lowering)
+            _build_entry(entry_name(name), k, user_types, shared_types, lowering,
+                         self.racecheck)
             lowering.finish()
         except host_barrier.BarrierError as exc:
             self.fail(exc.op, str(exc))
@@ -282,9 +291,10 @@ class EntryContext:
                            + lowering.mbufs, loc=self.loc, ip=tip).operation
 
 
-def _build_entry(name, k, user_types, shared_types, lowering) -> None:
+def _build_entry(name, k, user_types, shared_types, lowering, racecheck=False) -> None:
     """`@name(user args..., gx, gy, gz, bx, by, bz)`: the grid/block loops
-    around a call of `k` per thread, or around `lowering`'s block program."""
+    around a call of `k` per thread, or around `lowering`'s block program
+    (with `racecheck`, each block's shared arrays are race-checked regions)."""
     from diffgpu._mlir import arith, func, ir, memref, scf
 
     loc, target = k.location, targets.get_target(k)
@@ -315,6 +325,7 @@ def _build_entry(name, k, user_types, shared_types, lowering) -> None:
         bip = ir.InsertionPoint.at_block_terminator(loop.body)
         host_ops.store_geometry(g, 3 + d, loop.induction_variable, bip, loc)
     shared = [memref.AllocOp(t, [], [], loc=loc, ip=bip).result for t in shared_types]
+    pushed = host_racecheck.register_shared(shared, bip, loc) if racecheck else []
     ctx = EntryContext(loc, g, zero, one, bdim, user + shared, bip)
     if lowering is None:
         tip, _ = ctx.thread_loops(bip)
@@ -335,6 +346,7 @@ def _build_entry(name, k, user_types, shared_types, lowering) -> None:
         nbytes = host_barrier.SLOT_BYTES * max(1, len(lowering.slot_types))
         per_thread.operation.attributes["value"] = ir.IntegerAttr.get(idx, nbytes)
         bufs = shared + [spill]
+    host_racecheck.unregister_shared(pushed, bip, loc)
     for buf in bufs:
         memref.DeallocOp(buf, loc=loc, ip=bip)
     host_cancel.guard_blocks(block_x.operation)  # a cancelled launch skips its blocks
@@ -343,7 +355,9 @@ def _build_entry(name, k, user_types, shared_types, lowering) -> None:
 
 @dataclass
 class HostPipelineOptions:
-    """`diffgpu-to-host` takes no options."""
+    """`diffgpu-to-host{racecheck=1}`: the data-race detector's variant."""
+
+    racecheck: bool = False
 
 
 #: upstream lowering of the host module to the LLVM dialect, after our passes.
@@ -367,5 +381,6 @@ HOST_LLVM_LOWERING = (
 @register_pipeline("diffgpu-to-host", "diffgpu IR to the LLVM dialect for the CPU "
                    "(ExecutionEngine)", HostPipelineOptions)
 def _host_pipeline(opts) -> list[str]:
+    lower = "diffgpu-lower-to-host{racecheck=1}" if opts.racecheck else "diffgpu-lower-to-host"
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-specialize", "diffgpu-aggregate-atomics", "diffgpu-lower-to-host", *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]
+            "diffgpu-specialize", "diffgpu-aggregate-atomics", lower, *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

@@ -16,14 +16,14 @@ from diffgpu._version import __version__  # noqa: F401
 from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed  # noqa: F401
 from diffgpu.api import Func, Kernel, func, kernel  # noqa: F401
 from diffgpu.diff import autodiff, fwddiff  # noqa: F401
-from diffgpu.errors import CompileError, DiffgpuError, LaunchError  # noqa: F401
+from diffgpu.errors import CompileError, DiffgpuError, LaunchError, RaceError  # noqa: F401
 
 _API = [
     "__version__", "kernel", "func", "Kernel", "Func",
     "Const", "Duplicated", "DuplicatedNoNeed", "Active",
     "autodiff", "fwddiff", "vjp", "jvp", "gradcheck", "GradcheckError",
     "compile", "CompiledKernel", "save_bundle", "load_bundle", "BundleError", "synchronize",
-    "CompileError", "DiffgpuError", "LaunchError",
+    "CompileError", "DiffgpuError", "LaunchError", "RaceError", "racecheck",
 ]
 
 #: names loaded on first use: name -> (module, attribute)
@@ -38,6 +38,7 @@ _LAZY = {
     "load_bundle": ("diffgpu.runtime.bundle", "load_bundle"),
     "BundleError": ("diffgpu.runtime.bundle", "BundleError"),
     "synchronize": ("diffgpu.runtime.gpu", "synchronize"),
+    "racecheck": ("diffgpu.runtime.racecheck", "racecheck"),
 }
 
 

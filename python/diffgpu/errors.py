@@ -35,3 +35,16 @@ class CompileError(DiffgpuError):
 class LaunchError(DiffgpuError, ValueError):
     """A launch that cannot run (arity, dtypes, devices, grid/block); raised
     before anything runs, with the inputs untouched."""
+
+
+class RaceError(DiffgpuError, RuntimeError):
+    """A race-checked host launch (`with dg.racecheck():` or
+    DIFFGPU_RACECHECK=1) found two accesses to one array element by
+    different threads, in one barrier interval, at least one a write,
+    neither atomic. The message names the array and element, both threads
+    (block and thread ids) and both source lines; `array` and `index` hold
+    the first two. The launch ran to its end."""
+
+    def __init__(self, message: str, array: str | None = None, index: str | None = None):
+        super().__init__(message)
+        self.array, self.index = array, index

@@ -16,6 +16,7 @@ import threading
 from diffgpu.errors import CompileError, DiffgpuError
 from diffgpu.runtime import cache
 from diffgpu.runtime.args import check_arity, infer_signature, parse_type
+from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import launch_facts
 
 #: counters: "compile" (built from source), "disk_hit", "memory_hit"
@@ -68,7 +69,8 @@ def run_program(program, args, sig, grid, block) -> None:
     if program.kind == "gpu":
         program.gpu.launch(args, program.flat_types, grid, block, sig.gpu_id or 0)
     else:
-        program.host.launch(program.entry, list(args), list(program.flat_types), grid, block)
+        program.host.launch(program.entry, list(args), list(program.flat_types), grid, block,
+                            program.payload.get("arg_names"))
 
 
 class Program:
@@ -99,7 +101,9 @@ def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
     specialised program that is not cached where the compiler cannot run
     (a GPU machine without MLIR) falls back to the generic one.
     """
-    mem_key = (tuple(types), target, diff) + ((facts.key(),) if facts is not None else ())
+    checked = target == "host" and racecheck_enabled()  # its own compiled variant
+    mem_key = (tuple(types), target, diff) + ((facts.key(),) if facts is not None else ()) \
+        + (("racecheck",) if checked else ())
     prog = defn._programs.get(mem_key)
     if prog is not None:
         STATS["memory_hit"] += 1
@@ -110,6 +114,8 @@ def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
             STATS["memory_hit"] += 1
             return prog
         key = program_key(defn, types, target, diff, facts)
+        if checked:
+            key = hashlib.sha256(f"{key}\n\0racecheck".encode()).hexdigest()
         payload = cache.load(key)
         prog = None
         if payload is not None and _payload_ok(payload, target):
@@ -122,7 +128,7 @@ def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
             prog = get_program(defn, types, target, diff)  # the generic program
             STATS["generic_fallback"] += 1
         if prog is None:
-            payload, host = build_payload(defn, types, target, diff, facts)
+            payload, host = build_payload(defn, types, target, diff, facts, checked)
             cache.store(key, payload)
             prog = Program(payload, host=host)
             STATS["compile"] += 1
@@ -217,17 +223,35 @@ def flat_types(types, diff) -> list:
     return out + grads
 
 
-def build_payload(defn, types, target: str, diff=None, facts=None):
-    """Compile from source: (cache payload, host program or None)."""
+def flat_names(names, diff) -> list:
+    """Names of the entry's arguments (as flat_types): `shadow(x)` and
+    `gradient(x)` for the slots a diff wrapper adds (race reports)."""
+    if diff is None:
+        return list(names)
+    mode, kinds = diff
+    out, grads = [], []
+    for n, k in zip(names, kinds):
+        out.append(n)
+        if k in ("dup", "dupnoneed"):
+            out.append(f"shadow({n})")
+        if k == "active" and mode == "reverse":
+            grads.append(f"gradient({n})")
+    return out + grads
+
+
+def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=False):
+    """Compile from source: (cache payload, host program or None);
+    `racecheck`: the host variant with the data-race detector."""
     src = build_module(defn, types, target, diff, facts)
     payload = {"name": defn.name, "target": target, "entry": src.entry,
                "arg_types": [str(t) for t in types],
                "flat_types": [str(t) for t in flat_types(types, diff)],
                "diff": [diff[0], list(diff[1])] if diff else None,
-               "facts": facts.key() if facts is not None else None}
+               "facts": facts.key() if facts is not None else None,
+               "arg_names": flat_names(defn.arg_names, diff), "racecheck": racecheck}
     if target == "host":
         from diffgpu.runtime.cpu import compile_host
-        host = _compiler_call(lambda: compile_host(src.text), defn.name)
+        host = _compiler_call(lambda: compile_host(src.text, racecheck=racecheck), defn.name)
         payload.update(kind="host", llvm=host.llvm_text)
         return payload, host
     from diffgpu.lowering.gpu_ptx import compile_ptx

@@ -31,7 +31,7 @@ import threading
 import numpy as np
 
 from diffgpu.errors import CompileError, DiffgpuError, LaunchError
-from diffgpu.runtime import host_worker
+from diffgpu.runtime import host_worker, racecheck
 from diffgpu.types import ArrayType, ScalarType
 
 PIPELINE = "diffgpu-to-host"
@@ -47,6 +47,9 @@ STATUS_FUNC = "__dg_host_status"
 ACCESSES_ATTR = "diffgpu.host_accesses"
 #: lowering/host_cancel.py: address of the module's cancel flag
 CANCEL_ADDR_FUNC = "__dg_host_cancel_addr"
+#: lowering/host_racecheck.py: the race-checked variant's site tables
+RACE_SITES_ATTR = "diffgpu.race_sites"
+RACE_SHARED_ATTR = "diffgpu.race_shared"
 #: C-interface functions of the module that are not kernels
 _HELPER_PREFIXES = ("__dg_host_", "__dg_race_")
 
@@ -128,8 +131,9 @@ def _pack_arg(i: int, value, typ, keep: list):
 class HostProgram:
     """A lowered host module in an ExecutionEngine; launch its kernels."""
 
-    def __init__(self, llvm_text: str, _engine, _keep=(), _accesses=()):
+    def __init__(self, llvm_text: str, _engine, _keep=(), _accesses=(), _race=None):
         self.llvm_text = llvm_text
+        self._race = _race  # (sites, shared entries) of a race-checked program, or None
         self._engine = _engine  # kept alive as long as the program
         self._keep = _keep
         self._accesses = tuple(_accesses)  # source location of access number N+1
@@ -176,7 +180,13 @@ class HostProgram:
             from diffgpu._mlir import ir as _ir
             accesses = [_ir.StringAttr(a).value
                         for a in _ir.ArrayAttr(module.operation.attributes[ACCESSES_ATTR])]
-        return cls(text, _make_engine(module, opt_level), (ctx, module), accesses)
+        race = None
+        if RACE_SITES_ATTR in module.operation.attributes:
+            race = tuple([ir.StringAttr(a).value
+                          for a in ir.ArrayAttr(module.operation.attributes[name])]
+                         if name in module.operation.attributes else []
+                         for name in (RACE_SITES_ATTR, RACE_SHARED_ATTR))
+        return cls(text, _make_engine(module, opt_level), (ctx, module), accesses, race)
 
     def kernel_names(self) -> list[str]:
         """Names of the kernels (entries with the C interface)."""
@@ -201,12 +211,18 @@ class HostProgram:
             self._entries[name] = fn
         return fn
 
-    def launch(self, kernel_name: str, args, arg_types, grid, block) -> None:
+    @property
+    def racecheck(self) -> bool:
+        """Is this the race-checked variant (`compile_host(..., racecheck=True)`)?"""
+        return self._race is not None
+
+    def launch(self, kernel_name: str, args, arg_types, grid, block, arg_names=None) -> None:
         """Run `kernel_name` on the grid: `grid`, `block` are (x, y, z) tuples.
 
         `args`: numpy arrays and Python/numpy scalars, `arg_types` the matching
         diffgpu.types ArrayType/ScalarType. Raises LaunchError before running
-        anything if they do not match.
+        anything if they do not match. A race-checked program raises RaceError
+        after a launch with a data race (`arg_names` name the arrays in it).
         """
         args, arg_types = tuple(args), tuple(arg_types)
         if len(args) != len(arg_types):
@@ -221,16 +237,52 @@ class HostProgram:
             keep.append(v)
             ptrs.append(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p))
         packed = (ctypes.c_void_p * len(ptrs))(*ptrs)
+        regions = race = None
+        if self._race is not None:
+            names = list(arg_names or [])
+            names += [f"argument {i}" for i in range(len(names), len(args))]
+            regions = racecheck.Regions(args, names)
         with self._lock:
+            if regions is not None:
+                self._race_begin(regions)
             try:
                 host_worker.run(fn, packed, self._cancel)
             finally:
                 bad = self._read_status()  # cleared, also after an interruption
+                if regions is not None:
+                    report = self._race_end()
+            if regions is not None:
+                race = racecheck.race_error(
+                    kernel_name, report, regions, self._race[0],
+                    racecheck.shared_names(self._race[1], kernel_name), grid, block)
+        if race is not None:
+            raise race
         if bad:
             where = self._accesses[bad - 1] if bad <= len(self._accesses) else "?"
             raise OutOfBoundsError(
                 f"kernel '{kernel_name}': array index out of bounds at {where} (on the CPU "
                 "the access was skipped, a load read 0; the rest of the launch ran)")
+
+    def _race_begin(self, regions) -> None:
+        keep: list = []
+        n = ctypes.c_int64(regions.count)
+        args = (ctypes.c_void_p * 2)(
+            racecheck.descriptor_ptr(regions.table, keep, memref_descriptor),
+            ctypes.cast(ctypes.pointer(n), ctypes.c_void_p))
+        self._helper("__dg_race_begin")(args)
+
+    def _race_end(self) -> np.ndarray:
+        report = np.zeros(racecheck.REPORT_WORDS, np.int64)
+        keep: list = []
+        args = (ctypes.c_void_p * 1)(racecheck.descriptor_ptr(report, keep, memref_descriptor))
+        self._helper("__dg_race_end")(args)
+        return report
+
+    def _helper(self, name: str):
+        addr = self._engine.raw_lookup("_mlir_ciface_" + name)
+        if not addr:
+            raise LaunchError(f"the race-checked program lacks '{name}'")
+        return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
 
     def _read_status(self) -> int:
         """Number of the first out-of-bounds access since the last call, or 0."""
@@ -269,8 +321,9 @@ def _check_host_only(module) -> None:
                                "runtime compiles host-target modules only")
 
 
-def lower_host(module_text: str) -> str:
-    """Run `diffgpu-to-host` on diffgpu IR text; the LLVM-dialect text."""
+def lower_host(module_text: str, racecheck: bool = False) -> str:
+    """Run `diffgpu-to-host` (`{racecheck=1}`: the race-checked variant) on
+    diffgpu IR text; the LLVM-dialect text."""
     from diffgpu._mlir import MLIRError, ir
     from diffgpu.dialects import make_context
     from diffgpu.lowering.registry import (PipelineRunError, build_pass_manager,
@@ -285,16 +338,19 @@ def lower_host(module_text: str) -> str:
     _check_host_only(module)
     with ctx, ir.Location.unknown():  # as diffgpu-opt runs passes
         try:
-            run_passes(build_pass_manager(PIPELINE, ctx), module)
+            pipeline = PIPELINE + ("{racecheck=1}" if racecheck else "")
+            run_passes(build_pass_manager(pipeline, ctx), module)
         except PipelineRunError as exc:
             raise CompileError(str(exc)) from None
         return str(module)
 
 
-def compile_host(module_text: str, opt_level: int = OPT_LEVEL) -> HostProgram:
+def compile_host(module_text: str, opt_level: int = OPT_LEVEL,
+                 racecheck: bool = False) -> HostProgram:
     """diffgpu IR text (host-target kernels) -> a launchable HostProgram.
 
     Raises CompileError with the diagnostics (`file:line:col: error: ...`)
     of any pass that fails. `opt_level` is LLVM's (O0 JITs several times
-    faster, runs a few times slower)."""
-    return HostProgram.from_llvm_text(lower_host(module_text), opt_level)
+    faster, runs a few times slower). `racecheck`: the variant with the
+    data-race detector (runtime/racecheck.py)."""
+    return HostProgram.from_llvm_text(lower_host(module_text, racecheck), opt_level)
