@@ -198,4 +198,9 @@ def prune(sub: str, target: int | None = None) -> dict:
     return {"before": before, "after": info(sub)}
 
 
-__all__ = ["max_bytes", "account", "prune", "info", "scan", "FORMAT_DIR"]
+def clear(sub: str) -> dict:
+    """Remove every entry; returns info from before."""
+    return prune(sub, target=0)["before"]
+
+
+__all__ = ["max_bytes", "clear", "account", "prune", "info", "scan", "FORMAT_DIR"]
