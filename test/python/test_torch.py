@@ -245,3 +245,17 @@ def test_gpu_mixed_devices_rejected(cuda):
     op = OPS_T["mul_add"]
     with pytest.raises(dg.LaunchError, match="input 'y' is on cpu"):
         op(torch.ones(4, device=cuda), torch.ones(4))
+
+
+def test_ddp_example_cpu():
+    # examples/ddp_train.py: 2 gloo processes on the CPU equal one process on
+    # the global batch (losses and gradients of every step)
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, os.path.join(REPO, "examples", "ddp_train.py"),
+                          "--device", "cpu", "--nproc", "2", "--steps", "3", "--batch", "64"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "DDP equals the single-process run on the global batch: OK" in out.stdout
+    assert out.stdout.count("max rel grad diff") == 3
