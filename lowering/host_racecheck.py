@@ -88,10 +88,17 @@ def address_of(ref, indices, ip, loc):
     t = ir.MemRefType(ref.type)
     idx = ir.IndexType.get()
     ptr = memref.ExtractAlignedPointerAsIndexOp(ref, loc=loc, ip=ip).result
-    meta = memref.ExtractStridedMetadataOp(ref, loc=loc, ip=ip)
     rank = t.rank
-    strides = list(meta.results)[2 + rank:2 + 2 * rank]
-    lin = meta.results[1]
+    static, offset = t.get_strides_and_offset()
+    if not any(t.is_dynamic_stride_or_offset(v) for v in static + [offset]):
+        # e.g. shared arrays (no metadata op: the memory space of their type
+        # changes when they become the entry's buffers)
+        strides = [arith.ConstantOp(idx, v, loc=loc, ip=ip).result for v in static]
+        lin = arith.ConstantOp(idx, offset, loc=loc, ip=ip).result
+    else:
+        meta = memref.ExtractStridedMetadataOp(ref, loc=loc, ip=ip)
+        strides = list(meta.results)[2 + rank:2 + 2 * rank]
+        lin = meta.results[1]
     for i, s in zip(indices, strides):
         lin = arith.AddIOp(lin, arith.MulIOp(i, s, loc=loc, ip=ip).result,
                            loc=loc, ip=ip).result
