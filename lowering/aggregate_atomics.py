@@ -10,12 +10,15 @@ summed over the whole block first when
 3. its memref and indices are uniform (lowering/uniform.py: one value per
    block, e.g. `out[0]`, `out[block_id]`, a scalar argument);
 4. nothing after it inside those `scf.if`s touches memory (moving it to the
-   end of the outermost `scf.if` changes no value this thread observes).
+   end of the outermost `scf.if` changes no value this thread observes), and
+   nothing after that `scf.if` in the kernel does but other atomic adds
+   whose result is unused (the block's sum reaches memory after a barrier).
 
 The guards become `scf.if`s yielding the value (zero where the add did not
 happen), so every thread of the block reaches the kernel's top level and
-joins the block sum there; the sum is pairwise (a tree), which keeps float32
-sums of millions of terms within about 1e-6 relative (docs/atomics.md).
+joins the block sum there. The sum is a tree (pairwise), so only one float
+rounding per block remains sequential: a float32 sum of 2^26 terms in blocks
+of 256 stays within about 1e-5 relative (docs/atomics.md).
 
     scf.if %in {
       %v = ...
@@ -50,8 +53,11 @@ from diffgpu.lowering.uniform import Uniformity, walk
 _PURE_PREFIX = ("arith.", "math.")
 _PURE = ("memref.dim", "diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim",
          "diffgpu.grid_dim", "scf.yield", "func.return")
+_SYNC = ("diffgpu.barrier", "diffgpu.shared_alloc")
 MAX_THREADS = 1024
-#: marks the atomics this pass emits (never aggregated again)
+#: marks the atomics this pass emits, never aggregated again by it: "block" (the
+#: block's sum; diffgpu-warp-atomics leaves it alone too) or "thread" (the
+#: per-thread fallback, which diffgpu-warp-atomics may still sum per warp)
 AGGREGATED = "diffgpu.aggregated"
 
 
@@ -89,6 +95,22 @@ def _quiet_after(op) -> bool:
                for o in ops[ops.index(op) + 1:])
 
 
+def _silent_rest(op) -> bool:
+    """Nothing after `op` (in the kernel's body, nested ops included) reads or
+    writes memory, except other atomic adds whose result is unused: the
+    block's sum lands in memory some time after the barrier, so a later load
+    of the same element by this thread could miss its own contribution."""
+    ops = _block_ops(op)
+    for top in ops[ops.index(op) + 1:]:
+        for o in walk(top):
+            if o.name.startswith(_PURE_PREFIX + ("scf.",)) or o.name in _PURE + _SYNC:
+                continue
+            if o.name == "diffgpu.atomic_add" and not len(list(o.results[0].uses)):
+                continue
+            return False
+    return True
+
+
 def _block_ops(op) -> list:
     """The ops of the block holding `op`."""
     for region in _parent_op(op).regions:
@@ -118,6 +140,9 @@ def candidate(op, uniform):
     if not all(uniform.is_uniform(v) for i, v in enumerate(op.operands) if i != 1):
         return None
     if not _quiet_after(op) or not all(_quiet_after(p) for p, _ in path[:-1]):
+        return None
+    outer = path[-1][0] if path else op
+    if not _silent_rest(outer):
         return None
     return kernel, path
 
@@ -212,7 +237,7 @@ def _block_sum_gpu(v, add_atomic):
             scf.YieldOp([])
         scf.YieldOp([])
     with ir.InsertionPoint(branch.else_block):
-        add_atomic(v)
+        add_atomic(v, "thread")
         scf.YieldOp([])
 
 
@@ -259,9 +284,9 @@ def aggregate(op, kernel, path) -> None:
     with op.location, ip:
         target = [_materialize(v, ip, kernel) for i, v in enumerate(op.operands) if i != 1]
 
-        def add_atomic(total):
+        def add_atomic(total, how="block"):
             dg.atomic_add(target[0], total, target[1:]).owner.attributes[AGGREGATED] = \
-                ir.UnitAttr.get()
+                ir.StringAttr.get(how)
 
         block_sum(value, add_atomic)
     op.erase()

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.lowering.gpu_ops import AGGREGATED
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 #: memref.atomic_rmw kinds (arith::AtomicRMWKind) summed by the tree
@@ -82,11 +83,15 @@ def full_warp():
 
 
 def aggregatable(op, uniform) -> bool:
-    """A `memref.atomic_rmw addf|addi` with unused result on uniform operands."""
+    """A `memref.atomic_rmw addf|addi` with unused result on uniform operands,
+    other than a block's sum from diffgpu-aggregate-atomics."""
     from diffgpu._mlir import ir
 
     if op.name != "memref.atomic_rmw" or len(list(op.results[0].uses)):
         return False
+    if (AGGREGATED in op.attributes
+            and ir.StringAttr(op.attributes[AGGREGATED]).value == "block"):
+        return False  # one thread adds its block's sum
     kind = ir.IntegerAttr(op.attributes["kind"]).value
     if kind not in (_ADDF, _ADDI) or str(op.operands[0].type) not in SHUFFLE_TYPES:
         return False

@@ -14,6 +14,8 @@ GEOMETRY = {"diffgpu.thread_id": "gpu.thread_id", "diffgpu.block_id": "gpu.block
             "diffgpu.block_dim": "gpu.block_dim", "diffgpu.grid_dim": "gpu.grid_dim"}
 #: memref.atomic_rmw kinds (arith::AtomicRMWKind)
 _RMW_ADDF, _RMW_ADDI = 0, 1
+#: kept on memref.atomic_rmw for diffgpu-warp-atomics (lowering/gpu_atomics.py)
+AGGREGATED = "diffgpu.aggregated"
 
 
 def rewrite_ops(f, kernel, error) -> None:
@@ -91,10 +93,12 @@ def _atomic(op, ip, error):
     else:
         error(op, f"diffgpu.atomic_add: unsupported element type {elem}")
         return None
+    attributes = {"kind": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kind)}
+    if AGGREGATED in op.attributes:  # lowering/aggregate_atomics.py's mark
+        attributes[AGGREGATED] = op.attributes[AGGREGATED]
     return ir.Operation.create(
         "memref.atomic_rmw", results=[elem], operands=[val, mem] + idx,
-        attributes={"kind": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kind)},
-        loc=op.location, ip=ip)
+        attributes=attributes, loc=op.location, ip=ip)
 
 
 def walk(op) -> list:

@@ -1,0 +1,164 @@
+"""Aggregated atomics (lowering/aggregate_atomics.py, lowering/gpu_atomics.py).
+
+On the host target the block sum runs in shared memory (threads one at a
+time); the PTX checks read the GPU code for sm_90 without a GPU: one shuffle
+tree per warp, a barrier, one atomic per block (and the per-thread fallback
+for blocks that are not a multiple of 32 threads).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import diffgpu as dg
+
+
+@dg.kernel
+def sumsq(out, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        v = x[i]
+        dg.atomic_add(out, 0, v * v)
+
+
+@dg.kernel
+def sumsq_early_return(out, x):
+    i = dg.global_id(0)
+    if i >= len(x):
+        return
+    dg.atomic_add(out, 0, x[i] * x[i])
+
+
+@dg.kernel
+def per_block(out, x):  # out[b] = sum of block b's elements that are positive
+    i = dg.global_id(0)
+    if i < len(x):
+        if x[i] > 0.0:
+            dg.atomic_add(out, dg.block_id(0), x[i])
+
+
+@dg.kernel
+def count_and_sum(cnt, out, x):  # two aggregated atomics, an integer one
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.atomic_add(cnt, 0, 1)
+        dg.atomic_add(out, 0, x[i])
+
+
+@dg.kernel
+def sum_2d(out, x):
+    i = dg.global_id(1)
+    j = dg.global_id(0)
+    if i < x.shape[0] and j < x.shape[1]:
+        dg.atomic_add(out, 0, x[i, j])
+
+
+@dg.kernel
+def scale_loss(loss, a, w, x):  # a (Active) and w[0] are read by every thread
+    i = dg.global_id(0)
+    if i < len(x):
+        r = a * w[0] * x[i]
+        dg.atomic_add(loss, 0, r * r)
+
+
+def rand(n, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(n).astype(dtype)
+
+
+@pytest.mark.parametrize("block", [1, 7, 32, 48, 256, 1024])
+@pytest.mark.parametrize("kernel", [sumsq, sumsq_early_return], ids=["guard", "return"])
+def test_sum_of_squares_any_block(kernel, block):
+    x = rand(5000, np.float64)
+    out = np.zeros(1)
+    kernel[(len(x) + block - 1) // block, block](out, x)
+    assert np.isclose(out[0], np.sum(x * x), rtol=1e-12)
+
+
+def test_per_block_uniform_index_under_nested_guards():
+    x = rand(1000, np.float64)
+    out = np.zeros(8)
+    per_block[8, 128](out, x)
+    ref = [np.sum(np.where(c > 0, c, 0)) for c in np.split(np.pad(x, (0, 24)), 8)]
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+def test_integer_count_and_float_sum():
+    x = rand(3001, np.float64)
+    cnt, out = np.zeros(1, np.int32), np.zeros(1)
+    count_and_sum[(3001 + 63) // 64, 64](cnt, out, x)
+    assert cnt[0] == 3001 and np.isclose(out[0], np.sum(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("block", [(8, 4, 1), (16, 3, 1), (4, 4, 2)])
+def test_multi_dimensional_blocks(block):
+    x = rand(6 * 37, np.float64).reshape(37, 6)
+    out = np.zeros(1)
+    grid = ((6 + block[0] - 1) // block[0], (37 + block[1] - 1) // block[1], 1)
+    sum_2d[grid, block](out, x)
+    # 3-D blocks repeat each element once per z thread
+    assert np.isclose(out[0], block[2] * np.sum(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("block", [256, 1024])
+def test_float32_sum_of_2_26(block):
+    """The block sums are pairwise; what remains sequential is one float32
+    rounding per block at the target, each off by up to half an ulp of the
+    running sum, independently: a random walk of n / block steps. Per-thread
+    atomics (one rounding per element, 2^26 of them) were 18% off."""
+    n = 1 << 26
+    x = np.random.default_rng(3).random(n, dtype=np.float32) + np.float32(0.5)
+    out = np.zeros(1, np.float32)
+    sumsq[n // block, block](out, x)
+    ref = np.sum(np.square(x, dtype=np.float64))
+    ulp = float(np.spacing(np.float32(ref)))
+    sigma = ulp / np.sqrt(12) * np.sqrt(n // block)  # uniform rounding errors
+    assert abs(float(out[0]) - ref) <= 4 * sigma
+    assert 4 * sigma / ref < 1e-4  # 2^18 roundings: within ~1e-5 typically
+
+
+def test_active_scalar_and_shared_weight_gradients():
+    x = rand(1000, np.float64)
+    w = np.array([0.7])
+    a = 1.3
+    dloss, dw, dx = np.ones(1), np.zeros(1), np.zeros(1000)
+    (da,) = dg.autodiff(scale_loss[8, 128], dg.Duplicated(np.zeros(1), dloss), dg.Active(a),
+                        dg.Duplicated(w, dw), dg.Duplicated(x, dx))
+    r = a * w[0] * x
+    assert np.isclose(da, np.sum(2 * r * w[0] * x), rtol=1e-12)
+    assert np.isclose(dw[0], np.sum(2 * r * a * x), rtol=1e-12)
+    np.testing.assert_allclose(dx, 2 * r * a * w[0], rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# The GPU code (PTX for sm_90, compiled here without a GPU)
+# ---------------------------------------------------------------------------
+
+def ptx(kernel, *args):
+    return kernel.ir(*args, stage="ptx", target="sm_90")
+
+
+def test_ptx_sum_of_squares_one_atomic_per_block():
+    text = ptx(sumsq, np.zeros(1, np.float32), np.zeros(64, np.float32))
+    # the block sum: two warp trees (5 + 5 shuffles) around one barrier; blocks
+    # that are not a multiple of 32 threads: one tree per full warp (5 more),
+    # else one atomic per thread; LLVM may merge the atomics of these paths
+    assert text.count("shfl.sync.bfly.b32") == 15
+    assert text.count("bar.sync") == 1
+    assert text.count("activemask.b32") == 1
+    assert 1 <= text.count("atom.global.add.f32") <= 3
+
+
+def test_ptx_shared_weight_gradient_is_warp_aggregated():
+    from diffgpu.launch import build_module, check_launch_args
+    from diffgpu.stages import run_pipeline, stage_pipeline
+
+    args = (np.zeros(1, np.float32), np.float32(1), np.zeros(1, np.float32),
+            np.zeros(8, np.float32))
+    types = check_launch_args(scale_loss, args).types
+    src = build_module(scale_loss, types, "sm_90", ("reverse", ("dup", "active", "dup", "dup")))
+    text = run_pipeline(src.text, stage_pipeline("sm_90", "ptx"))
+    # dw[0] += ... in the derivative function (under the guard): shuffle tree per
+    # full warp; da: the wrapper kernel's block sum
+    assert text.count("activemask.b32") >= 1
+    assert text.count("bar.sync") == 1
+    assert text.count("shfl.sync.bfly.b32") >= 15
