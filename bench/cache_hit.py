@@ -6,7 +6,9 @@ Compiles one kernel (with a callee and module constants) for sm_90 into a
 private cache directory, then starts fresh processes that block MLIR imports
 and time `get_program` on that signature: key computation, the directory
 checks, reading and verifying the entry, and building the GPU program object
-(no CuPy call). Prints the median over runs, in microseconds.
+(no CuPy call). Times are CPU time (the process's own), so a busy machine
+disturbs them less. Prints the median over runs, in microseconds: the first
+hit of a process, and a repeated hit (the in-memory table cleared each time).
 """
 from __future__ import annotations
 
@@ -50,13 +52,20 @@ CHILD = textwrap.dedent("""
     spec = importlib.util.spec_from_file_location('benchk', sys.argv[1])
     m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
     types = (ArrayType('float32', 1), ArrayType('float32', 1))
-    t0 = time.perf_counter()
-    key = cache.cache_key(m.k, types, 'sm_90')
-    t1 = time.perf_counter()
+    clock = time.process_time   # CPU time: the machine may be shared
+    t0 = clock()
     prog = get_program(m.k, types, 'sm_90')
-    t2 = time.perf_counter()
+    t1 = clock()
     assert STATS['disk_hit'] == 1 and STATS['compile'] == 0, STATS
-    print((t1 - t0) * 1e6, (t2 - t1) * 1e6)
+    again = []
+    for _ in range(200):   # the same hit again: key + checks + read + program
+        m.k._programs.clear()
+        t = clock()
+        get_program(m.k, types, 'sm_90')
+        again.append(clock() - t)
+    assert STATS['disk_hit'] == 201 and STATS['compile'] == 0, STATS
+    again.sort()
+    print((t1 - t0) * 1e6, again[len(again) // 2] * 1e6)
     """)
 
 
@@ -82,9 +91,10 @@ def main() -> None:
                                  capture_output=True, text=True).stdout.split()
             keys.append(float(out[0]))
             hits.append(float(out[1]))
-        print(f"cache key (fresh process): {statistics.median(keys):8.0f} us")
-        print(f"get_program disk hit:      {statistics.median(hits):8.0f} us "
-              "(key + checks + read + GPU program object)")
+        print(f"first disk hit in a fresh process: {statistics.median(keys):8.0f} us CPU "
+              f"(min {min(keys):.0f})")
+        print(f"repeated disk hit (median of 200): {statistics.median(hits):8.0f} us CPU "
+              "(key + directory checks + read + checksum + GPU program object)")
 
 
 if __name__ == "__main__":
