@@ -180,11 +180,11 @@ def load_module(tmp_path, name, text):
 
 @pytest.mark.parametrize("change", [
     "A = np.float32(1.5)", "A = np.float64(1.25)", "DT = np.float64", "A = -0.0",
-    "A = 1", "A = True", "SHAPE = (4, 9)", "K = other",
+    "A = 1", "A = True", "A = np.array(0.5)", "SHAPE = (4, 9)", "K = other",
 ])
 def test_key_covers_each_kind_of_value(tmp_path, change):
-    # numpy scalars (type and value), dtypes, -0.0 vs 0.0, int vs float vs
-    # bool, tuple shapes, and which function a name is bound to
+    # numpy scalars (type and value) and 0-d arrays, dtypes, -0.0 vs 0.0,
+    # int vs float vs bool, tuple shapes, and which function a name is bound to
     base = """
         import numpy as np
         import diffgpu as dg
@@ -231,3 +231,18 @@ def test_key_ignores_values_a_kernel_cannot_reach(tmp_path):
     a = cache.cache_key(load_module(tmp_path, "ua", text.format(u=1, n=3)).k, F64, "host")
     b = cache.cache_key(load_module(tmp_path, "ub", text.format(u=2, n=5)).k, F64, "host")
     assert a == b
+
+
+def test_key_of_an_endless_attribute_graph_never_matches(tmp_path):
+    # an object that makes a new attribute object per lookup (a mock) cannot
+    # be described completely: its key is unique, so it is never served stale
+    mod = load_module(tmp_path, "km", """
+        import diffgpu as dg
+        from unittest import mock
+        CFG = mock.MagicMock()
+
+        @dg.kernel
+        def k(X):
+            X[0] = CFG.a.b
+        """)
+    assert cache.cache_key(mod.k, F64, "host") != cache.cache_key(mod.k, F64, "host")

@@ -53,6 +53,7 @@ _COMPILER_MODULES = ("diffgpu.builtins", "diffgpu.types", "diffgpu.activities")
 #: a walk that visits more objects than this (an enormous object graph reached
 #: through attribute names the kernel uses) gives a key that never matches
 _WALK_BUDGET = 50_000
+_MAX_DEPTH = 64
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 _files: list | None = None
@@ -155,14 +156,18 @@ class _Walk:
             if found:
                 self.parts.append(f"{name} = {self.describe(val, attrs)}")
 
-    def describe(self, v, attrs) -> str:
+    def describe(self, v, attrs, depth=0) -> str:
         self.budget -= 1
+        if depth > _MAX_DEPTH:  # e.g. an object making a new attribute per lookup
+            self.budget = -1
         if self.budget < 0:
             return "..."
         if isinstance(v, _SCALARS) or isinstance(v, np.generic):
             return f"{type(v).__name__}:{v!r}"
         if isinstance(v, tuple):
-            return "(" + ", ".join(self.describe(e, attrs) for e in v) + ")"
+            return "(" + ", ".join(self.describe(e, attrs, depth + 1) for e in v) + ")"
+        if isinstance(v, np.ndarray) and v.ndim == 0:  # the frontend takes it as a number
+            return f"ndarray0:{v.dtype.str}:{v.item()!r}"
         if isinstance(v, np.dtype):
             return f"dtype:{v.str}:{v.name}"
         walk = isinstance(v, (pytypes.ModuleType, type))
@@ -194,7 +199,7 @@ class _Walk:
                     sub = getattr(v, a)
                 except Exception:  # absent, or a property that fails: the frontend fails too
                     continue
-                fields.append(f"{a}: {self.describe(sub, attrs)}")
+                fields.append(f"{a}: {self.describe(sub, attrs, depth + 1)}")
         return f"{label}={head}{{{', '.join(fields)}}}"
 
 
