@@ -23,7 +23,8 @@ Derivative rules: one table per dialect (rules_arith, rules_math,
 rules_memref, rules_scf, rules_diffgpu, rules_func); the sweep: reverse.py;
 the tape: tape.py; activities: activity.py; forward mode: forward.py;
 atomic elision (a plain shadow update where the index is provably one
-thread's, e.g. A[global_id] in a whole launch): elision.py.
+thread's, e.g. A[global_id] in a whole launch): elision.py; the functional
+kinds `cot` / `grad` of `dg.vjp`: functional.py.
 """
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ class Autodiff(ModulePass):
     summary: ClassVar[str] = "generate derivative functions for diffgpu.autodiff/fwddiff"
 
     def run(self, module):
+        from .functional import finish
         from .generate import Generator
 
-        Generator(self, module).lower_all()
+        gen = Generator(self, module)
+        gen.lower_all()
+        finish(self, gen)

@@ -1,4 +1,10 @@
-"""Reading and checking a `diffgpu.autodiff` / `diffgpu.fwddiff` op (docs/IR.md)."""
+"""Reading and checking a `diffgpu.autodiff` / `diffgpu.fwddiff` op (docs/IR.md).
+
+Besides Enzyme's activities, reverse mode takes two functional kinds (the
+host's `dg.vjp`, docs/functional.md): `cot` and `grad` are shadowed like
+`dup`, the sweep treats them as `dup`, and functional.py then rewrites the
+generated function (`DiffSpec.functional`: argument index -> kind).
+"""
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +16,9 @@ from diffgpu.lowering import targets
 
 from . import build as B
 
-KINDS = ("const", "dup", "dupnoneed", "active")
+KINDS = ("const", "dup", "dupnoneed", "active", "cot", "grad")
+#: functional kinds (reverse mode only): shadowed, differentiated as "dup"
+FUNCTIONAL = ("cot", "grad")
 MAX_ARGS = 16
 
 
@@ -26,13 +34,18 @@ class DiffSpec:
     primals: list = field(default_factory=list)
     shadows: list = field(default_factory=list)  # in argument order, dup args only
     seed: list = field(default_factory=list)
+    functional: dict = field(default_factory=dict)  # arg index -> "cot" / "grad"
 
     def key(self):
-        return (self.mode, self.callee, tuple(self.acts), str(self.target))
+        fk = tuple(sorted(self.functional.items()))
+        return (self.mode, self.callee, tuple(self.acts), str(self.target)) + (
+            (fk,) if fk else ())
 
     def digest(self) -> str:
+        fk = ",".join(f"{k}={v}" for k, v in sorted(self.functional.items()))
         text = "|".join([self.mode, self.callee, ",".join(self.acts),
-                         ",".join(str(t) for t in self.arg_types), str(self.target)])
+                         ",".join(str(t) for t in self.arg_types), str(self.target)]
+                        + ([fk] if fk else []))
         return hashlib.sha1(text.encode()).hexdigest()[:8]
 
     def call_operands(self):
@@ -40,7 +53,7 @@ class DiffSpec:
 
 
 def is_shadowed(act: str) -> bool:
-    return act in ("dup", "dupnoneed")
+    return act in ("dup", "dupnoneed") + FUNCTIONAL
 
 
 def func_types(fn):
@@ -80,6 +93,7 @@ def parse(pas, op, gen, mode):
     seg = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
     operands = list(op.operands)
     spec = DiffSpec(mode, callee, acts, ins, outs, target)
+    spec.functional = {k: a for k, a in enumerate(acts) if a in FUNCTIONAL}
     pos = 0
     if mode == "rev":
         want_seed = 1 if outs else 0
@@ -108,6 +122,7 @@ def parse(pas, op, gen, mode):
         spec.primals.append(group[0])
         if n == 2:
             spec.shadows.append(group[1])
+    spec.acts = ["dup" if a in FUNCTIONAL else a for a in acts]
     want = [t for a, t in zip(acts, ins) if a == "active"] if mode == "rev" else \
         (list(outs) if outs and op.results and len(list(op.results)) else [])
     got = [r.type for r in op.results]
@@ -123,6 +138,8 @@ def _check_act(act, t, mode):
         return f"unknown activity '{act}' (expected one of {', '.join(KINDS)})"
     if act == "const":
         return None
+    if act in FUNCTIONAL and (mode != "rev" or not B.is_memref(t)):
+        return f"'{act}' is for arrays in reverse mode (dg.vjp)"
     if B.is_memref(t):
         if act == "active":
             return "arrays cannot be 'active'; use 'dup'"

@@ -216,7 +216,7 @@ def flat_types(types, diff) -> list:
     out, grads = [], []
     for t, k in zip(types, kinds):
         out.append(t)
-        if k in ("dup", "dupnoneed"):
+        if k in ("dup", "dupnoneed", "cot", "grad"):  # cot, grad: dg.vjp's kinds
             out.append(t)
         if k == "active" and mode == "reverse":
             grads.append(ArrayType(t.dtype, 1))

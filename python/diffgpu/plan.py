@@ -216,20 +216,68 @@ class Call:
         return prim
 
     # -- the two modes -------------------------------------------------------
+    # -- functional kinds (lowering/autodiff/functional.py) -------------------
+    def _unique(self, dims) -> bool:
+        """The thread-unique index naming `dims` is one thread's: every
+        other geometry dimension has one block and one thread."""
+        grid, block = self.launcher.grid, self.launcher.block
+        return all(grid[d] == 1 and block[d] == 1 for d in range(3) if d not in dims)
+
+    def functional_kind(self, g, outputs: bool):
+        """"cot", "grad" or None (Enzyme's convention) for alias group `g`."""
+        if len(g) != 1:
+            return None
+        i = g[0]
+        f, role = self.facts[i], self.role[i]
+        if role == "output" and not outputs and f.get("store_key") is not None:
+            dims = {d for d in f["store_key"] if d is not None}
+            return "cot" if self._unique(dims) else None
+        if role == "input" and f.get("load_key") is not None:
+            return "grad" if self._unique(set(f["load_key"])) else None
+        return None
+
+    def covered(self, i) -> bool:
+        """Every element of array `i` is one thread's global-id index."""
+        grid, block = self.launcher.grid, self.launcher.block
+        key, shape = self.facts[i]["load_key"], M.shape_of(self.args[i])
+        return all(grid[d] * block[d] >= n for d, n in zip(key, shape))
+
+    def _private_cotangent(self, seed) -> bool:
+        """The cotangent shares no byte with an argument the kernel may write
+        (then the kernel can read it directly)."""
+        return not any(M.overlap(seed, self.args[i]) for g in self.groups for i in g)
+
     def vjp(self, cotangents: dict, outputs: bool) -> dict:
         seeds = self.seeds(cotangents, "cotangents", self.written)
+        inout = any(self.written(g) and self.read(g) for g in self.groups)
+        late = outputs and not inout  # outputs by a plain launch after the gradient
+        if late:
+            outputs = False
         kinds = ["const"] * len(self.names)
         shadows = [None] * len(self.names)
         with M.device_scope(self.args[self.groups[0][0]] if self.groups else None):
             prim = self.primals(outputs)
             for gi, g in enumerate(self.groups):
-                sh = M.copy(seeds[gi]) if gi in seeds else M.zeros_like(self.args[g[0]])
+                kind = self.functional_kind(g, outputs)
+                base = self.args[g[0]]
+                if kind == "cot":
+                    seed = seeds[gi]
+                    sh = seed if self._private_cotangent(seed) else M.copy(seed)
+                    prim[g[0]] = base  # its stores are dropped: never written
+                elif kind == "grad":
+                    sh = M.empty_like(base) if self.covered(g[0]) else M.zeros_like(base)
+                elif gi in seeds:
+                    sh = M.copy(seeds[gi])
+                else:
+                    sh = M.zeros_like(base)
                 for i in g:
-                    kinds[i], shadows[i] = "dup", sh
+                    kinds[i], shadows[i] = kind or "dup", sh
             for i, r in enumerate(self.role):
                 if r == "scalar":
                     kinds[i] = "active"
             grads = self.launch("reverse", kinds, prim, shadows)
+            if late:
+                self.launcher(*self.args)
         out, it = {}, iter(grads)
         for i, k in enumerate(kinds):
             if k == "active":

@@ -28,12 +28,21 @@ CLASS_OF = {"const": "Const", "dup": "Duplicated", "dupnoneed": "DuplicatedNoNee
             "active": "Active"}
 
 
+#: reverse-mode kinds of the host's functional API (dg.vjp): shadowed arrays
+#: (lowering/autodiff/functional.py), never written by users
+FUNCTIONAL = ("cot", "grad")
+
+
 def check_activity(kind: str, t, mode: str, k: int) -> None:
     """Raise FrontendError if activity `kind` is invalid for a value of type t."""
     what = f"argument {k} ({t})"
-    if kind not in CLASS_OF:
+    if kind not in CLASS_OF and kind not in FUNCTIONAL:
         raise FrontendError(f"unknown activity {kind!r} for {what}")
     if kind == "const":
+        return
+    if kind in FUNCTIONAL:
+        if mode != "reverse" or not isinstance(t, ArrayT) or t.elem not in ("f32", "f64"):
+            raise FrontendError(f"{what}: '{kind}' is for float arrays in reverse mode")
         return
     if isinstance(t, ArrayT):
         if kind == "active":
@@ -189,7 +198,7 @@ def build_diff_text(defn, mode, kinds, arg_types, target):
         return v
     for kind, t in zip(kinds, types):
         g = [param(t)]
-        if kind in ("dup", "dupnoneed"):
+        if kind in ("dup", "dupnoneed") + FUNCTIONAL:
             g.append(param(t))
         groups.append(g)
     bufs = [param(ArrayT(t.ty, 1)) for kind, t in zip(kinds, types) if kind == "active"]

@@ -1,0 +1,174 @@
+"""Functional kinds of reverse mode: `cot` and `grad` (for the host's `dg.vjp`).
+
+The sweep differentiates them as `dup` (Enzyme's convention: the adjoint of
+an overwritten element is consumed from the shadow, read-only arrays
+accumulate into theirs); this step then rewrites the generated function so
+that the shadows follow the functional convention, as in JAX's vjp:
+
+| kind   | the array is                           | rewrite                                   |
+|--------|----------------------------------------|-------------------------------------------|
+| `cot`  | an output: one `memref.store`, outside | erase the primal stores (the result is not |
+|        | loops, at a thread-unique index, no    | needed) and the consuming `shadow = 0`     |
+|        | other access                           | stores: the cotangent is only read         |
+| `grad` | an input: only loads, all at one index | `shadow[key] = 0` at entry (in bounds), and |
+|        | of global ids (`x[i]`, `x[j, i]`)      | plain read-modify-writes instead of atomics: |
+|        |                                        | the gradient is written, not accumulated   |
+
+Both rest on facts the caller guarantees, as `dg.vjp` does at launch: the
+geometry dimensions not named in the index have one thread and one block
+(so the index is one thread's), a `grad` shadow is a buffer no other
+argument shares, and its elements outside the launch's reach are zeroed by
+the caller. The structural conditions are checked here (an error otherwise).
+
+    func.func @__dg_rev_square_…(%y, %x, %dy, %dx)       // activity ["cot", "grad"]
+      %v = memref.load %x[%g]
+      memref.store %p, %y[%g]          // erased
+      %d = memref.load %dy[%g]
+      memref.store %zero, %dy[%g]      // erased
+      "diffgpu.atomic_add"(%dx, %e, %g) // -> %o = memref.load %dx[%g]; memref.store %o + %e
+  and at entry: scf.if (%g < dim(%x, 0)) { memref.store %zero, %dx[%g] }
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import arith, ir, memref, scf
+
+from diffgpu.dialects import ops as dg_ops
+
+from . import build as B
+from .elision import index_key
+
+_LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
+
+
+def finish(pas, gen) -> None:
+    """Rewrite every reverse function generated for functional kinds."""
+    for key, made in list(gen.made.items()):
+        if key[0] != "rev" or len(key) < 5 or not isinstance(key[4], tuple):
+            continue
+        fn = gen.funcs.get(made[0])
+        if fn is None:
+            continue
+        _rewrite(pas, fn, list(key[2]), dict(key[4]))
+
+
+def _owner(use):
+    return use.owner.operation if hasattr(use.owner, "operation") else use.owner
+
+
+def _uses(v):
+    return [(_owner(u), u.operand_number) for u in v.uses]
+
+
+def _in_loop(op, fn) -> bool:
+    p = op.parent
+    while p is not None and p != fn.operation:
+        if p.name in _LOOPS:
+            return True
+        p = p.parent
+    return False
+
+
+def _rewrite(pas, fn, acts, kinds) -> None:
+    entry = fn.regions[0].blocks[0]
+    args = list(entry.arguments)
+    n = len(acts)
+    pos, shadow = n, {}
+    for k, a in enumerate(acts):
+        if a in ("dup", "dupnoneed"):
+            shadow[k] = args[pos]
+            pos += 1
+    for k, kind in sorted(kinds.items()):
+        prim, sh = args[k], shadow[k]
+        if kind == "cot":
+            _cot(pas, fn, k, prim, sh)
+        else:
+            _grad(pas, fn, entry, k, prim, sh)
+
+
+def _bad(pas, op, k, kind, why) -> None:
+    pas.error(op, f"argument {k} is '{kind}' but {why}")
+
+
+def _cot(pas, fn, k, prim, sh) -> None:
+    stores = []
+    for op, i in _uses(prim):
+        if op.name == "memref.dim":
+            continue
+        if op.name != "memref.store" or i != 1:
+            return _bad(pas, op, k, "cot", f"'{op.name}' uses it (only stores are allowed)")
+        stores.append(op)
+    if len(stores) != 1:
+        return _bad(pas, fn.operation, k, "cot",
+                    f"it is stored {len(stores)} times (exactly one store is needed)")
+    (st,) = stores
+    if _in_loop(st, fn) or index_key(list(st.operands)[2:]) is None:
+        return _bad(pas, st, k, "cot", "its store is in a loop or not at a thread-unique "
+                                       "index (global ids and constants)")
+    consume = []
+    for op, i in _uses(sh):
+        if op.name in ("memref.dim", "memref.load"):
+            continue
+        value = op.operands[0] if op.name == "memref.store" else None
+        const = None if value is None or isinstance(value.owner, ir.Block) else value.owner
+        if (op.name != "memref.store" or i != 1 or const is None
+                or const.operation.name != "arith.constant"):
+            return _bad(pas, op, k, "cot", f"its shadow is updated by '{op.name}'")
+        consume.append(op)
+    for op in [st] + consume:
+        op.erase()
+
+
+def _grad(pas, fn, entry, k, prim, sh) -> None:
+    keys = set()
+    for op, i in _uses(prim):
+        if op.name == "memref.dim":
+            continue
+        if op.name != "memref.load":
+            return _bad(pas, op, k, "grad", f"'{op.name}' uses it (only loads are allowed)")
+        keys.add(index_key(list(op.operands)[1:]))
+    if len(keys) != 1 or None in keys or any(c[0] != "gid" for c in next(iter(keys))):
+        return _bad(pas, fn.operation, k, "grad", "its loads are not all at one index made "
+                                                  "of global ids")
+    (key,) = keys
+    atomics = []
+    for op, i in _uses(sh):
+        if op.name in ("memref.dim", "memref.load"):
+            continue
+        if op.name == "memref.store" and i == 1:
+            continue
+        if op.name == "diffgpu.atomic_add" and i == 0 and not list(op.results[0].uses):
+            atomics.append(op)
+            continue
+        return _bad(pas, op, k, "grad", f"its shadow is used by '{op.name}'")
+    for op in atomics:
+        with ir.InsertionPoint(op), op.location:
+            idx = list(op.operands)[2:]
+            old = memref.load(sh, idx)
+            memref.store(arith.addf(old, op.operands[1]), sh, idx)
+        op.erase()
+    first = list(entry.operations)[0]
+    with ir.InsertionPoint(first), fn.location:
+        _zero_at_entry(prim, sh, [c[1] for c in key])
+
+
+def _zero_at_entry(prim, sh, dims) -> None:
+    """if (all gid(d_a) < dim(prim, a)) sh[gid(d_0), ...] = 0, in the
+    frontend's own spelling of `i < len(x)` (i64 compare) so that the
+    compiler sees one condition."""
+    i64 = B.i64()
+    cond, idx = None, []
+    for axis, d in enumerate(dims):
+        g = arith.addi(arith.muli(dg_ops.geometry("block_id", d), dg_ops.geometry("block_dim", d)),
+                       dg_ops.geometry("thread_id", d))
+        idx.append(g)
+        ext = memref.dim(prim, B.idx(axis))
+        c = arith.cmpi(arith.CmpIPredicate.slt, arith.index_cast(i64, g),
+                       arith.index_cast(i64, ext))
+        cond = c if cond is None else arith.andi(cond, c)
+    branch = scf.IfOp(cond, [], has_else=False)
+    with ir.InsertionPoint(branch.then_block):
+        memref.store(B.zero(B.memref_elem(sh.type)), sh, idx)
+        scf.YieldOp([])
+
+
+__all__ = ["finish"]

@@ -1,0 +1,50 @@
+// The functional kinds of dg.vjp (lowering/autodiff/functional.py): y = x * x
+// with y 'cot' (an output whose cotangent is only read) and x 'grad' (an input
+// whose gradient is written). The primal store into y and the consuming store
+// into dy are gone; dx is zeroed at entry (in bounds) and updated plainly.
+// RUN: diffgpu-opt %s --diffgpu-autodiff --diffgpu-verify-targets | FileCheck %s
+
+!A = memref<?xf32, strided<[?], offset: ?>>
+#sm90 = #nvvm.target<O = 3, chip = "sm_90">
+
+func.func @square(%y: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m = arith.muli %b, %n : index
+  %i = arith.addi %m, %t : index
+  %c0 = arith.constant 0 : index
+  %len = memref.dim %x, %c0 : !A
+  %in = arith.cmpi slt, %i, %len : index
+  scf.if %in {
+    %v = memref.load %x[%i] : !A
+    %p = arith.mulf %v, %v : f32
+    memref.store %p, %y[%i] : !A
+  }
+  return
+}
+func.func @vjp(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  "diffgpu.autodiff"(%y, %dy, %x, %dx) {callee = @square, activity = ["cot", "grad"], diffgpu.target = #sm90, operandSegmentSizes = array<i32: 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A) -> ()
+  return
+}
+// CHECK-LABEL: func.func @vjp
+// CHECK-NEXT: call @[[REV:__dg_rev_square_[0-9a-f]+]]
+// CHECK-LABEL: func.func @__dg_rev_square_
+// CHECK-SAME: (%[[Y:[a-z0-9]+]]: memref<{{.+}}>, %[[X:[a-z0-9]+]]: memref<{{.+}}>, %[[DY:[a-z0-9]+]]: memref<{{.+}}>, %[[DX:[a-z0-9]+]]: memref<{{.+}}>)
+// CHECK: %[[G:.+]] = arith.addi
+// CHECK: %[[E:.+]] = memref.dim %[[X]]
+// CHECK: %[[OK:.+]] = arith.cmpi slt
+// CHECK-NEXT: scf.if %[[OK]] {
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.0
+// CHECK-NEXT: memref.store %[[Z]], %[[DX]][%[[G]]]
+// CHECK-NOT: memref.store {{.+}}, %[[Y]]
+// CHECK-NOT: memref.store {{.+}}, %[[DY]]
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: memref.load %[[DY]]
+// CHECK-NOT: memref.store {{.+}}, %[[DY]]
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: %[[OLD:.+]] = memref.load %[[DX]]
+// CHECK-NEXT: %[[NEW:.+]] = arith.addf %[[OLD]]
+// CHECK-NEXT: memref.store %[[NEW]], %[[DX]]
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: return
