@@ -549,6 +549,8 @@ def main(argv=None) -> int:
     ap.add_argument("--png", default=None)
     ap.add_argument("--cases", default=None, help="comma-separated subset")
     a = ap.parse_args(argv)
+    # the disk cache of this run lives next to the prepared programs
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(a.prepare or a.run), "cache")
     if a.prepare:
         prepare(a.prepare, "host" if a.cpu_smoke else a.chip, SMOKE_N if a.cpu_smoke else N)
         return 0
