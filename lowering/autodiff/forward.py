@@ -36,8 +36,7 @@ class ForwardSweep:
         self.gen, self.act, self.entry, self.target = gen, act, entry, target
         self.t = dict(tangents)  # value -> tangent (memref shadows included)
         self._reported = set()
-        self._side = None  # tape of tangents of tape words (rules_tape)
-        self.side_tags = {}
+        self.sides = rules_tape.SideTapes(gen, entry)  # tangents of tape words
 
     # interface shared with the rules ----------------------------------------
     def is_active(self, v):
@@ -65,11 +64,6 @@ class ForwardSweep:
     def slot(self, t):
         with T.at_begin(self.entry):
             return B.alloca_scalar(t)
-
-    def side_tape(self):
-        if self._side is None:
-            self._side = T.Tape(self.entry, self.entry)
-        return self._side
 
     def needs(self, op):
         if rules_tape.tag_of(op) is not None:
@@ -256,8 +250,7 @@ def forward_function(gen, callee, acts, target, at, shared=False):
     F.run_block(entry)
     ret = list(entry.operations)[-1]
     with ir.InsertionPoint(ret), ret.location:
-        if F._side is not None:
-            F._side.release()
+        F.sides.release()
         extra = [F.tangent(v) for v in ret.operands if B.is_float(v.type)]
         func.ReturnOp(list(ret.operands) + extra)
     ret.erase()

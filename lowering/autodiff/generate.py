@@ -243,7 +243,7 @@ def _seed(R, ret, seed):
 
 def _finish(R, args, acts, tape):
     grads = [R.adj_or_zero(args[k]) for k, a in enumerate(acts) if a == "active"]
-    R.release_side()
+    R.sides.release()
     if tape is not None:
         tape.release()
     func.ReturnOp(grads)

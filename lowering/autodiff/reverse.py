@@ -16,7 +16,6 @@ from diffgpu._mlir import arith, ir, memref
 from . import build as B
 from . import rules_arith, rules_diffgpu, rules_func, rules_math, rules_memref, rules_scf
 from . import rules_tape
-from . import tape as T
 from .activity import nested_uses
 from .partials import Args, scale
 
@@ -56,8 +55,8 @@ class ReverseSweep:
         self._reported = set()
         #: primal memref -> guard dims of its plain shadow updates (elision.py)
         self.elision = {}
-        self._side = None  # tape of adjoints of tape words (rules_tape)
-        self.side_tags = {}
+        #: tapes of adjoints of tape words (rules_tape), in the reverse function
+        self.sides = rules_tape.SideTapes(gen, tape.rev_entry)
 
     # -- queries ------------------------------------------------------------
     def is_active(self, v) -> bool:
@@ -71,18 +70,6 @@ class ReverseSweep:
 
     def error(self, op, msg):
         self.gen.pas.error(op, msg)
-
-    def side_tape(self):
-        """The tape of adjoints (rules_tape): pushed and popped by the
-        reverse code only, so it lives in the reverse function."""
-        if self._side is None:
-            entry = self.tape.rev_entry
-            self._side = T.Tape(entry, entry)
-        return self._side
-
-    def release_side(self):
-        if self._side is not None:
-            self._side.release()
 
     def needs(self, op) -> bool:
         if rules_tape.tag_of(op) is not None:

@@ -15,7 +15,11 @@ the word through a second LIFO tape of the outer derivative function:
 The outer sweep replays the inner function's events backwards, so the pops
 of the tape of adjoints meet its pushes in LIFO order, exactly as the inner
 tape's pops met its pushes; in forward mode the tape of tangents sees the
-same order as the inner tape. A tag is active when any push with that tag
+same order as the inner tape. There is one such tape per tag (small: 16
+words before it grows): the events of one tag are a LIFO sequence of their
+own, while the events of two tags may sit on different inner stacks (a
+third-order function holds the tape and the tape of adjoints of the second
+order), which interleave out of LIFO order. A tag is active when any push with that tag
 pushes an active value (one generated push site may appear several times
 after inlining, paired with the same pop sites), and then every push and pop
 of that tag takes part, so the second tape stays balanced.
@@ -25,7 +29,9 @@ from __future__ import annotations
 from diffgpu._mlir import ir
 
 from .partials import Rule
-from .tape import TAPE_POP, TAPE_PUSH
+from .tape import TAPE_POP, TAPE_PUSH, Tape
+
+SIDE_WORDS = 16
 
 
 def tag_of(op):
@@ -47,31 +53,44 @@ def _needs(D, op):
     return tag in D.act.tape_active
 
 
-def _side_tag(D, tag):
-    tags = D.side_tags
-    if tag not in tags:
-        tags[tag] = D.gen.tape_tag()
-    return tags[tag]
+class SideTapes:
+    """The tapes of adjoints (reverse) or tangents (forward) of one
+    derivative function, one per tag, allocated at `entry` on first use;
+    each pair of events gets a fresh tag of its own (for the next order)."""
+
+    def __init__(self, gen, entry):
+        self.gen, self.entry = gen, entry
+        self.tapes = {}  # inner tag -> (Tape, tag of its own words)
+
+    def get(self, tag):
+        if tag not in self.tapes:
+            self.tapes[tag] = (Tape(self.entry, self.entry, initial=SIDE_WORDS),
+                               self.gen.tape_tag())
+        return self.tapes[tag]
+
+    def release(self):
+        for tape, _ in self.tapes.values():
+            tape.release()
 
 
 def _reverse(R, op):
     kind, tag = tag_of(op)
-    side = R.side_tape()
+    side, own = R.sides.get(tag)
     if kind == "pop":  # later in the forward code: reversed first
-        side.push(R.adj_or_zero(op.results[0]), _side_tag(R, tag))
+        side.push(R.adj_or_zero(op.results[0]), own)
     else:
         x = op.operands[0]
-        d, _ = side.pop(x.type, _side_tag(R, tag))
+        d, _ = side.pop(x.type, own)
         R.add_adj(x, d)
 
 
 def _tangent(F, op):
     kind, tag = tag_of(op)
-    side = F.side_tape()
+    side, own = F.sides.get(tag)
     if kind == "push":
-        side.push(F.tangent(op.operands[0]), _side_tag(F, tag))
+        side.push(F.tangent(op.operands[0]), own)
     else:
-        d, _ = side.pop(op.results[0].type, _side_tag(F, tag))
+        d, _ = side.pop(op.results[0].type, own)
         F.set_tangent(op.results[0], d)
 
 

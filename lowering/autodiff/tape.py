@@ -51,11 +51,13 @@ def at_begin(block):
 class Tape:
     """Tape state of one generated function pair (fwd may equal rev)."""
 
-    def __init__(self, fwd_entry, rev_entry, fwd_holder=None, rev_holder=None):
+    def __init__(self, fwd_entry, rev_entry, fwd_holder=None, rev_holder=None,
+                 initial=INITIAL_WORDS):
         self.fwd_entry, self.rev_entry = fwd_entry, rev_entry
         self._fwd = fwd_holder  # (holder, counter) or None: created lazily
         self._rev = rev_holder
         self.owned = fwd_holder is None  # standalone: we allocate and free it
+        self.initial = initial  # words of the stack-allocated first buffer
 
     # -- holders ----------------------------------------------------------
     def fwd_holder(self):
@@ -65,7 +67,7 @@ class Tape:
                 h = memref.alloca(ht, [], [])
                 # the first words live on the thread's stack: no heap
                 # allocation (device malloc) unless the tape outgrows them
-                first = memref.alloca(ir.MemRefType.get([INITIAL_WORDS], B.i64()), [], [])
+                first = memref.alloca(ir.MemRefType.get([self.initial], B.i64()), [], [])
                 buf = memref.cast(ht.element_type, first)
                 c0 = B.idx(0)
                 memref.store(buf, h, [c0])
@@ -85,7 +87,7 @@ class Tape:
         """Free the buffer (standalone functions, at the end of the reverse)."""
         if self.owned and self._fwd is not None:
             h, _ = self._fwd
-            _free_heap(memref.load(h, [B.idx(0)]))
+            _free_heap(memref.load(h, [B.idx(0)]), self.initial)
 
     # -- slots ------------------------------------------------------------
     def fwd_slot(self, t):
@@ -119,7 +121,7 @@ class Tape:
                 i = loop.induction_variable
                 memref.store(memref.load(buf, [i]), nb, [i])
                 scf.YieldOp([])
-            _free_heap(buf)
+            _free_heap(buf, self.initial)
             memref.store(nb, h, [c0])
             scf.YieldOp([])
         buf2 = memref.load(h, [c0])
@@ -139,11 +141,11 @@ class Tape:
         return _decode(memref.load(buf, [top]), t, tag), first
 
 
-def _free_heap(buf):
+def _free_heap(buf, initial=INITIAL_WORDS):
     """Free a tape buffer unless it is the initial stack one (capacity
     INITIAL_WORDS; heap buffers are always larger)."""
     c0 = B.idx(0)
-    heap = arith.cmpi(arith.CmpIPredicate.ne, memref.dim(buf, c0), B.idx(INITIAL_WORDS))
+    heap = arith.cmpi(arith.CmpIPredicate.ne, memref.dim(buf, c0), B.idx(initial))
     free = scf.IfOp(heap)
     with ir.InsertionPoint(free.then_block):
         memref.dealloc(buf)

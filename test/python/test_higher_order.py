@@ -213,6 +213,28 @@ def g_fwd_array(A, dA, n):
     dg.fwddiff(k_overwrite, dg.Duplicated(A, dA), dg.Const(n))
 
 
+@dg.kernel
+def h_third(A, dA, DA, DdA):
+    dg.autodiff(g_sq, dg.Duplicated(A, DA), dg.Duplicated(dA, DdA))
+
+
+@dg.kernel
+def h_third_scalar(X, G, DX, DG):
+    dg.autodiff(g_while, dg.Duplicated(X, DX), dg.Duplicated(G, DG))
+
+
+@dg.kernel
+def g_fwd_shared(X, dX, Y, dY):
+    dg.fwddiff(k_shared, dg.Duplicated(X, dX), dg.Duplicated(Y, dY))
+
+
+@dg.kernel
+def g_fwd_early_return(X, G, n):
+    i = dg.global_id(0)
+    if i < len(X):
+        G[i] = dg.fwddiff(f_early_return, dg.Duplicated(X[i], 1.0), dg.Const(n))
+
+
 def _x(lo=0.2, hi=0.9, n=N, seed=0):
     return np.random.default_rng(seed).uniform(lo, hi, n)
 
@@ -248,6 +270,16 @@ CASES = {
     "forward_while": lambda: (g_fwd_while[1, N], [_dup(_x()), _dup(_z())]),
     "forward_if_calls": lambda: (g_fwd_if_calls[1, N],
                                  [_dup(_x(-0.9, 0.9)), _dup(_x(seed=6)), _dup(_z())]),
+    # third order: the function differentiated holds a tape and a tape of
+    # adjoints whose events interleave (one tape of derivatives per tag)
+    "third_order_array": lambda: (h_third[1, 1], [_dup(_x(seed=s)) for s in range(4)]),
+    "third_order_while": lambda: (h_third_scalar[1, 1],
+                                  [_dup(_x(seed=s)) for s in range(4)]),
+    "forward_shared_memory": lambda: (g_fwd_shared[1, 4],
+                                      [_dup(_x()), _dup(_x(seed=3)), _dup(_z()),
+                                       _dup(_x(seed=4))]),
+    "forward_early_return": lambda: (g_fwd_early_return[1, N],
+                                     [_dup(_x(0.5, 4.0)), _dup(_z()), dg.Const(4)]),
     "forward_array_loop": lambda: (g_fwd_array[1, 1],
                                    [_dup(_x()), _dup(_x(seed=7)), dg.Const(2)]),
 }
@@ -272,6 +304,15 @@ def test_issue_reproducer():
     tA, tdA = np.ones(1), np.zeros(1)
     dg.fwddiff(g_sq[1, 1], dg.Duplicated(A, tA), dg.Duplicated(dA, tdA))
     assert tdA[0] == pytest.approx(0.8, rel=1e-12)
+
+
+def test_float32_tape_words():
+    """f32 words are tagged too (bitcast to i32 inside the i64 word)."""
+    A, dA = np.array([0.7], np.float32), np.array([0.4], np.float32)
+    DA, DdA = np.zeros(1, np.float32), np.ones(1, np.float32)
+    dg.autodiff(g_sq[1, 1], dg.Duplicated(A, DA), dg.Duplicated(dA, DdA))
+    assert DA[0] == pytest.approx(0.8, rel=1e-6)
+    assert DdA[0] == pytest.approx(1.4, rel=1e-6)
 
 
 def test_hessian_vector_product():
