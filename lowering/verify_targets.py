@@ -1,6 +1,6 @@
 """Pass `diffgpu-verify-targets`: the compilation target follows the nesting.
 
-SPEC.md, "Why it exists": a derivative compiled for the host inside a GPU
+Why it exists (docs/seed.md): a derivative compiled for the host inside a GPU
 kernel (the Enzyme.jl `autodiff_deferred` bug) must be impossible. This pass
 rejects, naming both ops and both targets:
 

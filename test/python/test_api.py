@@ -117,7 +117,7 @@ def test_strided_and_transposed_views():
 
 
 def test_seed_example():
-    # SPEC.md's seed: f squares A[0]; df differentiates f inside a kernel
+    # the seed case (docs/seed.md): f squares A[0]; df differentiates f inside a kernel
     A = np.ones(1, np.float32)
     f[1, 1](A)
     assert A.tolist() == [1.0]

@@ -1,4 +1,4 @@
-// The seed case of SPEC.md: kernel f(A): A[0] *= A[0], differentiated inside
+// The seed case (docs/seed.md): kernel f(A): A[0] *= A[0], differentiated inside
 // kernel df(A, dA) on sm_90. The generated function runs the primal, then
 // uses the value of A[0] loaded before the store (SSA), never a re-read of A:
 // with A = 3, dA = 1 it leaves A = 9, dA = 6 (test_autodiff_ir.py runs it).
