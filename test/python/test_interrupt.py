@@ -156,3 +156,71 @@ def test_other_threads_call_directly(tmp_path):
         print("OK", flush=True)
     """)
     assert "OK" in out
+
+
+SPIN = """
+    @dg.kernel
+    def spin(x, y):
+        i = dg.global_id(0)
+        k = 0
+        while x[i] < 1.0:
+            k += 1
+        y[i] = x[i] * 2.0 + k
+
+    x = np.zeros(64, np.float32); y = np.zeros(64, np.float32)
+    spin[2, 32](np.full(64, 3.0, np.float32), y)
+"""
+
+
+def test_python_sigint_handling_is_kept(tmp_path):
+    """Between launches Ctrl-C is Python's as before; the Python-level
+    handler is unchanged."""
+    out = run_script(tmp_path, textwrap.dedent(SPIN) + textwrap.dedent("""
+        expect_interrupt(lambda: spin[2, 32](x, y))
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        expect_interrupt(lambda: time.sleep(20))
+        print("OK", flush=True)
+    """))
+    assert out.count("INTERRUPTED") == 2 and "OK" in out, out
+
+
+def test_custom_handler_runs_and_launch_still_stops(tmp_path):
+    """A user handler that does not raise is called; the cut-short launch
+    raises KeyboardInterrupt itself (its results are incomplete)."""
+    out = run_script(tmp_path, textwrap.dedent(SPIN) + textwrap.dedent("""
+        calls = []
+        signal.signal(signal.SIGINT, lambda s, f: calls.append(s))
+        expect_interrupt(lambda: spin[2, 32](x, y))
+        assert calls == [signal.SIGINT], calls
+        print("OK", flush=True)
+    """))
+    interrupted_within(out)
+    assert "OK" in out
+
+
+def test_ignored_sigint_does_not_cancel(tmp_path):
+    out = run_script(tmp_path, textwrap.dedent(SPIN) + textwrap.dedent("""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        x[:] = 5.0
+        os.kill(os.getpid(), signal.SIGINT)
+        spin[2, 32](x, y)
+        assert np.all(y == 10.0)
+        print("OK", flush=True)
+    """))
+    assert "OK" in out
+
+
+def test_worker_thread_fallback(tmp_path):
+    """Where the SIGINT handler cannot be installed, a worker thread runs
+    the launch and the main thread waits interruptibly."""
+    out = run_script(tmp_path, textwrap.dedent(SPIN) + textwrap.dedent("""
+        from diffgpu.runtime import host_signal
+        host_signal._S.ready = False
+        expect_interrupt(lambda: spin[2, 32](x, y))
+        x[:] = np.arange(64) + 1.0
+        spin[2, 32](x, y)
+        assert np.array_equal(y, x * 2.0), y
+        print("NEXT OK", flush=True)
+    """))
+    interrupted_within(out)
+    assert "NEXT OK" in out

@@ -14,9 +14,9 @@ descriptors: `allocated, aligned, offset, sizes[r], strides[r]`, strides in
 elements, negative and non-contiguous allowed (data pointer of element 0,
 offset 0). Every thread of the grid runs on one CPU thread, one after
 another; launches of one program are serialised (the geometry lives in a
-module global). A launch from the main thread runs in a worker thread so
-that Ctrl-C stops it (runtime/host_worker.py): KeyboardInterrupt within
-about a second, even from an endless `while`.
+module global). Ctrl-C stops a launch from the main thread
+(runtime/host_signal.py): KeyboardInterrupt within about a second, even
+from an endless `while`.
 Array accesses are bounds-checked: an out-of-range index raises
 OutOfBoundsError naming the kernel's source location after the launch,
 instead of crashing the process.
@@ -31,7 +31,7 @@ import threading
 import numpy as np
 
 from diffgpu.errors import CompileError, DiffgpuError, LaunchError
-from diffgpu.runtime import host_worker, racecheck
+from diffgpu.runtime import host_signal, racecheck
 from diffgpu.types import ArrayType, ScalarType
 
 PIPELINE = "diffgpu-to-host"
@@ -144,6 +144,7 @@ class HostProgram:
             addr = _engine.raw_lookup("_mlir_ciface_" + STATUS_FUNC)
             if addr:
                 self._status = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        self._dirty = False  # a launch was interrupted before its status was read
         self._cancel = None  # ctypes.c_int64 at the module's cancel flag
         if f"@_mlir_ciface_{CANCEL_ADDR_FUNC}(" in llvm_text:
             addr = self._call_i64(CANCEL_ADDR_FUNC)
@@ -243,15 +244,16 @@ class HostProgram:
             names += [f"argument {i}" for i in range(len(names), len(args))]
             regions = racecheck.Regions(args, names)
         with self._lock:
+            if self._dirty:  # an interrupted launch left its status behind
+                self._read_status()
             if regions is not None:
-                self._race_begin(regions)
-            try:
-                host_worker.run(fn, packed, self._cancel)
-            finally:
-                bad = self._read_status()  # cleared, also after an interruption
-                if regions is not None:
-                    report = self._race_end()
+                self._race_begin(regions)  # resets the race state
+            self._dirty = True
+            host_signal.run(fn, packed, self._cancel)
+            bad = self._read_status()
+            self._dirty = False
             if regions is not None:
+                report = self._race_end()
                 race = racecheck.race_error(
                     kernel_name, report, regions, self._race[0],
                     racecheck.shared_names(self._race[1], kernel_name), grid, block)

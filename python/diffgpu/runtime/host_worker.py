@@ -1,21 +1,19 @@
-"""Interruptible host launches: Ctrl-C stops a kernel stuck in a loop.
+"""Interruptible host launches where no SIGINT handler of ours can be
+installed (runtime/host_signal.py is the usual way): a worker thread.
 
-A JIT-compiled entry called through ctypes holds the main thread until it
-returns, and Python runs its SIGINT handler only between bytecodes: an
-endless `while` in a kernel could not be stopped. So a launch from the main
-thread runs in one persistent worker thread (ctypes releases the GIL during
-the call) while the main thread waits on a lock, which a signal interrupts.
-On any exception there (KeyboardInterrupt, or whatever a signal handler
-raises) the main thread sets the program's cancel flag, waits for the
-worker to return (the generated loops and the block loop check the flag,
-see lowering/host_cancel.py), clears the flag and re-raises. The arrays then
-hold what the threads wrote before the interruption; nothing else is left
-behind, and the next launch runs normally.
+A JIT-compiled entry called through ctypes holds the calling thread until it
+returns, and Python runs its SIGINT handler only between bytecodes. Here a
+launch from the main thread runs in one persistent worker thread (ctypes
+releases the GIL during the call) while the main thread waits on a lock,
+which a signal interrupts. On any exception there (KeyboardInterrupt, or
+whatever a signal handler raises) the main thread sets the program's cancel
+flag, waits for the worker to return (the generated loops and the block loop
+check the flag, see lowering/host_cancel.py), clears the flag and re-raises.
+The arrays then hold what the threads wrote before the interruption; the
+next launch runs normally. The hand-over costs two thread switches per
+launch, which is why it is only the fallback.
 
-Launches from other threads (which never receive KeyboardInterrupt) and
-programs without a flag (lowered before it existed) call the entry directly.
-
-    run(fn, packed, flag)   # flag: ctypes.c_int64 at the module's global, or None
+    run(fn, packed, flag)   # flag: ctypes.c_int64 at the module's global
 """
 from __future__ import annotations
 
