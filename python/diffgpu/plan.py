@@ -27,7 +27,8 @@ import weakref
 
 from diffgpu import buffers as M
 from diffgpu.errors import LaunchError
-from diffgpu.runtime.args import arg_type, check_arity, describe_arg, infer_signature
+from diffgpu.runtime.args import (Signature, arg_type, check_arity, describe_arg, device_id,
+                                  infer_signature)
 from diffgpu.types import ArrayType, is_float
 
 #: kernel -> {types: [access dict per parameter]}
@@ -166,8 +167,12 @@ class Call:
                 "the arrays and scalars the kernel reads")
 
     def _check_seed(self, i: int, named: int, seed, what: str):
-        where = f"dg.{self.fn}: {what[:-1]} of '{self.names[named]}'"
         arr = self.args[i]
+        if (type(seed) is type(arr) and getattr(seed, "dtype", None) == arr.dtype
+                and tuple(getattr(seed, "shape", ())) == tuple(arr.shape)
+                and (not M.is_device_array(seed) or device_id(seed) == device_id(arr))):
+            return seed  # same kind of array, dtype, shape and device
+        where = f"dg.{self.fn}: {what[:-1]} of '{self.names[named]}'"
         t, _ = arg_type(seed, where)
         if not isinstance(t, ArrayType):
             raise LaunchError(f"{where}: expected an array like the argument, got {t}")
@@ -180,6 +185,9 @@ class Call:
         if M.shape_of(seed) != M.shape_of(arr):
             raise LaunchError(f"{where} has shape {M.shape_of(seed)}, the argument "
                               f"{M.shape_of(arr)}; they must match")
+        if M.is_device_array(seed) and device_id(seed) != device_id(arr):
+            raise LaunchError(f"{where} is on GPU {device_id(seed)}, the argument on GPU "
+                              f"{device_id(arr)}")
         return seed
 
     def scalar_seeds(self, given: dict) -> dict:
@@ -324,8 +332,8 @@ class Call:
             flat.append(p)
             if s is not None:
                 flat.append(s)
-        sig = infer_signature(flat, None, self.kernel.name)
         diff = (mode, tuple(kinds))
+        sig = Signature(tuple(flat_types(self.types, diff)), self.sig.device, self.sig.gpu_id)
         slots = [_zeros(1, t.dtype, sig) for t, k in zip(self.types, kinds) if k == "active"]
         target = target_for(sig)
         grid, block = self.launcher.grid, self.launcher.block
