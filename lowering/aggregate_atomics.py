@@ -1,24 +1,29 @@
 """`diffgpu-aggregate-atomics`: one atomic per block for uniform-address adds.
 
-Runs after `diffgpu-autodiff` on both targets. A `diffgpu.atomic_add` is
-summed over the whole block first when
+Runs after `diffgpu-autodiff` (and `diffgpu-specialize`) on both targets. A
+`diffgpu.atomic_add` is summed over the whole block first when
 
 1. its result is unused and its element type is f32, f64, i32 or i64;
-2. it sits in a kernel that no op references (no call, no differentiation),
-   whose body is one block, directly or under nested `scf.if`s only (no
-   loop between it and the kernel's body);
+2. it sits in a kernel's body, or in the body of a function whose only
+   reference is one `func.call` in a kernel's body (the derivative function
+   a reverse-mode kernel calls), under nested `scf.if`s only (no loop in
+   between); that kernel is referenced by no op, and both bodies are one
+   block each;
 3. its memref and indices are uniform (lowering/uniform.py: one value per
    block, e.g. `out[0]`, `out[block_id]`, a scalar argument);
-4. nothing after it inside those `scf.if`s touches memory (moving it to the
-   end of the outermost `scf.if` changes no value this thread observes), and
-   nothing after that `scf.if` in the kernel does but other atomic adds
-   whose result is unused (the block's sum reaches memory after a barrier).
+4. no later op of the thread can observe the moved add: after it, inside
+   its guards, in the function and in the kernel after the call, only ops
+   without memory effects, atomic adds with unused results, accesses to
+   thread-private `memref.alloca`s and, in functions whose array arguments
+   a launch proved disjoint (`diffgpu.noalias`, lowering/specialize.py),
+   accesses to other array arguments.
 
 The guards become `scf.if`s yielding the value (zero where the add did not
-happen), so every thread of the block reaches the kernel's top level and
-joins the block sum there. The sum is a tree (pairwise), so only one float
-rounding per block remains sequential: a float32 sum of 2^26 terms in blocks
-of 256 stays within about 1e-5 relative (docs/atomics.md).
+happen); a function hands it to its caller as one more result. Every thread
+of the block then reaches the kernel's body and joins the block sum there
+(lowering/block_sum.py: warp shuffles and shared memory on the GPU, shared
+memory on the host). The sum is a tree (pairwise), so one float rounding per
+block remains sequential at the target (docs/atomics.md).
 
     scf.if %in {
       %v = ...
@@ -26,39 +31,44 @@ of 256 stays within about 1e-5 relative (docs/atomics.md).
     }
   becomes
     %v2 = scf.if %in -> (f32) { %v = ...; scf.yield %v } else { scf.yield %zero }
-    <block sum of %v2>; thread 0: "diffgpu.atomic_add"(%out, %sum, %c0)
-
-The block sum, GPU targets (block size a multiple of 32; else every thread
-keeps its own atomic, which `diffgpu-warp-atomics` then sums per warp):
-a butterfly `gpu.shuffle` sum per warp, lane 0 stores it in a 32-slot shared
-array, a barrier, and warp 0 sums the slots the same way. Host target: each
-thread stores its value in a 1024-slot shared array, a barrier, and thread 0
-sums it pairwise in place (strides 1, 2, 4, ...), as the threads run one at
-a time there.
+    <block sum of %v2>; one thread: "diffgpu.atomic_add"(%out, %sum, %c0)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu._mlir import arith, ir, memref, scf
+from diffgpu._mlir import ir, scf
 
 from diffgpu.dialects import ops as dg
 from diffgpu.lowering import targets as T
-from diffgpu.lowering.gpu_atomics import SHUFFLE_TYPES, WARP, warp_sum
+from diffgpu.lowering.block_sum import block_sum_gpu, block_sum_host, zero
+from diffgpu.lowering.gpu_atomics import SHUFFLE_TYPES
 from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.specialize import NOALIAS_ATTR
 from diffgpu.lowering.uniform import Uniformity, walk
 
-#: ops that may follow the atomic inside the guards (no memory effects)
-_PURE_PREFIX = ("arith.", "math.")
-_PURE = ("memref.dim", "diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim",
-         "diffgpu.grid_dim", "scf.yield", "func.return")
-_SYNC = ("diffgpu.barrier", "diffgpu.shared_alloc")
-MAX_THREADS = 1024
+#: ops that may follow the moved add (no memory effects)
+_PURE_PREFIX = ("arith.", "math.", "scf.")
+_PURE = ("memref.dim", "memref.alloca", "diffgpu.thread_id", "diffgpu.block_id",
+         "diffgpu.block_dim", "diffgpu.grid_dim", "func.return", "diffgpu.barrier",
+         "diffgpu.shared_alloc")
 #: marks the atomics this pass emits, never aggregated again by it: "block" (the
 #: block's sum; diffgpu-warp-atomics leaves it alone too) or "thread" (the
 #: per-thread fallback, which diffgpu-warp-atomics may still sum per warp)
 AGGREGATED = "diffgpu.aggregated"
+_ACCESS = {"memref.load": 0, "memref.store": 1}
+
+
+@dataclass
+class Site:
+    """Where a candidate add sits: `fn` holds it under the guards `path`
+    ([(scf.if, region number)], innermost first); `call` (in `kernel`'s
+    body) calls `fn`, or is None when `fn` is the kernel."""
+    kernel: object
+    fn: object
+    call: object
+    path: list
 
 
 def _parent_op(op):
@@ -66,16 +76,16 @@ def _parent_op(op):
     return p.operation if p is not None else None
 
 
-def _path(op, kernel):
-    """[(scf.if, region number)] from the innermost guard out to the kernel's
-    body, or None when something else (a loop, ...) is in between."""
+def _path(op, fn):
+    """[(scf.if, region)] from `op` out to `fn`'s body, or None when another
+    op (a loop, ...) is in between."""
     path = []
     cur = op
     while True:
         parent = _parent_op(cur)
         if parent is None:
             return None
-        if parent == kernel:
+        if parent == fn:
             return path
         if parent.name != "scf.if":
             return None
@@ -88,29 +98,6 @@ def _in_region(op, region) -> bool:
     return any(op == o.operation for b in region.blocks for o in b.operations)
 
 
-def _quiet_after(op) -> bool:
-    """Nothing after `op` in its block touches memory."""
-    ops = _block_ops(op)
-    return all(o.name.startswith(_PURE_PREFIX) or o.name in _PURE
-               for o in ops[ops.index(op) + 1:])
-
-
-def _silent_rest(op) -> bool:
-    """Nothing after `op` (in the kernel's body, nested ops included) reads or
-    writes memory, except other atomic adds whose result is unused: the
-    block's sum lands in memory some time after the barrier, so a later load
-    of the same element by this thread could miss its own contribution."""
-    ops = _block_ops(op)
-    for top in ops[ops.index(op) + 1:]:
-        for o in walk(top):
-            if o.name.startswith(_PURE_PREFIX + ("scf.",)) or o.name in _PURE + _SYNC:
-                continue
-            if o.name == "diffgpu.atomic_add" and not len(list(o.results[0].uses)):
-                continue
-            return False
-    return True
-
-
 def _block_ops(op) -> list:
     """The ops of the block holding `op`."""
     for region in _parent_op(op).regions:
@@ -121,50 +108,96 @@ def _block_ops(op) -> list:
     return []
 
 
+def _is_arg(v) -> bool:
+    return isinstance(v.owner, ir.Block)
+
+
+def _harmless(o, target, noalias) -> bool:
+    """Whether `o` (not its nested ops) cannot observe an add to `target`."""
+    name = o.name
+    if name.startswith(_PURE_PREFIX) or name in _PURE:
+        return True
+    if name == "diffgpu.atomic_add":
+        return not len(list(o.results[0].uses))
+    if name in _ACCESS:
+        mem = o.operands[_ACCESS[name]]
+        if not _is_arg(mem):
+            return mem.owner.operation.name == "memref.alloca"
+        return noalias and _is_arg(target) and mem != target
+    return False
+
+
+def _silent_after(op, target, noalias, stop) -> bool:
+    """Nothing after `op` in its block (nested ops included) can observe an
+    add to `target`, nor after each enclosing op up to `stop`'s body."""
+    cur = op
+    while cur != stop:
+        ops = _block_ops(cur)
+        for later in ops[ops.index(cur) + 1:]:
+            if not all(_harmless(o, target, noalias) for o in walk(later)):
+                return False
+        cur = _parent_op(cur)
+    return True
+
+
+def _single_block(fn) -> bool:
+    return len(fn.regions[0].blocks) == 1
+
+
 def candidate(op, uniform):
-    """(kernel, path) when `op` can be block-aggregated (rules 1 to 4), else None."""
+    """The op's Site when it can be block-aggregated (rules 1 to 4), else None."""
     if (op.name != "diffgpu.atomic_add" or len(list(op.results[0].uses))
-            or AGGREGATED in op.attributes):
+            or AGGREGATED in op.attributes or str(op.operands[1].type) not in SHUFFLE_TYPES):
         return None
-    if str(op.operands[1].type) not in SHUFFLE_TYPES:
+    fn = op
+    while fn is not None and fn.name != "func.func":
+        fn = _parent_op(fn)
+    if fn is None or not _single_block(fn):
         return None
-    kernel = op
-    while kernel is not None and kernel.name != "func.func":
-        kernel = _parent_op(kernel)
-    if (kernel is None or T.KERNEL_ATTR not in kernel.attributes
-            or len(kernel.regions[0].blocks) != 1 or uniform.is_referenced(kernel)):
+    kernel, call = fn, None
+    if T.KERNEL_ATTR not in fn.attributes:
+        refs = uniform.references(fn)
+        if len(refs) != 1 or refs[0].name != "func.call":
+            return None
+        call = refs[0]
+        kernel = _parent_op(call)
+        if kernel is None or kernel.name != "func.func" or not _single_block(kernel):
+            return None
+    if T.KERNEL_ATTR not in kernel.attributes or uniform.references(kernel):
         return None
-    path = _path(op, kernel)
+    path = _path(op, fn)
     if path is None:
         return None
     if not all(uniform.is_uniform(v) for i, v in enumerate(op.operands) if i != 1):
         return None
-    if not _quiet_after(op) or not all(_quiet_after(p) for p, _ in path[:-1]):
+    target = op.operands[0]
+    if not _silent_after(op, target, NOALIAS_ATTR in fn.attributes, fn):
         return None
-    outer = path[-1][0] if path else op
-    if not _silent_rest(outer):
-        return None
-    return kernel, path
+    if call is not None:
+        outer = target if not _is_arg(target) else call.operands[
+            ir.BlockArgument(target).arg_number]
+        if not _silent_after(call, outer, NOALIAS_ATTR in kernel.attributes, kernel):
+            return None
+    return Site(kernel, fn, call, path)
 
 
-def _materialize(v, ip, kernel):
-    """`v`, or a clone of its (pure, uniform) definition at `ip` when it is
-    defined inside the guards of `kernel`'s body."""
+def _materialize(v, ip, site):
+    """`v` (a value of `site.fn`) as a value of the kernel's body at `ip`:
+    itself when defined there, the call's operand for an argument of the
+    function, else a clone of its (pure, uniform) definition."""
     owner = v.owner
     if isinstance(owner, ir.Block):
+        if site.call is not None:
+            return site.call.operands[ir.BlockArgument(v).arg_number]
         return v
     op = owner.operation
-    if _parent_op(op) == kernel:
+    if _parent_op(op) == site.kernel:
         return v
-    operands = [_materialize(o, ip, kernel) for o in op.operands]
+    operands = [_materialize(o, ip, site) for o in op.operands]
     clone = op.clone(ip=ip)
     for i, o in enumerate(operands):
         clone.operands[i] = o
     return clone.results[list(op.results).index(v)]
-
-
-def _zero(t):
-    return arith.constant(t, 0.0 if isinstance(t, ir.FloatType) else 0)
 
 
 def _yield_value(ifop, region, value):
@@ -179,7 +212,7 @@ def _yield_value(ifop, region, value):
         src = [o.operation for o in blocks[0].operations] if len(blocks) else []
         old_args = list(src[-1].operands) if src else []
         with ifop.location, ir.InsertionPoint(new.regions[r].blocks[0]):
-            extra = value if r == region else _zero(t)
+            extra = value if r == region else zero(t)
             term = scf.YieldOp(old_args + [extra]).operation
         for o in src[:-1]:
             o.move_before(term)
@@ -191,104 +224,50 @@ def _yield_value(ifop, region, value):
     return new.results[n_old]
 
 
-def _linear_thread():
-    """(linear thread index in the block, threads per block), index."""
-    t = [dg.thread_id(d) for d in range(3)]
-    b = [dg.block_dim(d) for d in range(3)]
-    lin = arith.addi(t[0], arith.muli(b[0], arith.addi(t[1], arith.muli(b[1], t[2]))))
-    return lin, arith.muli(b[0], arith.muli(b[1], b[2]))
+def _return_value(fn, call, value):
+    """`fn` returns `value` as one more result, `call` is rebuilt with it;
+    returns the call's new result."""
+    ret = [o.operation for o in fn.regions[0].blocks[0].operations][-1]
+    ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
+        list(ftype.inputs), list(ftype.results) + [value.type]))
+    ir.Operation.create("func.return", operands=list(ret.operands) + [value],
+                        loc=ret.location, ip=ir.InsertionPoint(ret))
+    ret.erase()
+    new = ir.Operation.create(
+        "func.call", results=[r.type for r in call.results] + [value.type],
+        operands=list(call.operands),
+        attributes={a.name: a.attr for a in (call.attributes[i]
+                                             for i in range(len(call.attributes)))},
+        loc=call.location, ip=ir.InsertionPoint(call))
+    for old, rep in zip(call.results, new.results):
+        old.replace_all_uses_with(rep)
+    call.erase()
+    return new, new.results[len(new.results) - 1]
 
 
-def _idx(n):
-    return arith.constant(ir.IndexType.get(), n)
-
-
-def _eq(a, b):
-    return arith.cmpi(arith.CmpIPredicate.eq, a, b)
-
-
-def _shared(t, n):
-    space = ir.Attribute.parse("#gpu.address_space<workgroup>")
-    return dg.shared_alloc(ir.MemRefType.get([n], t, memory_space=space))
-
-
-def _block_sum_gpu(v, add_atomic):
-    lin, n = _linear_thread()
-    full = _eq(arith.remui(n, _idx(WARP)), _idx(0))
-    branch = scf.IfOp(full, [], has_else=True)
-    with ir.InsertionPoint(branch.then_block):
-        sh = _shared(v.type, WARP)
-        w = warp_sum(v)
-        lane, warp = arith.remui(lin, _idx(WARP)), arith.divui(lin, _idx(WARP))
-        first = scf.IfOp(_eq(lane, _idx(0)), [])
-        with ir.InsertionPoint(first.then_block):
-            memref.store(w, sh, [warp])
-            scf.YieldOp([])
-        dg.barrier()
-        lead = scf.IfOp(_eq(warp, _idx(0)), [])
-        with ir.InsertionPoint(lead.then_block):
-            mine = arith.cmpi(arith.CmpIPredicate.ult, lane, arith.divui(n, _idx(WARP)))
-            x = arith.select(mine, memref.load(sh, [lane]), _zero(v.type))
-            total = warp_sum(x)
-            last = scf.IfOp(_eq(lane, _idx(0)), [])
-            with ir.InsertionPoint(last.then_block):
-                add_atomic(total)
-                scf.YieldOp([])
-            scf.YieldOp([])
-        scf.YieldOp([])
-    with ir.InsertionPoint(branch.else_block):
-        add_atomic(v, "thread")
-        scf.YieldOp([])
-
-
-def _block_sum_host(v, add_atomic):
-    lin, n = _linear_thread()
-    sh = _shared(v.type, MAX_THREADS)
-    memref.store(v, sh, [lin])
-    dg.barrier()
-    first = scf.IfOp(_eq(lin, _idx(0)), [])
-    index = ir.IndexType.get()
-    with ir.InsertionPoint(first.then_block):
-        # for (s = 1; s < n; s *= 2) for (j = 0; j + s < n; j += 2s) sh[j] += sh[j + s]
-        loop = scf.WhileOp([index], [_idx(1)])
-        before = loop.before.blocks.append(index)
-        with ir.InsertionPoint(before):
-            s = before.arguments[0]
-            scf.ConditionOp(arith.cmpi(arith.CmpIPredicate.ult, s, n), [s])
-        after = loop.after.blocks.append(index)
-        with ir.InsertionPoint(after):
-            s = after.arguments[0]
-            s2 = arith.addi(s, s)
-            inner = scf.ForOp(_idx(0), arith.subi(n, s), s2)
-            with ir.InsertionPoint(inner.body):
-                j = inner.induction_variable
-                a = memref.load(sh, [j])
-                b = memref.load(sh, [arith.addi(j, s)])
-                add = arith.addf if isinstance(v.type, ir.FloatType) else arith.addi
-                memref.store(add(a, b), sh, [j])
-                scf.YieldOp([])
-            scf.YieldOp([s2])
-        add_atomic(memref.load(sh, [_idx(0)]))
-        scf.YieldOp([])
-
-
-def aggregate(op, kernel, path) -> None:
-    """Hoist `op` out of its guards (`path`) and sum it over the block."""
+def aggregate(op, site) -> None:
+    """Hoist `op` out of its guards (and function) and sum it over the block."""
     value = op.operands[1]
-    for ifop, region in path:
+    for ifop, region in site.path:
         value = _yield_value(ifop, region, value)
-    after = value.owner.operation if path else op
-    ops = [o.operation for o in kernel.regions[0].blocks[0].operations]
+    target_ops = list(op.operands)
+    if site.call is not None:
+        site.call, value = _return_value(site.fn, site.call, value)
+        after = site.call
+    else:
+        after = value.owner.operation if site.path else op
+    ops = [o.operation for o in site.kernel.regions[0].blocks[0].operations]
     ip = ir.InsertionPoint(ops[ops.index(after) + 1])
-    block_sum = _block_sum_gpu if T.is_gpu(T.get_target(kernel)) else _block_sum_host
+    gpu = T.is_gpu(T.get_target(site.kernel))
     with op.location, ip:
-        target = [_materialize(v, ip, kernel) for i, v in enumerate(op.operands) if i != 1]
+        target = [_materialize(v, ip, site) for i, v in enumerate(target_ops) if i != 1]
 
         def add_atomic(total, how="block"):
             dg.atomic_add(target[0], total, target[1:]).owner.attributes[AGGREGATED] = \
                 ir.StringAttr.get(how)
 
-        block_sum(value, add_atomic)
+        (block_sum_gpu if gpu else block_sum_host)(value, add_atomic)
     op.erase()
 
 
@@ -312,6 +291,6 @@ class AggregateAtomics(ModulePass):
         for op in reversed(walk(module)):
             found = candidate(op, uniform)
             if found is not None:
-                aggregate(op, *found)
+                aggregate(op, found)
                 return True
         return False

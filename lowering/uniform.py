@@ -92,9 +92,9 @@ class Uniformity:
         return bool(calls) and all(c.name == "func.call" and self.is_uniform(
             c.operands[number]) for c in calls)
 
-    def is_referenced(self, fn) -> bool:
-        """Whether an op (`func.call`, `diffgpu.autodiff`, ...) names function `fn`."""
-        return ir.StringAttr(fn.attributes["sym_name"]).value in self._calls
+    def references(self, fn) -> list:
+        """The ops (`func.call`, ...) naming function `fn` in their `callee`."""
+        return list(self._calls.get(ir.StringAttr(fn.attributes["sym_name"]).value, []))
 
 
 def _key(v):
