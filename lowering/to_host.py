@@ -82,9 +82,11 @@ def _sym_name(op) -> str:
 @dataclass
 class LowerToHost(ModulePass):
     """Turn host-target kernels into CPU entry points that emulate the grid;
-    `racecheck=1` adds the data-race detector (host_racecheck.py)."""
+    `racecheck=1` adds the data-race detector (host_racecheck.py);
+    `cancel=0` leaves out the Ctrl-C checks (host_cancel.py; to measure them)."""
 
     racecheck: bool = False
+    cancel: bool = True
     name: ClassVar[str] = "diffgpu-lower-to-host"
     summary: ClassVar[str] = ("emulate host-target kernels on the CPU: grid/block loops, "
                               "geometry, shared memory, atomics, barriers")
@@ -123,7 +125,7 @@ class LowerToHost(ModulePass):
         for f in host:
             for op in host_ops.walk_ops(f, tuple(host_ops.GEOMETRY_BASE)):
                 host_ops.rewrite_geometry(op)
-        if kernels:  # Ctrl-C: loops of the user's code check the cancel flag
+        if kernels and self.cancel:  # Ctrl-C: the user's loops check the cancel flag
             host_cancel.add_flag(module, targets.get_target(kernels[0]))
             host_cancel.instrument_loops(host)
         try:  # calls reaching barriers/shared memory: into the kernels
@@ -132,7 +134,10 @@ class LowerToHost(ModulePass):
             self.fail(exc.op, str(exc))
         for k in kernels:
             with k.location:  # builders that take no loc= (block arguments)
+                entry = entry_name(_sym_name(k))
                 self._lower_kernel(module, k)
+                if self.cancel and not self._failed:  # a cancelled launch skips its blocks
+                    host_cancel.guard_blocks(_entry_block_loop(module, entry))
 
     # Checks, all before any rewrite -----------------------------------------
     def _check(self, host, kernels, names) -> None:
@@ -207,6 +212,15 @@ class LowerToHost(ModulePass):
             lowering.finish()
         except host_barrier.BarrierError as exc:
             self.fail(exc.op, str(exc))
+
+
+def _entry_block_loop(module, name: str):
+    """The innermost block loop (x) of the entry `@name`."""
+    for op in module.regions[0].blocks[0].operations:
+        if op.operation.name == "func.func" and _sym_name(op.operation) == name:
+            loops = host_ops.walk_ops(op.operation, ("scf.for",))
+            return loops[2]  # z, y, x: the first three in pre-order
+    raise ValueError(f"no entry @{name}")
 
 
 def entry_name(kernel: str) -> str:
@@ -320,7 +334,6 @@ def _build_entry(name, k, user_types, shared_types, lowering, racecheck=False) -
     bip = ip
     for d in (2, 1, 0):  # blocks: z, y, x
         loop = scf.ForOp(zero, grid[d], one, loc=loc, ip=bip)
-        block_x = loop
         scf.YieldOp([], loc=loc, ip=ir.InsertionPoint(loop.body))
         bip = ir.InsertionPoint.at_block_terminator(loop.body)
         host_ops.store_geometry(g, 3 + d, loop.induction_variable, bip, loc)
@@ -349,15 +362,16 @@ def _build_entry(name, k, user_types, shared_types, lowering, racecheck=False) -
     host_racecheck.unregister_shared(pushed, bip, loc)
     for buf in bufs:
         memref.DeallocOp(buf, loc=loc, ip=bip)
-    host_cancel.guard_blocks(block_x.operation)  # a cancelled launch skips its blocks
     func.ReturnOp([], loc=loc, ip=ip)
 
 
 @dataclass
 class HostPipelineOptions:
-    """`diffgpu-to-host{racecheck=1}`: the data-race detector's variant."""
+    """`diffgpu-to-host{racecheck=1}`: the data-race detector's variant;
+    `cancel=0`: without the Ctrl-C checks (for measuring them)."""
 
     racecheck: bool = False
+    cancel: bool = True
 
 
 #: upstream lowering of the host module to the LLVM dialect, after our passes.
@@ -381,6 +395,8 @@ HOST_LLVM_LOWERING = (
 @register_pipeline("diffgpu-to-host", "diffgpu IR to the LLVM dialect for the CPU "
                    "(ExecutionEngine)", HostPipelineOptions)
 def _host_pipeline(opts) -> list[str]:
-    lower = "diffgpu-lower-to-host{racecheck=1}" if opts.racecheck else "diffgpu-lower-to-host"
+    flags = " ".join(f for f, on in (("racecheck=1", opts.racecheck),
+                                      ("cancel=0", not opts.cancel)) if on)
+    lower = "diffgpu-lower-to-host" + (f"{{{flags}}}" if flags else "")
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
             "diffgpu-specialize", "diffgpu-aggregate-atomics", lower, *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

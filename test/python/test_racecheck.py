@@ -167,7 +167,7 @@ def test_shared_memory_without_barrier():
     err = checked(lambda: shared_no_barrier[1, 8](np.arange(8.0), np.zeros(8)))
     assert err is not None
     msg = str(err)
-    assert "s (shared, " in msg and "shared memory, within block" in msg
+    assert f"data race on s[1] (shared memory, allocated at {HERE}:" in msg
     assert f":{line_of('# RACY-SH-W')}:" in msg and f":{line_of('# RACY-SH-R')}:" in msg
     assert err.index == "1"  # written by thread 1 after thread 0 read it
 

@@ -323,9 +323,9 @@ def _check_host_only(module) -> None:
                                "runtime compiles host-target modules only")
 
 
-def lower_host(module_text: str, racecheck: bool = False) -> str:
-    """Run `diffgpu-to-host` (`{racecheck=1}`: the race-checked variant) on
-    diffgpu IR text; the LLVM-dialect text."""
+def lower_host(module_text: str, racecheck: bool = False, cancel: bool = True) -> str:
+    """Run `diffgpu-to-host` (`{racecheck=1}`: the race-checked variant;
+    `{cancel=0}`: no Ctrl-C checks) on diffgpu IR text; the LLVM-dialect text."""
     from diffgpu._mlir import MLIRError, ir
     from diffgpu.dialects import make_context
     from diffgpu.lowering.registry import (PipelineRunError, build_pass_manager,
@@ -340,7 +340,9 @@ def lower_host(module_text: str, racecheck: bool = False) -> str:
     _check_host_only(module)
     with ctx, ir.Location.unknown():  # as diffgpu-opt runs passes
         try:
-            pipeline = PIPELINE + ("{racecheck=1}" if racecheck else "")
+            flags = " ".join(f for f, on in (("racecheck=1", racecheck),
+                                              ("cancel=0", not cancel)) if on)
+            pipeline = PIPELINE + (f"{{{flags}}}" if flags else "")
             run_passes(build_pass_manager(pipeline, ctx), module)
         except PipelineRunError as exc:
             raise CompileError(str(exc)) from None
@@ -348,11 +350,12 @@ def lower_host(module_text: str, racecheck: bool = False) -> str:
 
 
 def compile_host(module_text: str, opt_level: int = OPT_LEVEL,
-                 racecheck: bool = False) -> HostProgram:
+                 racecheck: bool = False, cancel: bool = True) -> HostProgram:
     """diffgpu IR text (host-target kernels) -> a launchable HostProgram.
 
     Raises CompileError with the diagnostics (`file:line:col: error: ...`)
     of any pass that fails. `opt_level` is LLVM's (O0 JITs several times
     faster, runs a few times slower). `racecheck`: the variant with the
-    data-race detector (runtime/racecheck.py)."""
-    return HostProgram.from_llvm_text(lower_host(module_text, racecheck), opt_level)
+    data-race detector (runtime/racecheck.py); `cancel=False`: without the
+    Ctrl-C checks (only to measure their cost: such a launch cannot be stopped)."""
+    return HostProgram.from_llvm_text(lower_host(module_text, racecheck, cancel), opt_level)

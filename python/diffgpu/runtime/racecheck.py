@@ -162,10 +162,9 @@ def race_error(kernel: str, report, regions: Regions, sites, shared, grid, block
         name, index = regions.element(addr, rid)
         where = "global memory"
     else:
-        info = shared.get(-1 - rid)
-        name = info[0] if info else "a shared array"
-        index = _shared_index(elem, info[1] if info else ())
-        where = "shared memory, within block"
+        name, shape, at = shared.get(-1 - rid, ("a shared array", (), "?"))
+        index = _shared_index(elem, shape)
+        where = f"shared memory, allocated at {at}"
 
     def site(n):
         return _source(sites[n - 1]) if 1 <= n <= len(sites) else "an unknown site"
@@ -203,7 +202,7 @@ def _shared_index(elem: int, shape) -> str:
 
 
 def shared_names(entries, kernel: str) -> dict:
-    """{number: (name, shape)} of `kernel`'s shared arrays, from the module's
+    """{number: (name, shape, site)} of `kernel`'s shared arrays, from the module's
     `diffgpu.race_shared` entries ("kernel|number|file:line:col|shape"); the
     name is read from the source line (`tile = dg.shared_array(...)`)."""
     out = {}
@@ -219,7 +218,7 @@ def shared_names(entries, kernel: str) -> dict:
             lhs = text.split("=", 1)[0].strip() if "=" in text else ""
             if lhs.isidentifier():
                 name = lhs
-        out[int(parts[1])] = (f"{name} (shared, {site})", shape)
+        out[int(parts[1])] = (name, shape, site)
     return out
 
 
