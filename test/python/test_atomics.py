@@ -162,3 +162,40 @@ def test_ptx_shared_weight_gradient_is_warp_aggregated():
     assert text.count("activemask.b32") >= 1
     assert text.count("bar.sync") == 1
     assert text.count("shfl.sync.bfly.b32") >= 15
+
+
+def _reverse_with_facts(kernel, primals, shadows, grid, block, target="host"):
+    """Compile and run (host) or compile (GPU) the reverse program of `kernel`
+    specialised for disjoint arrays, as a launch that proved it would."""
+    from diffgpu.launch import check_launch_args, facts_for, get_program, run_program
+    from diffgpu.runtime.args import infer_signature
+
+    flat = [a for p, s in zip(primals, shadows) for a in (p, s)]
+    types = check_launch_args(kernel, primals).types
+    sig = infer_signature(flat, None, kernel.name)
+    facts = facts_for(flat, sig.types, target, grid, block)
+    assert facts is not None and facts.noalias
+    diff = ("reverse", ("dup",) * len(primals))
+    if target != "host":
+        from diffgpu.launch import build_module
+        from diffgpu.stages import run_pipeline, stage_pipeline
+        src = build_module(kernel, types, target, diff, facts)
+        return run_pipeline(src.text, stage_pipeline(target, "ptx"))
+    run_program(get_program(kernel, types, target, diff=diff, facts=facts), flat, sig, grid,
+                block)
+    return None
+
+
+def test_noalias_reverse_kernel_sums_the_replayed_primal_add_per_block():
+    """The reverse kernel replays the primal's add in the derivative function;
+    with disjoint arrays it moves to the kernel and is summed per block."""
+    n, b = 1000, 64
+    x = rand(n, np.float64)
+    out, dout, dx = np.zeros(1), np.array([1.5]), np.zeros(n)
+    _reverse_with_facts(sumsq, (out, x), (dout, dx), ((n + b - 1) // b, 1, 1), (b, 1, 1))
+    assert np.isclose(out[0], np.sum(x * x), rtol=1e-12)
+    np.testing.assert_allclose(dx, 2 * x * 1.5, rtol=1e-12)
+    text = _reverse_with_facts(sumsq, (np.zeros(1, np.float32), np.zeros(n, np.float32)),
+                               (np.zeros(1, np.float32), np.zeros(n, np.float32)),
+                               (16, 1, 1), (64, 1, 1), target="sm_90")
+    assert text.count("bar.sync") == 1 and text.count("shfl.sync.bfly.b32") == 15

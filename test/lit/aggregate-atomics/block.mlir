@@ -218,3 +218,84 @@ func.func @caller(%out: !A, %v: f32) attributes {diffgpu.kernel, diffgpu.target 
 // CHECK: "diffgpu.atomic_add"
 // CHECK-NOT: diffgpu.aggregated
 // CHECK-LABEL: func.func @caller
+
+// -----
+
+// A derivative function called once from a reverse kernel's body: the add moves
+// out as one more result of the function and the kernel sums it. Later, the
+// function loads another array (allowed: its arrays are disjoint, diffgpu.noalias)
+// and uses a private alloca.
+!A = memref<?xf32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @rev(%out: !A, %x: !A, %dy: !A) attributes {diffgpu.noalias, diffgpu.target = #host} {
+  %tape = memref.alloca() : memref<f32>
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %c0 = arith.constant 0 : index
+  %len = memref.dim %x, %c0 : !A
+  %in = arith.cmpi slt, %t, %len : index
+  scf.if %in {
+    %v = memref.load %x[%t] : !A
+    %o = "diffgpu.atomic_add"(%out, %v, %c0) : (!A, f32, index) -> f32
+    memref.store %v, %tape[] : memref<f32>
+    %d = memref.load %dy[%t] : !A
+  }
+  return
+}
+func.func @reverse_kernel(%out: !A, %x: !A, %dy: !A) attributes {diffgpu.kernel, diffgpu.noalias, diffgpu.target = #host} {
+  func.call @rev(%out, %x, %dy) : (!A, !A, !A) -> ()
+  return
+}
+// CHECK-LABEL: func.func @rev
+// CHECK-SAME: -> f32
+// CHECK: %[[V:.+]] = scf.if %{{.+}} -> (f32) {
+// CHECK: %[[L:.+]] = memref.load
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: scf.yield %[[L]] : f32
+// CHECK: return %[[V]] : f32
+// CHECK-LABEL: func.func @reverse_kernel
+// CHECK-SAME: (%[[OUT:[a-z0-9]+]]: memref
+// CHECK: %[[R:.+]] = call @rev(%[[OUT]], %{{.+}}, %{{.+}}) : (memref<{{.+}}>) -> f32
+// CHECK: %[[K:.+]] = arith.constant 0 : index
+// CHECK: memref.store %[[R]], %[[SH:.+]][%{{.+}}] : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: "diffgpu.barrier"()
+// CHECK: "diffgpu.atomic_add"(%[[OUT]], %{{.+}}, %[[K]]) {diffgpu.aggregated = "block"}
+
+// -----
+
+// Kept: the same without diffgpu.noalias (dy may overlap out: the thread's load
+// of dy could miss its own add), and a function with two calls.
+!A = memref<?xf32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @rev_alias(%out: !A, %x: !A, %dy: !A) attributes {diffgpu.target = #host} {
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %c0 = arith.constant 0 : index
+  %v = memref.load %x[%t] : !A
+  %o = "diffgpu.atomic_add"(%out, %v, %c0) : (!A, f32, index) -> f32
+  %d = memref.load %dy[%t] : !A
+  return
+}
+func.func @alias_kernel(%out: !A, %x: !A, %dy: !A) attributes {diffgpu.kernel, diffgpu.target = #host} {
+  func.call @rev_alias(%out, %x, %dy) : (!A, !A, !A) -> ()
+  return
+}
+func.func @twice(%out: !A, %v: f32) attributes {diffgpu.noalias, diffgpu.target = #host} {
+  %c0 = arith.constant 0 : index
+  %o = "diffgpu.atomic_add"(%out, %v, %c0) : (!A, f32, index) -> f32
+  return
+}
+func.func @twice_kernel(%out: !A, %v: f32) attributes {diffgpu.kernel, diffgpu.noalias, diffgpu.target = #host} {
+  func.call @twice(%out, %v) : (!A, f32) -> ()
+  func.call @twice(%out, %v) : (!A, f32) -> ()
+  return
+}
+// CHECK-LABEL: func.func @rev_alias
+// CHECK-NOT: -> f32
+// CHECK: "diffgpu.atomic_add"
+// CHECK-NOT: diffgpu.aggregated
+// CHECK-LABEL: func.func @alias_kernel
+// CHECK-NOT: diffgpu.barrier
+// CHECK-LABEL: func.func @twice
+// CHECK: "diffgpu.atomic_add"
+// CHECK-LABEL: func.func @twice_kernel
+// CHECK-NOT: diffgpu.barrier
+// CHECK: return
