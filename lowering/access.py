@@ -24,6 +24,10 @@ functional API move fewer bytes:
 - `load_key`: an input all of whose loads are in the kernel's own body at
   one index made of global ids only (`x[i]`, `x[j, i]`): thread t is the
   only one touching its element, so the gradient is accumulated plainly.
+- `accumulate_only`: an in-out array touched only by `diffgpu.atomic_add`s
+  in the kernel's own body whose results are unused (`out[0] += v`): its
+  final value is its initial value plus the sum, so its cotangent is only
+  read and the gradient of its initial value is the cotangent itself.
 
     func.func @square(%y: memref<?xf32>, %x: memref<?xf32>) {diffgpu.kernel}
       %g = block_id * block_dim + thread_id            // dim 0
@@ -63,6 +67,7 @@ class _Param:
     def __init__(self):
         self.read = self.write = self.atomic = self.opaque = False
         self.loads, self.stores = [], []  # (op, key) in the kernel body
+        self.adds = []  # atomic_adds in the kernel body whose result is unused
         self.nested = False  # accessed through a call
 
 
@@ -86,6 +91,10 @@ def _visit(value, fn, funcs, info: _Param, depth: int, seen) -> None:
                 info.nested = True
         elif name == "diffgpu.atomic_add" and use.operand_number == 0:
             info.read = info.write = info.atomic = True
+            if depth == 0 and not list(op.results[0].uses):
+                info.adds.append(op)
+            else:
+                info.nested = True
         elif name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value in funcs:
             callee = funcs[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
             k = use.operand_number
@@ -130,9 +139,12 @@ def analyze_module(module) -> list:
                 (key,) = keys
                 if key is not None and all(c[0] == "gid" for c in key):
                     load_key = _dims(key)
+        accumulate_only = bool(info.adds) and not (info.loads or info.stores or info.nested
+                                                   or info.opaque)
         out.append({"array": True, "read": info.read, "write": info.write,
                     "atomic": info.atomic, "opaque": info.opaque,
-                    "store_key": store_key, "load_key": load_key})
+                    "store_key": store_key, "load_key": load_key,
+                    "accumulate_only": accumulate_only})
     return out
 
 

@@ -9,7 +9,8 @@ that the shadows follow the functional convention, as in JAX's vjp:
 |--------|----------------------------------------|-------------------------------------------|
 | `cot`  | an output: one `memref.store`, outside | erase the primal stores (the result is not |
 |        | loops, at a thread-unique index, no    | needed) and the consuming `shadow = 0`     |
-|        | other access                           | stores: the cotangent is only read         |
+|        | other access; or an in-out array only  | stores: the cotangent is only read (for    |
+|        | `diffgpu.atomic_add`ed (unused result) | atomic adds: erase them; it is read anyway)|
 | `grad` | an input: only loads, all at one index | `shadow[key] = 0` at entry (in bounds), and |
 |        | of global ids (`x[i]`, `x[j, i]`)      | plain read-modify-writes instead of atomics: |
 |        |                                        | the gradient is written, not accumulated   |
@@ -90,16 +91,25 @@ def _bad(pas, op, k, kind, why) -> None:
 
 
 def _cot(pas, fn, k, prim, sh) -> None:
-    stores = []
+    stores, adds = [], []
     for op, i in _uses(prim):
         if op.name == "memref.dim":
             continue
+        if op.name == "diffgpu.atomic_add" and i == 0 and not list(op.results[0].uses):
+            adds.append(op)
+            continue
         if op.name != "memref.store" or i != 1:
-            return _bad(pas, op, k, "cot", f"'{op.name}' uses it (only stores are allowed)")
+            return _bad(pas, op, k, "cot", f"'{op.name}' uses it (only stores, or only "
+                                           "atomic adds, are allowed)")
         stores.append(op)
-    if len(stores) != 1:
+    if adds and not stores:  # out[k] += v only: the cotangent is read as it is
+        for op in adds:
+            op.erase()
+        return _only_read(pas, k, sh)
+    if len(stores) != 1 or adds:
         return _bad(pas, fn.operation, k, "cot",
-                    f"it is stored {len(stores)} times (exactly one store is needed)")
+                    f"it is stored {len(stores)} times and added to {len(adds)} times "
+                    "(exactly one store, or only atomic adds, are needed)")
     (st,) = stores
     if _in_loop(st, fn) or index_key(list(st.operands)[2:]) is None:
         return _bad(pas, st, k, "cot", "its store is in a loop or not at a thread-unique "
@@ -116,6 +126,12 @@ def _cot(pas, fn, k, prim, sh) -> None:
         consume.append(op)
     for op in [st] + consume:
         op.erase()
+
+
+def _only_read(pas, k, sh) -> None:
+    for op, i in _uses(sh):
+        if op.name not in ("memref.dim", "memref.load"):
+            return _bad(pas, op, k, "cot", f"its shadow is updated by '{op.name}'")
 
 
 def _grad(pas, fn, entry, k, prim, sh) -> None:

@@ -240,6 +240,8 @@ class Call:
         if role == "output" and not outputs and f.get("store_key") is not None:
             dims = {d for d in f["store_key"] if d is not None}
             return "cot" if self._unique(dims) else None
+        if role == "inout" and not outputs and f.get("accumulate_only"):
+            return "cot"  # out[k] += v: final = initial + sum, the cotangent passes through
         if role == "input" and f.get("load_key") is not None:
             return "grad" if self._unique(set(f["load_key"])) else None
         return None
@@ -290,10 +292,13 @@ class Call:
         for i, k in enumerate(kinds):
             if k == "active":
                 out[self.names[i]] = float(next(it))
-        for g in self.groups:
+        for gi, g in enumerate(self.groups):
             if self.read(g):
+                grad = shadows[g[0]]
+                if kinds[g[0]] == "cot":  # an accumulated in-out array: its cotangent
+                    grad = M.copy(seeds[gi])
                 for i in g:
-                    out[self.names[i]] = shadows[i]
+                    out[self.names[i]] = grad
         return {n: out[n] for n in self.names if n in out}
 
     def jvp(self, tangents: dict, outputs: bool) -> dict:

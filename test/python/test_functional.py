@@ -279,3 +279,20 @@ def test_inplace_vjp_with_outputs():
     grads = dg.vjp(inplace_square[2, 32], a, cotangents={"A": g}, outputs=True)
     np.testing.assert_allclose(grads["A"], 2 * a0 * g, rtol=1e-6)
     np.testing.assert_allclose(a, a0 * a0, rtol=1e-6)
+
+
+def test_accumulated_array_passes_its_cotangent_through():
+    @dg.kernel
+    def total(out, x):
+        i = dg.global_id(0)
+        if i < len(x):
+            dg.atomic_add(out, 0, x[i] * x[i])
+
+    x, out, g = f32(70), np.full(1, 5.0, np.float32), np.array([0.25], np.float32)
+    grads = dg.vjp(total[3, 32], out, x, cotangents={"out": g})
+    np.testing.assert_allclose(grads["x"], 0.5 * x, rtol=1e-6)
+    np.testing.assert_allclose(grads["out"], g)
+    assert grads["out"] is not g and out[0] == 5.0
+    assert _reverse_kinds(total) == ["cot, grad"]   # no primal sum, no copy
+    dg.vjp(total[3, 32], out, x, cotangents={"out": g}, outputs=True)
+    assert out[0] == pytest.approx(5.0 + float(np.sum(x.astype(np.float64) ** 2)), rel=1e-5)

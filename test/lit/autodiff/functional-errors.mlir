@@ -8,7 +8,7 @@
 // 'cot' is for outputs: y is also read here.
 func.func @f(%y: !A) attributes {diffgpu.target = #host} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
-  // expected-error@+1 {{argument 0 is 'cot' but 'memref.load' uses it (only stores are allowed)}}
+  // expected-error@+1 {{argument 0 is 'cot' but 'memref.load' uses it (only stores, or only atomic adds, are allowed)}}
   %v = memref.load %y[%t] : !A
   %p = arith.mulf %v, %v : f32
   memref.store %p, %y[%t] : !A

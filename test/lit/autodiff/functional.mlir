@@ -48,3 +48,32 @@ func.func @vjp(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, dif
 // CHECK-NEXT: memref.store %[[NEW]], %[[DX]]
 // CHECK-NOT: diffgpu.atomic_add
 // CHECK: return
+
+// An in-out array only added to (out[0] += x * x) is 'cot' too: its final
+// value is its initial value plus the sum, so the primal adds go and its
+// cotangent is only read.
+func.func @total(%out: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m = arith.muli %b, %n : index
+  %i = arith.addi %m, %t : index
+  %c0 = arith.constant 0 : index
+  %v = memref.load %x[%i] : !A
+  %p = arith.mulf %v, %v : f32
+  %old = "diffgpu.atomic_add"(%out, %p, %c0) : (!A, f32, index) -> f32
+  return
+}
+func.func @vjp_total(%o: !A, %do: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  "diffgpu.autodiff"(%o, %do, %x, %dx) {callee = @total, activity = ["cot", "grad"], diffgpu.target = #sm90, operandSegmentSizes = array<i32: 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A) -> ()
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_total_
+// CHECK-SAME: (%[[O:[a-z0-9]+]]: memref<{{.+}}>, %[[X:[a-z0-9]+]]: memref<{{.+}}>, %[[DO:[a-z0-9]+]]: memref<{{.+}}>, %[[DX:[a-z0-9]+]]: memref<{{.+}}>)
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: memref.load %[[DO]]
+// CHECK-NOT: memref.store {{.+}}, %[[DO]]
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: memref.store {{.+}}, %[[DX]]
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: return
