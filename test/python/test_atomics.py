@@ -61,6 +61,59 @@ def scale_loss(loss, a, w, x):  # a (Active) and w[0] are read by every thread
         dg.atomic_add(loss, 0, r * r)
 
 
+@dg.kernel
+def sumsq_gen(out, n):  # terms made from the index: no input array to ship to a GPU
+    i = dg.global_id(0)
+    if i < n:
+        v = np.float32((i * 40503) % 65536) / np.float32(65536.0) + np.float32(0.5)
+        dg.atomic_add(out, 0, v * v)
+
+
+def sumsq_gen_ref(out, n):
+    """float64 sum of the float32 squares sumsq_gen adds (one rounding each)."""
+    v = (np.arange(n, dtype=np.int64) * 40503 % 65536).astype(np.float32) / np.float32(
+        65536.0) + np.float32(0.5)
+    out[0] += np.sum((v * v).astype(np.float64))
+
+
+def gpu_cases():
+    """Cases for scripts/gpu_check.py: (name, kernel, grid, block, mode,
+    make(rng), numpy reference or None for the CPU's result)."""
+    big = 1 << 26
+
+    def f32(r, n):
+        return r.standard_normal(n).astype(np.float32)
+
+    return [
+        ("atomics sumsq 2^26 f32 blocks of 256", sumsq_gen, big // 256, 256, "launch",
+         lambda r: [np.zeros(1, np.float32), big], sumsq_gen_ref),
+        ("atomics sumsq 2^26 f32 blocks of 1024", sumsq_gen, big // 1024, 1024, "launch",
+         lambda r: [np.zeros(1, np.float32), big], sumsq_gen_ref),
+        ("atomics sumsq blocks of 48 (partial warps)", sumsq_gen, 2000, 48, "launch",
+         lambda r: [np.zeros(1, np.float32), 95_000], sumsq_gen_ref),
+        ("atomics early return f64", sumsq_early_return, 40, 128, "launch",
+         lambda r: [np.zeros(1), r.standard_normal(5000)], None),
+        ("atomics per-block nested guards", per_block, 8, 128, "launch",
+         lambda r: [np.zeros(8), r.standard_normal(1000)], None),
+        ("atomics int count and sum", count_and_sum, 47, 64, "launch",
+         lambda r: [np.zeros(1, np.int32), np.zeros(1), r.standard_normal(3001)], None),
+        ("atomics 3-D blocks", sum_2d, (2, 13, 1), (4, 4, 2), "launch",
+         lambda r: [np.zeros(1, np.float32), f32(r, 37 * 6).reshape(37, 6)], None),
+        ("atomics reverse Active + shared weight", scale_loss, 8, 128, "reverse",
+         lambda r: [dg.Duplicated(np.zeros(1, np.float32), np.ones(1, np.float32)),
+                    dg.Active(np.float32(1.3)),
+                    dg.Duplicated(np.array([0.7], np.float32), np.zeros(1, np.float32)),
+                    dg.Duplicated(f32(r, 1000), np.zeros(1000, np.float32))], None),
+    ]
+
+
+def test_generated_sum_of_squares_matches_its_reference():
+    out, ref = np.zeros(1, np.float32), np.zeros(1)
+    sumsq_gen[40, 256](out, 10_000)
+    sumsq_gen_ref(ref, 10_000)
+    assert np.isclose(out[0], ref[0], rtol=1e-6)
+
+
 def rand(n, dtype=np.float32, seed=0):
     return np.random.default_rng(seed).standard_normal(n).astype(dtype)
 
