@@ -82,8 +82,8 @@ def test_reader_of_a_pruned_entry_reads_it_whole(root):
 
 
 def test_vanished_entries_and_dead_writers(root, monkeypatch):
-    # entries removed behind the ledger's back, and temporary files of writers
-    # that died an hour ago, are handled by the next prune
+    # entries removed behind the ledger's back, temporary files of writers
+    # that died an hour ago, and a dead pruner's trash go at the next prune
     monkeypatch.setenv("DIFFGPU_CACHE_MAX_MB", str(3.5 * ENTRY / (1 << 20)))
     keys = [put(n, age_s=500 - i) for i, n in enumerate("abc")]
     os.unlink(cache.entry_path(keys[0]))  # vanished
@@ -92,9 +92,12 @@ def test_vanished_entries_and_dead_writers(root, monkeypatch):
     os.utime(dead, (time.time() - 7200,) * 2)
     fresh = root / "v1" / ".tmp-alive.dgc"
     fresh.write_bytes(b"writing")
+    (root / "v1.trash").mkdir(mode=0o700)
+    orphan = root / "v1.trash" / "x.dgc.123.456"  # a pruner died between rename and unlink
+    orphan.write_bytes(b"old")
     put("d")
     put("e")  # over the cap: prune runs
-    assert not dead.exists() and fresh.exists()
+    assert not dead.exists() and fresh.exists() and not orphan.exists()
     assert size(root) <= cache_prune.max_bytes()
 
 

@@ -18,7 +18,8 @@ Sharing the directory between processes:
   from then on) and unlinked there. Readers open, then read, so a reader that
   opened it first still reads it whole (POSIX keeps an unlinked open file);
   an entry that vanishes under the scan is skipped.
-- Temporary files of writers that died (`.tmp-*`, over an hour old) go too.
+- Temporary files of writers that died (`.tmp-*`, over an hour old) go too,
+  and so does anything a pruner that died left in the trash.
 
     $ python -m diffgpu cache info      # size, entries, cap, directory
 """
@@ -144,10 +145,23 @@ def _remove(sub: str, name: str) -> bool:
         return False
 
 
+def _empty_trash(trash: str) -> None:
+    try:
+        names = os.listdir(trash)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.unlink(os.path.join(trash, name))
+        except OSError:  # gone already, or not a file: left alone
+            pass
+
+
 def prune_locked(sub: str, cap: int, target: int | None = None) -> int:
     """With the lock held: remove the least recently used entries until the
     entries fit in `target` bytes (PRUNE_TO of `cap` when over `cap`); returns
     the remaining total."""
+    _empty_trash(sub + ".trash")  # left by a process that died mid-prune
     entries = scan(sub)
     total = sum(size for _, size, _ in entries)
     if target is None:
