@@ -42,9 +42,10 @@ def layout(a) -> tuple:
     return (iface["data"][0], shape, tuple(strides), np.dtype(iface["typestr"]).str)
 
 
-def byte_range(a) -> tuple:
-    """[lo, hi) of the bytes the array's elements occupy (empty: lo == hi)."""
-    ptr, shape, strides, dtype = layout(a)
+def byte_range(a, lay=None) -> tuple:
+    """[lo, hi) of the bytes the array's elements occupy (empty: lo == hi);
+    `lay`: its `layout(a)` if known."""
+    ptr, shape, strides, dtype = lay or layout(a)
     if any(n == 0 for n in shape):
         return (ptr, ptr)
     lo = hi = ptr
@@ -56,14 +57,15 @@ def byte_range(a) -> tuple:
     return (lo, hi + np.dtype(dtype).itemsize)
 
 
-def overlap(a, b) -> bool:
+def overlap(a, b, la=None, lb=None) -> bool:
     """True when the byte ranges of `a` and `b` intersect (conservative for
-    interleaved strided views; exact for numpy arrays)."""
+    interleaved strided views; exact for numpy arrays). `la`, `lb`: their
+    layouts if known."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return bool(np.shares_memory(a, b))
     if is_device_array(a) != is_device_array(b):
         return False
-    (lo1, hi1), (lo2, hi2) = byte_range(a), byte_range(b)
+    (lo1, hi1), (lo2, hi2) = byte_range(a, la), byte_range(b, lb)
     return lo1 < hi2 and lo2 < hi1
 
 

@@ -102,14 +102,15 @@ class Call:
     def _groups(self) -> list:
         """Alias groups of float arrays: lists of parameter positions."""
         arrays = [i for i, r in enumerate(self.role) if r in ("input", "output", "inout")]
+        lay = {i: M.layout(self.args[i]) for i in arrays}
         groups = []
         for i in arrays:
             for g in groups:
                 j = g[0]
-                if M.layout(self.args[i]) == M.layout(self.args[j]):
+                if lay[i] == lay[j]:
                     g.append(i)
                     break
-                if M.overlap(self.args[i], self.args[j]):
+                if M.overlap(self.args[i], self.args[j], lay[i], lay[j]):
                     raise LaunchError(
                         f"dg.{self.fn}: {describe_arg(i, self.names)} and "
                         f"{describe_arg(j, self.names)} overlap in memory without being "
