@@ -14,7 +14,8 @@ and the script checks that the losses and gradients of every step are equal.
     python examples/ddp_train.py --nproc 2 --device cpu
 
 Without torchrun, `--nproc N` starts the N processes itself. A GPU machine
-without MLIR runs kernels compiled beforehand, on any machine with MLIR:
+without MLIR runs kernels compiled beforehand on any machine with MLIR (torch
+not needed; give --prepare the --batch and --nproc of the run):
 
     python examples/ddp_train.py --prepare .ddpcache --chip sm_90   # no GPU needed
     torchrun --nproc_per_node=2 examples/ddp_train.py --cache .ddpcache
@@ -46,32 +47,38 @@ def dense_tanh(y, x, w, b):
 N_IN, N_HIDDEN, BLOCK = 16, 32, 64
 
 
-def prepare(directory: str, chip: str) -> None:
-    """Compile the layer's forward and reverse kernels for `chip` into
-    `directory`/cache (float32 and float64)."""
+def prepare(directory: str, chip: str, batch: int, nproc: int) -> None:
+    """Compile, for `chip`, the layer's forward and backward programs for the
+    shard and the whole global batch, float32 and float64, into
+    `directory`/cache."""
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
-    from diffgpu.launch import get_program
-    from diffgpu.types import ArrayType
+    import numpy as np
 
+    from diffgpu.interop import KernelOp
+    from diffgpu.interop import prepare as prepare_op
+
+    spec = KernelOp(dense_tanh, **OP_ARGS)  # what dg.torch.op(dense_tanh, ...) runs
     for dtype in ("float32", "float64"):
-        a1, a2 = ArrayType(dtype, 1), ArrayType(dtype, 2)
-        types = (a2, a2, a2, a1)
-        get_program(dense_tanh, types, chip)
-        get_program(dense_tanh, types, chip, ("reverse", ("dup",) * 4))
-    print(f"prepared dense_tanh (forward + reverse, float32/64) for {chip} in "
-          f"{os.environ['DIFFGPU_CACHE_DIR']}")
+        for rows in sorted({batch // nproc, batch}):
+            prepare_op(spec, chip, {"x": np.zeros((rows, N_IN), dtype),
+                                    "w": np.zeros((N_IN, N_HIDDEN), dtype),
+                                    "b": np.zeros(N_HIDDEN, dtype)})
+    print(f"prepared dense_tanh (forward + backward, float32/64, batches "
+          f"{sorted({batch // nproc, batch})}) for {chip} in {os.environ['DIFFGPU_CACHE_DIR']}")
 
 
+#: how the kernel is an operator: y is (rows of x, columns of w); one
+#: thread per element of y, 1-D blocks of 64 threads along the rows
+OP_ARGS = dict(outputs={"y": lambda x, w, **_: ((x.shape[0], w.shape[1]), x.dtype)},
+               grid=lambda x, w, **_: ((x.shape[0] + BLOCK - 1) // BLOCK, w.shape[1]),
+               block=(BLOCK, 1))
 _OP = []
 
 
 def dense_tanh_op():
     """The kernel as a torch operator (registered once per process)."""
     if not _OP:
-        _OP.append(dg.torch.op(
-            dense_tanh, outputs={"y": lambda x, w, **_: ((x.shape[0], w.shape[1]), x.dtype)},
-            grid=lambda x, w, **_: ((x.shape[0] + BLOCK - 1) // BLOCK, w.shape[1]),
-            block=(BLOCK, 1), name="ddp_dense_tanh"))
+        _OP.append(dg.torch.op(dense_tanh, name="ddp_dense_tanh", **OP_ARGS))
     return _OP[0]
 
 
@@ -195,7 +202,7 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64")
     args = p.parse_args(argv)
     if args.prepare:
-        prepare(args.prepare, args.chip)
+        prepare(args.prepare, args.chip, args.batch, args.nproc)
         return 0
     import torch
     import torch.multiprocessing as mp

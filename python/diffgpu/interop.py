@@ -10,13 +10,15 @@ the launch geometry from the arguments:
                     grid=lambda x, **_: (x.shape[0] + 255) // 256, block=256)
     spec.inputs            # ['x', 'a']: the operator's parameters, in order
 
-The reverse pass (`vjp`) follows diffgpu's shadow convention: every
-differentiated array gets a zero-filled shadow (shadows accumulate), each
-output's shadow starts as a copy of the cotangent (a written array's shadow is
-consumed), and after the reverse kernel the inputs' shadows hold J^T times the
-cotangents. Importing this imports neither MLIR, torch nor JAX.
+The reverse pass (`vjp`) is `dg.vjp` on the kernel's arguments with the
+cotangents of the outputs: it returns new gradient arrays of the inputs and
+leaves the cotangents alone. `compile_only(chip)` prepares the GPU programs
+of a call on a machine without a GPU. Importing this imports neither MLIR,
+torch nor JAX.
 """
 from __future__ import annotations
+
+import contextlib
 
 from diffgpu.errors import LaunchError
 
@@ -98,32 +100,64 @@ class KernelOp:
         return [arguments[n] for n in self.kernel.arg_names]
 
 
-def vjp(launcher, names, arguments: dict, cotangents: dict, wrt, zeros_like, copy,
-        view=None) -> dict:
-    """Gradients {name: J^T cotangents} of the arrays `wrt`.
+def vjp(launcher, names, arguments: dict, cotangents: dict, wrt, zeros_like,
+        view=None, wrap=None) -> dict:
+    """Gradients {name: J^T cotangents} of the arrays `wrt`, by `dg.vjp`.
 
     `arguments` holds every kernel argument by name, outputs in their initial
-    (zero) state; `zeros_like(x)` and `copy(x)` allocate framework arrays on
-    the arguments' device and `view(x)` gives diffgpu a zero-copy array of one
-    (numpy on the CPU, `__cuda_array_interface__` on the GPU). The one place
-    torch and JAX call diffgpu's reverse mode.
+    (zero) state; `view(x)` gives diffgpu a zero-copy array of a framework
+    array (numpy on the CPU, `__cuda_array_interface__` on the GPU), `wrap(g)`
+    turns a gradient diffgpu returns (a new numpy or CuPy array) into a
+    framework array, and `zeros_like(x)` stands for the gradient of an array
+    the kernel never reads. The one place torch and JAX call diffgpu's
+    reverse mode.
     """
-    from diffgpu.activities import Duplicated
-    from diffgpu.diff import autodiff
+    from diffgpu.functional import vjp as functional_vjp
 
     view = view or (lambda x: x)
-    shadows = {n: copy(cotangents[n]) for n in cotangents}
-    for n in wrt:
-        shadows[n] = zeros_like(arguments[n])
+    wrap = wrap or (lambda x: x)
+    args = [x if isinstance(x, (int, float)) else view(x)
+            for x in (arguments[n] for n in names)]
+    grads = functional_vjp(launcher, *args,
+                           cotangents={n: view(c) for n, c in cotangents.items()})
+    return {n: wrap(grads[n]) if n in grads else zeros_like(arguments[n]) for n in wrt}
 
-    def act(n):
-        x = arguments[n]
-        if isinstance(x, (int, float)):
-            return x
-        return Duplicated(view(x), view(shadows[n])) if n in shadows else view(x)
 
-    autodiff(launcher, *[act(n) for n in names])
-    return {n: shadows[n] for n in wrt}
+@contextlib.contextmanager
+def compile_only(chip: str):
+    """Inside, launches on numpy arrays (and torch CPU tensors) compile their
+    programs for `chip` into the cache and run nothing: the way to prepare,
+    without a GPU, exactly the programs a GPU run of the same calls (same
+    shapes, dtypes and geometry) will look up, `dg.vjp`'s included."""
+    import diffgpu.launch as launch_module
+
+    saved = launch_module.target_for, launch_module.run_program
+    launch_module.target_for = lambda sig: chip
+    launch_module.run_program = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        launch_module.target_for, launch_module.run_program = saved
+
+
+def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:
+    """Compile for `chip`, without a GPU, the programs an operator of `spec`
+    launches on a GPU for inputs of these shapes and dtypes: `inputs` maps
+    each input name to a numpy array (or a scalar). The forward kernel and
+    the `dg.vjp` of the backward go to the disk cache, which a machine
+    without MLIR then reads (DIFFGPU_CACHE_DIR)."""
+    import numpy as np
+
+    arguments = dict(inputs)
+    for n in spec.outputs:
+        shape, dtype = spec.out_shape(n, inputs)
+        arguments[n] = np.zeros(shape, dtype_name(dtype))
+    wrt = [n for n in spec.arrays if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
+    cotangents = {n: np.zeros_like(arguments[n]) for n in spec.outputs}
+    with compile_only(chip):
+        spec.launcher(arguments)(*spec.ordered(arguments))
+        vjp(spec.launcher(arguments), spec.kernel.arg_names, arguments, cotangents, wrt,
+            zeros_like=np.zeros_like)
 
 
 def dtype_name(dtype) -> str:
@@ -132,4 +166,4 @@ def dtype_name(dtype) -> str:
     return text.rsplit(".", 1)[-1]
 
 
-__all__ = ["KernelOp", "vjp", "dtype_name", "DTYPES", "FLOAT_DTYPES"]
+__all__ = ["KernelOp", "vjp", "compile_only", "prepare", "dtype_name", "DTYPES", "FLOAT_DTYPES"]

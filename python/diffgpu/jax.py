@@ -74,6 +74,17 @@ class KernelFunction:
         out = self._fn(tuple(scalars), *arrays)
         return out[0] if len(s.outputs) == 1 else tuple(out)
 
+    def prepare(self, chip: str, *inputs) -> None:
+        """Compile for `chip` (e.g. "sm_90"), on a machine without a GPU, the
+        forward and backward programs that calls on inputs of these shapes
+        and dtypes launch on a GPU (arrays or scalars; values do not
+        matter); they go to the disk cache."""
+        from diffgpu.interop import prepare
+
+        args = self.spec.bind(inputs)
+        prepare(self.spec, chip, {n: v if n in self.spec.scalars else np.asarray(v)
+                                  for n, v in args.items()})
+
     # -- shapes ---------------------------------------------------------------
 
     def _out_structs(self, arrays) -> list:
@@ -138,7 +149,7 @@ class KernelFunction:
         arguments = self._host_arguments(scalars, arrays)
         cotangents = dict(zip(s.outputs, (np.asarray(c) for c in cts)))
         grads = vjp(s.launcher(arguments), s.kernel.arg_names, arguments, cotangents, wrt,
-                    zeros_like=np.zeros_like, copy=np.array)
+                    zeros_like=np.zeros_like)
         return tuple(grads[n] for n in wrt)
 
 

@@ -15,8 +15,8 @@
 The kernel is registered with `torch.library` as the custom op
 `diffgpu::<name>` with a fake (meta) implementation, so
 `torch.compile(fullgraph=True)` traces through it without a graph break. Its
-autograd formula is a second custom op, `diffgpu::<name>_vjp`, running the
-reverse-mode kernel diffgpu generates. Outputs are allocated by torch
+autograd formula is a second custom op, `diffgpu::<name>_vjp`, running
+`dg.vjp` (the reverse-mode kernel diffgpu generates). Outputs are allocated by torch
 (zero-filled); inputs are taken zero-copy (numpy views on the CPU,
 `__cuda_array_interface__` on the GPU) and must not be written by the kernel.
 On the GPU the kernel runs on torch's current CUDA stream of the tensors'
@@ -78,6 +78,17 @@ class KernelFunction:
     def __call__(self, *inputs):
         out = self._op(*inputs)
         return out if isinstance(out, torch.Tensor) else tuple(out)
+
+    def prepare(self, chip: str, *inputs) -> None:
+        """Compile for `chip` (e.g. "sm_90"), on a machine without a GPU, the
+        forward and backward programs that calls on inputs of these shapes
+        and dtypes launch on a GPU (tensors, numpy arrays or scalars; their
+        values do not matter); they go to the disk cache."""
+        from diffgpu.interop import prepare
+
+        args = self.spec.bind(inputs)
+        prepare(self.spec, chip, {n: v.detach().cpu().numpy() if isinstance(v, torch.Tensor)
+                                  else v for n, v in args.items()})
 
     # -- registration -------------------------------------------------------
 
@@ -169,9 +180,7 @@ class KernelFunction:
         with _on_stream(device):
             grads = vjp(s.launcher(arguments), s.kernel.arg_names, arguments, cots, wrt,
                         zeros_like=lambda x: torch.zeros(x.shape, dtype=x.dtype, device=device),
-                        copy=lambda g: g.to(device=device, copy=True,
-                                            memory_format=torch.contiguous_format),
-                        view=_view)
+                        view=_view, wrap=lambda g: _from_diffgpu(g, device))
         return _ret([grads[n] if n in grads else torch.zeros_like(args[n]) for n in s.arrays])
 
     def _backward_fake(self, *all_args):
@@ -237,6 +246,14 @@ def _view(x):
         return x
     x = x.detach()
     return x.numpy() if x.device.type == "cpu" else x
+
+
+def _from_diffgpu(x, device):
+    """A tensor sharing the memory of an array diffgpu returned (numpy on the
+    CPU, CuPy on the GPU: `__cuda_array_interface__`, kept alive by it)."""
+    if device.type == "cpu":
+        return torch.from_numpy(x)
+    return torch.as_tensor(x, device=device)
 
 
 class _on_stream:

@@ -70,26 +70,31 @@ def wrap(module, name):
     return module.op(kernel, outputs=outputs, scalars=scalars, grid=grid, block=block)
 
 
-def _signatures(dtype):
-    from diffgpu.types import ArrayType, ScalarType
+def gpu_inputs():
+    """(kernel name, inputs by name) of every call the GPU tests make: the
+    shapes and dtypes test_torch.py / test_jax.py launch on the GPU."""
+    import numpy as np
 
-    a1, a2 = ArrayType(dtype, 1), ArrayType(dtype, 2)
-    f64 = ScalarType("float64")
-    return [
-        (square_scale, (a1, a1, f64), ("dup", "dup", "const")),
-        (mul_add, (a1, a1, a1, a1), ("dup",) * 4),
-        (dense_tanh, (a2, a2, a2, a1), ("dup",) * 4),
-    ]
+    calls = []
+    for dt in ("float32", "float64"):
+        def arr(*shape, dt=dt):
+            return np.zeros(shape, dt)
+        calls += [("square_scale", {"x": arr(70), "a": 1.5}),
+                  ("mul_add", {"x": arr(70), "y": arr(70)}),
+                  ("dense_tanh", {"x": arr(5, 3), "w": arr(3, 4), "b": arr(4)}),
+                  ("dense_tanh", {"x": arr(32, 4), "w": arr(4, 8), "b": arr(8)})]
+    calls.append(("square_scale", {"x": np.zeros(1 << 20, "float32"), "a": 3.0}))
+    return calls
 
 
 def prepare(chip: str) -> None:
-    """Compile the primal and reverse kernels of every GPU test signature."""
-    from diffgpu.launch import get_program
+    """Compile the forward and backward programs of every GPU test call."""
+    from diffgpu.interop import KernelOp
+    from diffgpu.interop import prepare as prepare_op
 
-    for dtype in ("float32", "float64"):
-        for kernel, types, kinds in _signatures(dtype):
-            get_program(kernel, types, chip)
-            get_program(kernel, types, chip, ("reverse", kinds))
+    for name, inputs in gpu_inputs():
+        kernel, outputs, scalars, grid, block = OPS[name]
+        prepare_op(KernelOp(kernel, outputs, grid, block, scalars), chip, inputs)
 
 
 def reference(name, xp, *args):
