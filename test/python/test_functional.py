@@ -296,3 +296,57 @@ def test_accumulated_array_passes_its_cotangent_through():
     assert _reverse_kinds(total) == ["cot, grad"]   # no primal sum, no copy
     dg.vjp(total[3, 32], out, x, cotangents={"out": g}, outputs=True)
     assert out[0] == pytest.approx(5.0 + float(np.sum(x.astype(np.float64) ** 2)), rel=1e-5)
+
+
+@dg.kernel
+def mul2d(c, a, b):
+    i = dg.global_id(0)
+    j = dg.global_id(1)
+    if i < c.shape[0] and j < c.shape[1]:
+        c[i, j] = a[i, j] * dg.sin(b[i, j])
+
+
+@pytest.mark.parametrize("grid", [(2, 3), (1, 2)])  # covering, and reaching part of it
+def test_2d_kernel_matches_enzyme_convention(grid):
+    a, b = RNG.standard_normal((20, 12)), RNG.standard_normal((20, 12))
+    c, g = np.zeros((20, 12)), RNG.standard_normal((20, 12))
+    launch = mul2d[grid, (16, 8)]
+    grads = dg.vjp(launch, c, a, b, cotangents={"c": g})
+    assert "cot, grad, grad" in _reverse_kinds(mul2d)
+    da, db, dc = np.zeros_like(a), np.zeros_like(b), g.copy()
+    dg.autodiff(launch, dg.Duplicated(c.copy(), dc), dg.Duplicated(a, da), dg.Duplicated(b, db))
+    np.testing.assert_array_equal(grads["a"], da)   # the same arithmetic, bit for bit
+    np.testing.assert_array_equal(grads["b"], db)
+    reach = np.zeros((20, 12), bool)
+    reach[:grid[0] * 16, :grid[1] * 8] = True
+    np.testing.assert_allclose(grads["a"], np.where(reach, np.sin(b) * g, 0.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["square", "saxpy", "loop", "sumsq"])
+def test_functional_kinds_equal_enzyme_convention(name):
+    n = 77
+    x, p, g = RNG.standard_normal(n), RNG.standard_normal(n), RNG.standard_normal(n)
+    k, args, out = {
+        "square": (square, [np.zeros(n), x], "y"),
+        "saxpy": (saxpy, [np.zeros(n), 0.5, x, p], "o"),
+        "loop": (loop, [np.zeros(n), x, p, 5], "y"),
+        "sumsq": (sumsq, [np.zeros(1), x], "out"),
+    }[name]
+    if name == "sumsq":
+        g = np.array([0.3])
+    launch = k[3, 32]
+    grads = dg.vjp(launch, *args, cotangents={out: g})
+    assert "cot" in _reverse_kinds(k)[-1] and "grad" in _reverse_kinds(k)[-1]
+    acts, shadows = [], {}
+    for pname, a in zip(k.arg_names, args):
+        if isinstance(a, np.ndarray):
+            shadows[pname] = g.copy() if pname == out else np.zeros_like(a)
+            acts.append(dg.Duplicated(a.copy(), shadows[pname]))
+        else:
+            acts.append(dg.Active(a) if isinstance(a, float) else a)
+    active = dg.autodiff(launch, *acts)
+    for pname, want in shadows.items():
+        if pname != out:
+            np.testing.assert_array_equal(grads[pname], want)
+    if name == "saxpy":
+        assert grads["a"] == pytest.approx(float(active[0]), rel=1e-12)
