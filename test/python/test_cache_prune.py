@@ -3,7 +3,6 @@ safe with concurrent processes, and `python -m diffgpu cache info|clear|prune`."
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 

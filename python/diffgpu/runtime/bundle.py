@@ -14,12 +14,14 @@ host code inside it, like unpickling runs code: load only bundles you trust.
 The digests catch damaged files, not malicious ones (a bundle's author writes
 the digests too). `load_bundle` refuses, with a BundleError:
 
-| what                                           | example                          |
-|------------------------------------------------|----------------------------------|
-| a member name that is absolute or climbs out   | `/etc/x`, `../x`, `entries/../x` |
-| two members with the same name                 | `entries/0.json` twice           |
-| an entry whose digest differs from the manifest | a flipped byte                   |
-| an entry that is not what its record claims    | name, signature, target, kind; a PTX `.target` or `.entry` other than the record's |
+| refused                                      | example                          |
+|----------------------------------------------|----------------------------------|
+| a member name that is absolute or climbs out | `/etc/x`, `../x`, `entries/../x` |
+| two members with the same name               | `entries/0.json` twice           |
+| an entry whose digest is not the record's    | a flipped byte                   |
+| an entry that is not what its record claims  | another name, signature, target  |
+|                                              | or kind; PTX whose `.target` or  |
+|                                              | `.entry` is another              |
 """
 from __future__ import annotations
 

@@ -4,10 +4,12 @@ Cache entries are code that this process runs (PTX, and LLVM-dialect text the
 CPU JIT compiles), and their names are predictable from the kernel source.
 So a directory that another user can write is never read from:
 
-| path                                  | must be                                          |
-|---------------------------------------|--------------------------------------------------|
-| the cache root and everything under it | a real directory, owned by us, not group/world-writable |
-| each parent, up to `~` (or up to `/`) | owned by us or root; not group/world-writable, unless sticky (like `/tmp`) |
+| path                                   | must be                                  |
+|----------------------------------------|------------------------------------------|
+| the cache root and everything under it | a directory owned by us, not group- or   |
+|                                        | world-writable                           |
+| each parent, up to `~` (else `/`)      | owned by us or root; not group- or       |
+|                                        | world-writable unless sticky (`/tmp`)    |
 
 Paths are checked after resolving symlinks (`os.path.realpath`), so the chain
 checked is the one the kernel reads through. Directories we create are 0700;

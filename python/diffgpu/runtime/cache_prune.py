@@ -34,7 +34,7 @@ try:
 except ImportError:  # no flock (Windows): no cap
     fcntl = None
 
-from diffgpu.runtime.cache_dir import FORMAT_DIR, warn_once
+from diffgpu.runtime.cache_dir import warn_once
 
 DEFAULT_MAX_MB = 1024
 #: a prune stops when the entries fit in this fraction of the cap
@@ -217,4 +217,4 @@ def clear(sub: str) -> dict:
     return prune(sub, target=0)["before"]
 
 
-__all__ = ["max_bytes", "clear", "account", "prune", "info", "scan", "FORMAT_DIR"]
+__all__ = ["max_bytes", "clear", "account", "prune", "info", "scan"]
