@@ -186,6 +186,18 @@ def diff_corpus_cases():
     return mod.gpu_cases() + mod.load_variant(64, 16).gpu_cases()  # and 2-warp blocks
 
 
+def atomics_cases():
+    """Cases of test/python/test_atomics.py (`gpu_cases()`): atomic adds summed
+    per block and per warp (2^26-term float32 sums, partial warps, early
+    return, nested guards, integer counts, 3-D blocks, an Active scalar's
+    gradient); expected: a numpy reference or the CPU. The 2^26 sums' "max
+    |err|" over the sum (about 7.3e7) is their relative error."""
+    mod = _test_module("test_atomics.py", "test_atomics_cases")
+    if mod is None:
+        return []
+    return mod.gpu_cases()
+
+
 def gradient_cases():
     """The gradient corpus of test/python/test_gradients.py (`CASES`: kernel,
     grid, block, args(), activity kinds), each in reverse mode (random
@@ -334,7 +346,7 @@ def diff_of(mode, args):
 def all_cases():
     """(name, kernel, grid, block, mode, make(rng), ref or None) of every case."""
     return ([c + (None,) for c in builtin_cases()] + corpus_cases() + gradient_cases()
-            + diff_corpus_cases())
+            + diff_corpus_cases() + atomics_cases())
 
 
 def _copies(args):

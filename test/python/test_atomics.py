@@ -65,14 +65,15 @@ def scale_loss(loss, a, w, x):  # a (Active) and w[0] are read by every thread
 def sumsq_gen(out, n):  # terms made from the index: no input array to ship to a GPU
     i = dg.global_id(0)
     if i < n:
-        v = np.float32((i * 40503) % 65536) / np.float32(65536.0) + np.float32(0.5)
+        k = (i * 2654435761) % 4294967296 // 65536  # a multiplicative hash, 16 bits
+        v = np.float32(k) / np.float32(65536.0) + np.float32(0.5)
         dg.atomic_add(out, 0, v * v)
 
 
 def sumsq_gen_ref(out, n):
     """float64 sum of the float32 squares sumsq_gen adds (one rounding each)."""
-    v = (np.arange(n, dtype=np.int64) * 40503 % 65536).astype(np.float32) / np.float32(
-        65536.0) + np.float32(0.5)
+    k = np.arange(n, dtype=np.int64) * 2654435761 % 4294967296 // 65536
+    v = k.astype(np.float32) / np.float32(65536.0) + np.float32(0.5)
     out[0] += np.sum((v * v).astype(np.float64))
 
 
@@ -156,7 +157,9 @@ def test_multi_dimensional_blocks(block):
 def test_float32_sum_of_2_26(block):
     """The block sums are pairwise; what remains sequential is one float32
     rounding per block at the target, each off by up to half an ulp of the
-    running sum, independently: a random walk of n / block steps. Per-thread
+    running sum. For these terms the roundings behave like independent ones,
+    a random walk of n / block steps (docs/atomics.md: block sums that vary
+    by less than an ulp round the same way and drift further). Per-thread
     atomics (one rounding per element, 2^26 of them) were 18% off."""
     n = 1 << 26
     x = np.random.default_rng(3).random(n, dtype=np.float32) + np.float32(0.5)

@@ -217,8 +217,29 @@ def _dims(value, what: str, limits) -> tuple:
     return tuple(dims + [1] * (3 - len(dims)))
 
 
+_GEOMETRY: dict = {}
+
+
 def check_geometry(grid, block) -> tuple[tuple, tuple]:
-    """Normalize grid and block to 3-tuples; LaunchError if out of range."""
+    """Normalize grid and block to 3-tuples; LaunchError if out of range.
+    Valid geometries are remembered (launch loops repeat theirs)."""
+    key = (grid, block) if _plain_ints(grid) and _plain_ints(block) else None
+    hit = _GEOMETRY.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    g, b = _check_geometry(grid, block)
+    if key is not None and len(_GEOMETRY) < 4096:
+        _GEOMETRY[key] = (g, b)
+    return g, b
+
+
+def _plain_ints(v) -> bool:
+    """An int or a tuple of ints, exactly (bools and numpy ints are checked
+    every time: `True == 1`)."""
+    return type(v) is int or (type(v) is tuple and all(type(x) is int for x in v))
+
+
+def _check_geometry(grid, block) -> tuple[tuple, tuple]:
     g = _dims(grid, "grid", GRID_LIMITS)
     b = _dims(block, "block", BLOCK_LIMITS)
     if b[0] * b[1] * b[2] > BLOCK_THREADS:

@@ -185,6 +185,21 @@ def ensure_malloc_heap(device_id: int) -> None:
         _heap_ready.add(device_id)
 
 
+def pack_fast(args, arg_types) -> tuple:
+    """`pack_args` for arrays with CuPy's attributes (runtime/fastpath.py)."""
+    out = []
+    for x, t in zip(args, arg_types):
+        if isinstance(t, ArrayType):
+            ptr = np.uint64(x.data.ptr)
+            item = x.itemsize
+            out += [ptr, ptr, np.int64(0)]
+            out += [np.int64(n) for n in x.shape]
+            out += [np.int64(st // item) for st in x.strides]
+        else:
+            out.append(_NP_SCALAR[t.dtype](x))
+    return tuple(out)
+
+
 class GpuProgram:
     """A PTX module and its entry, launchable on CuPy arrays."""
 
@@ -192,6 +207,31 @@ class GpuProgram:
         self.ptx, self.entry, self.meta = ptx, entry, abi
         self._checked = False
         self.uses_malloc = uses_malloc(ptx)
+        self._fns: dict = {}  # device id -> loaded function
+
+    def launch_cached(self, cache, key, args, arg_types, grid, block, device_id: int) -> None:
+        """Launch from the fast path: `cache` (a fastpath.Entry) keeps the
+        packed arguments of its previous launch, reused while `key` (the
+        arrays' pointers, shapes, strides and the scalars) is the same."""
+        fn = self._fns.get(device_id)
+        if fn is None:
+            if not self._checked:
+                check_abi(self.meta, arg_types)
+                self._checked = True
+            fn = self._fns[device_id] = _load_function(self.ptx, self.entry, device_id)
+        if self.uses_malloc:
+            ensure_malloc_heap(device_id)
+        if key == cache.last_key:
+            packed = cache.last_packed
+        else:
+            packed = pack_fast(args, arg_types)
+            cache.last_key, cache.last_packed = key, packed
+        cupy = cupy_module()
+        if cupy.cuda.runtime.getDevice() == device_id:
+            fn(grid, block, packed)
+        else:
+            with cupy.cuda.Device(device_id):
+                fn(grid, block, packed)
 
     def launch(self, args, arg_types, grid, block, device_id: int = 0) -> None:
         if not self._checked:

@@ -16,8 +16,10 @@ so KeyboardInterrupt (or the user's handler) runs as soon as the cancelled
 launch returns, within about a second. The handler is installed with
 `sigaction`, keeping Python's flags and mask, only while Python handles
 SIGINT itself (not under SIG_IGN/SIG_DFL); `signal.signal` later simply
-replaces it (checked at every launch, one system call). Cost per launch: two
-stores and that check, no thread switch.
+replaces it. A launch checks (one system call) that ours is still in place
+when the last check is more than RECHECK_S old: in between, a replaced
+handler only means that launch cannot be cancelled, as before. Cost per
+launch: a few stores and a clock read, no thread switch.
 
 Launches from other threads (which never receive KeyboardInterrupt), and
 programs without a flag (lowered before it existed), call the entry
@@ -30,6 +32,10 @@ import ctypes
 import signal
 import sys
 import threading
+import time
+
+#: how often (seconds) a launch checks that our handler is still installed
+RECHECK_S = 0.05
 
 _HANDLER_MODULE = """
 llvm.mlir.global internal @slot(0 : i64) {addr_space = 0 : i32} : i64
@@ -89,9 +95,14 @@ class _State:
         self.slot = self.prev = None  # ctypes.c_int64 views of the globals
         self.handler = 0
         self.libc = None
+        self.cur = _SigAction()  # reused by every check (main thread only)
+        self.cur_ref = ctypes.byref(self.cur)
+        self.main = threading.main_thread().ident
+        self.checked = -1.0  # time of the last successful check that ours is installed
 
 
 _S = _State()
+_SIGINT = int(signal.SIGINT)
 
 
 def _call_i64(engine, name: str) -> int:
@@ -123,6 +134,7 @@ def _setup() -> bool:
             _S.handler = _call_i64(engine, "addr_handler")
             _S.libc = ctypes.CDLL(None, use_errno=True)
             _S.libc.sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+            _S.sigaction = _S.libc.sigaction
         except Exception:  # no JIT, no libc: the worker thread instead
             return False
         _S.ready = bool(_S.handler)
@@ -131,8 +143,8 @@ def _setup() -> bool:
 
 def _installed() -> bool:
     """Ours is the SIGINT handler now (installed if Python handles SIGINT)."""
-    cur = _SigAction()
-    if _S.libc.sigaction(signal.SIGINT, None, ctypes.byref(cur)) != 0:
+    cur = _S.cur
+    if _S.sigaction(_SIGINT, None, _S.cur_ref) != 0:
         return False
     if cur.handler == _S.handler:
         return True
@@ -142,13 +154,13 @@ def _installed() -> bool:
     ctypes.memmove(ctypes.byref(new), ctypes.byref(cur), ctypes.sizeof(cur))
     new.handler = _S.handler
     _S.prev.value = cur.handler  # chain to Python's handler
-    return _S.libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0
+    return _S.sigaction(_SIGINT, ctypes.byref(new), None) == 0
 
 
 def run(fn, packed, flag) -> None:
     """Call `fn(packed)`; Ctrl-C cancels it when called from the main thread
     of a program with a cancel `flag` (ctypes.c_int64)."""
-    if flag is None or threading.current_thread() is not threading.main_thread():
+    if flag is None or threading.get_ident() != _S.main:
         fn(packed)
         return
     if not _setup():
@@ -156,9 +168,13 @@ def run(fn, packed, flag) -> None:
         host_worker.run(fn, packed, flag)
         return
     flag.value = 0  # a stale flag of an earlier interruption
-    if not _installed():
-        fn(packed)
-        return
+    now = time.monotonic()
+    if now - _S.checked > RECHECK_S:
+        if not _installed():
+            _S.checked = -1.0
+            fn(packed)
+            return
+        _S.checked = now
     try:
         _S.slot.value = ctypes.addressof(flag)
         fn(packed)
