@@ -41,6 +41,10 @@ _LAZY = {
     "racecheck": ("diffgpu.runtime.racecheck", "racecheck"),
 }
 
+#: framework bridges, imported on first use (they import torch / JAX):
+#: `dg.torch.op(kernel, ...)`, `dg.jax.op(kernel, ...)`
+_SUBMODULES = {"torch": ("diffgpu.torch", "torch"), "jax": ("diffgpu.jax", "jax")}
+
 
 def _builtins() -> dict:
     """Kernel builtins (thread_id, atomic_add, exp, ...) from diffgpu.builtins."""
@@ -60,6 +64,15 @@ def __getattr__(name):
 
         mod, attr = _LAZY[name]
         value = getattr(importlib.import_module(mod), attr)
+    elif name in _SUBMODULES:
+        import importlib
+
+        mod, extra = _SUBMODULES[name]
+        try:
+            value = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            raise ImportError(f"dg.{name} needs {exc.name} (pip install "
+                              f"'diffgpu[{extra}]')") from None
     elif name == "__all__":  # `from diffgpu import *` leaves Python's compile alone
         value = [k for k in _API if k != "compile"] + sorted(
             k for k in _builtins() if k not in _API)

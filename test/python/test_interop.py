@@ -86,3 +86,30 @@ def test_compile_only_runs_nothing():
     assert y.tolist() == [0.0] * 8
     square_scale[1, 32](y, x, 2.0)
     assert y.tolist() == [2.0] * 8
+
+
+def test_frameworks_imported_only_when_used():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, diffgpu as dg\n"
+            "from interop_kernels import square_scale\n"
+            "square_scale[1, 32](np.zeros(4), np.ones(4), 2.0)\n"
+            "print(sorted(m for m in ('torch', 'jax') if m in sys.modules))\n")
+    here = __import__("os").path.dirname(__file__)
+    out = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
+def test_dg_attributes_name_the_bridges():
+    import importlib.util
+
+    for name in ("torch", "jax"):
+        if importlib.util.find_spec(name) is None:
+            with pytest.raises(ImportError, match=f"pip install 'diffgpu\\[{name}\\]'"):
+                getattr(dg, name)
+        else:
+            assert getattr(dg, name).__name__ == f"diffgpu.{name}"
+            assert callable(getattr(dg, name).op)
