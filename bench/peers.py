@@ -19,7 +19,8 @@ with float64 numpy before it is timed. Times: median over rounds of
 back-to-back calls between CUDA events (JAX: wall clock around the same
 calls, ended by block_until_ready). Floors: the bytes each computation must
 move over the copy bandwidth measured by a device-to-device copy.
-Writes docs/gpu/peers-h200.json (and peers-h200.png with matplotlib).
+Writes docs/gpu/peers-h200.json (and peers-h200.png with matplotlib), or
+peers-h200.json/.png in $OUT when that is set (--json/--png override).
 """
 from __future__ import annotations
 
@@ -568,8 +569,11 @@ def main(argv=None) -> int:
         prepare(a.prepare, "host" if a.cpu_smoke else a.chip, SMOKE_N if a.cpu_smoke else N)
         return 0
     smoke = a.cpu_smoke
-    json_out = a.json or (os.path.join(a.run, "peers-smoke.json") if smoke else JSON_OUT)
-    png_out = a.png or (os.path.join(a.run, "peers-smoke.png") if smoke else PNG_OUT)
+    # on a lent GPU machine only $OUT comes back: the results go there when it is set
+    out_dir = a.run if smoke else os.environ.get("OUT")
+    stem = "peers-smoke" if smoke else "peers-h200"
+    json_out = a.json or (os.path.join(out_dir, stem + ".json") if out_dir else JSON_OUT)
+    png_out = a.png or (os.path.join(out_dir, stem + ".png") if out_dir else PNG_OUT)
     only = set(a.cases.split(",")) if a.cases else None
     return run(a.run, smoke, json_out, png_out, only, a.budget)
 
