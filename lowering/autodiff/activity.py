@@ -103,10 +103,12 @@ class Activity:
                     ch |= self._mark(res)
                     ch |= self._mark(body.arguments[1 + k])
             return ch
-        if name == "scf.if":
+        if name in ("scf.if", "scf.execute_region", "scf.index_switch"):
             for region in op.regions:
                 for b in region.blocks:
                     yld = b.operations[-1]
+                    if yld.operation.name != "scf.yield":
+                        continue  # a cf branch: reported by the rule
                     for k, res in enumerate(op.results):
                         if yld.operands[k] in self.active:
                             ch |= self._mark(res)

@@ -26,7 +26,7 @@ from . import spec as S
 from . import tape as T
 from .activity import Activity
 from .partials import Args, scale
-from .reverse import ELEMENTWISE, INACTIVE, STRUCTURED
+from .reverse import ELEMENTWISE, INACTIVE, STRUCTURED, nested_needs
 
 SKIP = ("scf.yield", "scf.condition", "func.return")
 
@@ -74,7 +74,8 @@ class ForwardSweep:
         if op.operation.name in INACTIVE:
             return False
         return (any(self.is_active(r) for r in op.results)
-                or any(self.is_active(v) or self.is_dup(v) for v in op.operands))
+                or any(self.is_active(v) or self.is_dup(v) for v in op.operands)
+                or nested_needs(self, op))
 
     # the sweep ----------------------------------------------------------------
     def run_block(self, block):
@@ -207,7 +208,9 @@ def tan_while(F, op):
         _load_slots(F, sc, [op.results[j] for j in act_c])
 
 
-TANGENT_STRUCTURED = {"scf.if": tan_if, "scf.for": tan_for, "scf.while": tan_while}
+TANGENT_STRUCTURED = {"scf.if": tan_if, "scf.for": tan_for, "scf.while": tan_while,
+                      # one region runs, as for scf.if: results through slots
+                      "scf.execute_region": tan_if, "scf.index_switch": tan_if}
 
 
 # -- generation -----------------------------------------------------------------

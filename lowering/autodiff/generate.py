@@ -119,6 +119,12 @@ class Generator:
             del new.attributes[targets.KERNEL_ATTR]
         targets.set_target(new, target)
         self.funcs[name] = new
+        blocks = list(new.regions[0].blocks)
+        if len(blocks) > 1:  # cf.br / cf.cond_br: the sweeps follow one block
+            term = list(blocks[0].operations)[-1]
+            self.pas.fail(term, f"no derivative rule for '{term.operation.name}': "
+                                f"@{ir.StringAttr(src.attributes['sym_name']).value} has "
+                                f"unstructured control flow ({len(blocks)} blocks)")
         inline_generated(self, new)
         return new
 

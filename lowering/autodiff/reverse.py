@@ -80,7 +80,8 @@ class ReverseSweep:
         if op.operation.name in INACTIVE:
             return False
         return (any(self.is_active(r) for r in op.results)
-                or any(self.is_active(v) or self.is_dup(v) for v in op.operands))
+                or any(self.is_active(v) or self.is_dup(v) for v in op.operands)
+                or nested_needs(self, op))
 
     def handler(self, op):
         if not self.needs(op):
@@ -214,6 +215,13 @@ class ReverseSweep:
 
     def prepare(self, entry_block):
         self.nested = nested_uses(self.act.ops, self.is_active)
+
+
+def nested_needs(D, op):
+    """An op without a rule whose regions hold code that needs a derivative
+    (scf.parallel, ...): it needs one too, so it is reported, not skipped."""
+    return any(D.needs(inner) for region in op.regions for block in region.blocks
+               for inner in block.operations)
 
 
 def rev_elementwise(R, op):

@@ -1,5 +1,9 @@
 """Derivative rules of the `arith` dialect (one entry per op, one partial per
-operand; see partials.py). Integer, index and i1 ops are listed as inactive.
+operand; see partials.py). Ops without a derivative are listed in INACTIVE,
+each with the reason; any other op that touches an active value and has no
+rule is an error (never a silent zero). `arith.bitcast` is in neither list:
+reinterpreting a float's bits as an integer (and back) would lose its
+derivative, so on an active value it is an error.
 
     arith.mulf %x, %y    d/dx = y, d/dy = x
 """
@@ -40,10 +44,16 @@ DERIVATIVES = {
     "arith.uitofp": (None,),
 }
 
-#: ops that never carry a derivative (integer, index, i1 results, constants)
-INACTIVE = frozenset("arith." + n for n in """
-    constant cmpf cmpi fptosi fptoui bitcast index_cast index_castui
-    addi subi muli divsi divui ceildivsi ceildivui floordivsi remsi remui
-    andi ori xori shli shrsi shrui maxsi minsi maxui minui extsi extui trunci
-    addui_extended mulsi_extended mului_extended
-""".split())
+_INT = "integer or index values only: no float operand, no derivative"
+#: ops that carry no derivative -> why
+INACTIVE = {
+    "arith.constant": "no operands",
+    "arith.cmpf": "an i1 result, piecewise constant in its float operands",
+    "arith.fptosi": "an integer result, piecewise constant in its float operand",
+    "arith.fptoui": "an integer result, piecewise constant in its float operand",
+    **{"arith." + n: _INT for n in """
+        cmpi index_cast index_castui addi subi muli divsi divui ceildivsi ceildivui
+        floordivsi remsi remui andi ori xori shli shrsi shrui maxsi minsi maxui minui
+        extsi extui trunci addui_extended mulsi_extended mului_extended
+    """.split()},
+}

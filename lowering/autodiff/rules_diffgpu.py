@@ -13,8 +13,12 @@ from diffgpu.dialects import ops as dg_ops
 
 from .partials import Rule
 
-INACTIVE = frozenset(("diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim",
-                      "diffgpu.grid_dim", "diffgpu.shared_alloc"))
+#: ops that carry no derivative -> why
+INACTIVE = {
+    **{"diffgpu." + n: "thread geometry: an index result, no operands"
+       for n in ("thread_id", "block_id", "block_dim", "grid_dim")},
+    "diffgpu.shared_alloc": "creates a shared array (its shadow: shared.py)",
+}
 
 
 def _atomic_needs(R, op):

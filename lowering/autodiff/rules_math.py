@@ -19,14 +19,11 @@ def _sign(e):
 
 
 def _copysign_dx(e):
-    """sign(x) * sign(y) by sign bits (copysign(1, x) * copysign(1, y))."""
-    from diffgpu._mlir import arith, ir
-    w = 64 if str(e.x.type) == "f64" else 32
-    it = ir.IntegerType.get_signless(w)
-    bx = arith.bitcast(it, e.x.v)
-    by = arith.bitcast(it, e.y.v)
-    same = arith.cmpi(arith.CmpIPredicate.sge, arith.xori(bx, by), B.const(it, 0))
-    return B.select(same, e.c(1.0), e.c(-1.0))
+    """sign(x) * sign(y) by sign bits: copysign(1, x) * copysign(1, y) (no
+    bitcast, so that the rule itself can be differentiated again)."""
+    from diffgpu._mlir import math
+    one = e.c(1.0).v
+    return B.V(math.copysign(one, e.x.v)) * B.V(math.copysign(one, e.y.v))
 
 
 def _pow_dx(e):
@@ -100,6 +97,10 @@ DERIVATIVES = {
     "math.trunc": (ZERO,),
 }
 
-INACTIVE = frozenset("math." + n for n in """
-    ipowi absi ctlz cttz ctpop isnan isinf isfinite isnormal
-""".split())
+_CLASS = "an i1 result: a classification of the float, piecewise constant"
+#: ops that carry no derivative -> why
+INACTIVE = {
+    **{"math." + n: "integer values only: no float operand, no derivative"
+       for n in ("ipowi", "absi", "ctlz", "cttz", "ctpop")},
+    **{"math." + n: _CLASS for n in ("isnan", "isinf", "isfinite", "isnormal")},
+}

@@ -79,6 +79,11 @@ REVERSE = {
     "memref.store": Rule(_store_needs, _store_reverse, _store_tangent),
 }
 
-#: no derivative: shapes, and local allocations (an active value stored into
-#: one is reported by the store rule)
-INACTIVE = frozenset(("memref.dim", "memref.alloca", "memref.alloc", "memref.dealloc"))
+#: ops that carry no derivative -> why (an active value stored into a local
+#: buffer gives it a shadow: locals.py)
+INACTIVE = {
+    "memref.dim": "an index result: the shape",
+    "memref.alloca": "creates a buffer; its contents are followed by load/store",
+    "memref.alloc": "creates a buffer; its contents are followed by load/store",
+    "memref.dealloc": "frees a buffer; no value flows",
+}

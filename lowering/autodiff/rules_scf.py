@@ -10,6 +10,13 @@ sweep, recursively.
     scf.while: the forward sweep counts the iterations N of the `after`
       region; the reverse runs N + 1 steps backwards: step 0 reverses the
       final `before`, step j > 0 reverses `after` then `before`.
+    %r = scf.execute_region -> f32 {.. yield %a}
+      reverse: scf.execute_region { adj(a) += adj(r); reverse(body) }
+    %r = scf.index_switch %k -> f32 case 1 {.. yield %a} default {.. yield %b}
+      reverse: scf.index_switch %k case 1 { adj(a) += adj(r); reverse(case) }
+               default { adj(b) += adj(r); reverse(default) }
+Their forward-mode rules are in forward.py (tangents through slots). Any
+other op with regions that holds active code has no rule: an error.
 """
 from __future__ import annotations
 
@@ -134,7 +141,48 @@ def _while_reverse(R, op):
         R.add_adj(op.operands[k], loop.results[i])
 
 
+# -- scf.execute_region / scf.index_switch: one region runs, once -----------
+def _one_region_needs(R, op):
+    for region in op.regions:
+        if len(region.blocks) != 1:
+            R.error(op, f"no derivative rule for '{op.operation.name}' with "
+                        f"{len(region.blocks)} blocks (unstructured control flow)")
+            return False
+    return _region_needs(R, op)
+
+
+def _reverse_regions(R, op, pairs):
+    """Reverse each forward region of `op` into its block of `pairs`."""
+    dres = [R.get_adj(r) for r in op.results]
+    for fwd, rblock in pairs:
+        yld = list(fwd.operations)[-1]
+
+        def seed(yld=yld):
+            for k, d in enumerate(dres):
+                if d is not None:
+                    R.add_adj(yld.operands[k], d)
+
+        with ir.InsertionPoint(rblock):
+            R.sweep(fwd, seed=seed, finish=lambda: scf.YieldOp([]))
+
+
+def _execute_region_reverse(R, op):
+    rev = scf.ExecuteRegionOp([])
+    rblock = rev.regions[0].blocks.append()
+    _reverse_regions(R, op, [(op.regions[0].blocks[0], rblock)])
+
+
+def _index_switch_reverse(R, op):
+    cases = list(ir.DenseI64ArrayAttr(op.attributes["cases"]))
+    rev = scf.IndexSwitchOp([], R.need(op.operands[0]), cases)
+    fwd = [region.blocks[0] for region in op.regions]  # default, then the cases
+    _reverse_regions(R, op, list(zip(fwd, [rev.default_block] +
+                                     [rev.case_block(i) for i in range(len(cases))])))
+
+
 REVERSE = {
+    "scf.execute_region": Rule(_one_region_needs, _execute_region_reverse),
+    "scf.index_switch": Rule(_one_region_needs, _index_switch_reverse),
     "scf.if": Rule(_region_needs, _if_reverse, _if_tangent),
     "scf.for": Rule(_region_needs, _for_reverse),
     "scf.while": Rule(_region_needs, _while_reverse),

@@ -466,14 +466,10 @@ func.func @k_copysign(%d: f64, %x0: f64, %x1: f64) attributes {diffgpu.kernel, d
 // CHECK-LABEL: func.func @__dg_rev_copysign_
 // CHECK-SAME: (%[[X:.+]]: f64, %[[Y:.+]]: f64, %[[D:.+]]: f64) -> (f64, f64)
 // CHECK-NEXT: math.copysign %[[X]], %[[Y]]
-// CHECK-NEXT: %[[BX:.+]] = arith.bitcast %[[X]] : f64 to i64
-// CHECK-NEXT: %[[BY:.+]] = arith.bitcast %[[Y]] : f64 to i64
-// CHECK-NEXT: %[[XOR:.+]] = arith.xori %[[BX]], %[[BY]]
-// CHECK-NEXT: %[[Z:.+]] = arith.constant 0 : i64
-// CHECK-NEXT: %[[SAME:.+]] = arith.cmpi sge, %[[XOR]], %[[Z]]
 // CHECK-NEXT: %[[P1:.+]] = arith.constant 1.0
-// CHECK-NEXT: %[[M1:.+]] = arith.constant -1.0
-// CHECK-NEXT: %[[S:.+]] = arith.select %[[SAME]], %[[P1]], %[[M1]]
+// CHECK-NEXT: %[[SX:.+]] = math.copysign %[[P1]], %[[X]]
+// CHECK-NEXT: %[[SY:.+]] = math.copysign %[[P1]], %[[Y]]
+// CHECK-NEXT: %[[S:.+]] = arith.mulf %[[SX]], %[[SY]]
 // CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[S]]
 // CHECK-NEXT: %[[Z0:.+]] = arith.constant 0.0
 // CHECK-NEXT: return %[[G]], %[[Z0]]
