@@ -222,3 +222,18 @@ def test_cap_holds_with_four_processes(tmp_path):
     assert ledger >= final
     print(f"4 processes, {compiles} compiles: {time.perf_counter() - start:.1f} s, "
           f"final {final} B, peak {peak[0]} B")
+
+
+def test_symlinked_lock_is_refused_and_store_still_works(root, tmp_path):
+    # the size ledger is opened without following symlinks: a planted link
+    # only costs the cap (one warning), never a write through it
+    put("a")
+    elsewhere = tmp_path / "victim-file"
+    elsewhere.write_text("precious")
+    lock = root / "v1.lock"
+    lock.unlink()
+    os.symlink(elsewhere, lock)
+    with pytest.warns(RuntimeWarning, match="size cap"):
+        key = put("b")
+    assert cache.load(key) is not None
+    assert elsewhere.read_text() == "precious"
