@@ -13,7 +13,9 @@ Sharing the directory between processes:
   total over the cap (or missing) makes that store scan the directory and
   prune, still holding the lock, and write back the true total. The total is
   an upper bound on the real size (entries written twice count twice), so the
-  cap holds whenever no store is in flight, with any number of processes.
+  cap holds whenever no store is in flight, with any number of processes (a
+  writer killed between its rename and its count leaves one entry uncounted
+  until the next scan).
 - A pruned entry is renamed into `<root>/v1.trash/` (atomic: the key is a miss
   from then on) and unlinked there. Readers open, then read, so a reader that
   opened it first still reads it whole (POSIX keeps an unlinked open file);
