@@ -30,6 +30,9 @@ def layout(a) -> tuple:
     same array seen twice."""
     if isinstance(a, np.ndarray):
         return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+    ptr = getattr(getattr(a, "data", None), "ptr", None)
+    if isinstance(ptr, int) and hasattr(a, "strides"):  # CuPy: no interface dict built
+        return (ptr, tuple(a.shape), tuple(a.strides), a.dtype.str)
     iface = _interface(a)
     shape = tuple(iface["shape"])
     item = np.dtype(iface["typestr"]).itemsize

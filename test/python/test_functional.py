@@ -350,3 +350,23 @@ def test_functional_kinds_equal_enzyme_convention(name):
             np.testing.assert_array_equal(grads[pname], want)
     if name == "saxpy":
         assert grads["a"] == pytest.approx(float(active[0]), rel=1e-12)
+
+
+class _FakeCuda:
+    """Only `__cuda_array_interface__`: byte ranges of device arrays."""
+
+    def __init__(self, ptr, shape, strides=None):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape,
+                                         "typestr": "<f4", "strides": strides, "version": 3}
+
+
+def test_device_layouts_and_overlap():
+    from diffgpu import buffers as M
+
+    a = _FakeCuda(4096, (8,))
+    assert M.layout(a) == (4096, (8,), (4,), "<f4")
+    assert M.byte_range(a) == (4096, 4128)
+    assert M.overlap(a, _FakeCuda(4124, (2,)))             # shares the last element
+    assert not M.overlap(a, _FakeCuda(4128, (2,)))         # right after it
+    assert M.byte_range(_FakeCuda(4096, (4,), (-8,))) == (4072, 4100)  # negative stride
+    assert M.byte_range(_FakeCuda(4096, (0, 3))) == (4096, 4096)     # empty
