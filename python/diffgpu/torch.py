@@ -20,9 +20,10 @@ autograd formula is a second custom op, `diffgpu::<name>_vjp`, running
 (zero-filled); inputs are taken zero-copy (numpy views on the CPU,
 `__cuda_array_interface__` on the GPU) and must not be written by the kernel.
 On the GPU the kernel runs on torch's current CUDA stream of the tensors'
-device. The gradient of the gradient is not registered (second order: call
-dg.autodiff inside a kernel). Importing this module imports torch; `import
-diffgpu` does not.
+device. The gradient of the gradient is not registered: torch's double
+backward through the op raises a LaunchError (second order: call dg.autodiff
+twice inside a kernel). Importing this module imports torch; `import diffgpu`
+does not.
 """
 from __future__ import annotations
 
@@ -111,6 +112,8 @@ class KernelFunction:
         torch.library.register_fake(q + "_vjp", self._backward_fake, lib=lib)
         torch.library.register_autograd(q, self._autograd_backward,
                                         setup_context=self._setup_context, lib=lib)
+        torch.library.register_autograd(q + "_vjp", self._no_double_backward,
+                                        setup_context=_no_context, lib=lib)
 
     # -- forward --------------------------------------------------------------
 
@@ -164,6 +167,11 @@ class KernelFunction:
         return tuple(None if n in s.scalars or not _is_float(tensors[n]) else res[n]
                      for n in s.inputs)
 
+    def _no_double_backward(self, ctx, *grads):
+        raise LaunchError(f"{self.qualname}: the gradient of diffgpu's gradient is not "
+                          "registered with torch (for second order, call dg.autodiff twice "
+                          "inside a kernel)")
+
     def _backward(self, *all_args):
         s = self.spec
         args = s.bind(all_args[:len(s.inputs)])
@@ -215,6 +223,10 @@ class KernelFunction:
 
 
 _SCALAR_SCHEMA = {float: "float", int: "int"}
+
+
+def _no_context(ctx, inputs, output) -> None:
+    pass
 
 
 def _rets(n: int) -> str:

@@ -159,6 +159,15 @@ def test_no_gradient_for_scalars_and_int_tensors():
     assert x.grad.tolist() == [2.0, 2.0, 4.0]
 
 
+def test_double_backward_is_an_error_not_a_silent_none():
+    op = OPS_T["square_scale"]
+    x = torch.rand(5, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(op(x, 2.0).sum(), x, create_graph=True)
+    torch.testing.assert_close(g, 4 * x)
+    with pytest.raises(dg.LaunchError, match="gradient of diffgpu's gradient"):
+        g.sum().backward()
+
+
 def test_clear_errors():
     op = OPS_T["square_scale"]
     with pytest.raises(dg.LaunchError, match="input 'x' has dtype torch.float16"):
