@@ -47,6 +47,8 @@ import repo_imports  # noqa: E402
 
 repo_imports.bootstrap()
 
+import gpu_check_specialize as SPEC  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 import diffgpu as dg  # noqa: E402
@@ -241,7 +243,10 @@ def encode_args(args, arrays: dict, prefix: str) -> list:
     from diffgpu.activities import Activity
     out = []
     for i, a in enumerate(args):
-        if isinstance(a, Activity):
+        same = [j for j in range(i) if isinstance(a, np.ndarray) and args[j] is a]
+        if same:  # the same array object again (in-place launches)
+            out.append({"same_as": same[0]})
+        elif isinstance(a, Activity):
             rec = {"activity": type(a).__name__, "value": _enc(a.value, arrays, f"{prefix}{i}v")}
             if a.shadow is not None:
                 rec["shadow"] = _enc(a.shadow, arrays, f"{prefix}{i}s")
@@ -264,7 +269,9 @@ def _enc(x, arrays, key):
 def decode_args(desc, arrays, to_device):
     out = []
     for rec in desc:
-        if "activity" in rec:
+        if "same_as" in rec:
+            out.append(out[rec["same_as"]])
+        elif "activity" in rec:
             cls = getattr(dg, rec["activity"])
             v = _dec(rec["value"], arrays, to_device)
             out.append(cls(v, _dec(rec["shadow"], arrays, to_device)) if "shadow" in rec
@@ -319,6 +326,9 @@ def run_case(kernel, grid, block, mode, args):
     if mode == "launch":
         kernel[grid, block](*args)
         return None
+    if mode == "generic":  # specialisation off (gpu_check_specialize.py)
+        SPEC.run_generic(kernel, grid, block, args)
+        return None
     if mode == "reverse":
         return dg.autodiff(kernel[grid, block], *args)
     dg.fwddiff(kernel[grid, block], *args)
@@ -334,7 +344,7 @@ def signature_of(kernel, args):
 
 def diff_of(mode, args):
     from diffgpu.activities import Activity
-    if mode == "launch":
+    if mode in ("launch", "generic"):
         return None
     return (mode, tuple(a.kind if isinstance(a, Activity) else "const" for a in args))
 
@@ -346,7 +356,7 @@ def diff_of(mode, args):
 def all_cases():
     """(name, kernel, grid, block, mode, make(rng), ref or None) of every case."""
     return ([c + (None,) for c in builtin_cases()] + corpus_cases() + gradient_cases()
-            + diff_corpus_cases() + atomics_cases())
+            + diff_corpus_cases() + SPEC.cases() + atomics_cases())
 
 
 def _copies(args):
@@ -365,6 +375,8 @@ def _prepare_case(directory, chip, k, name, kernel, grid, block, mode, make, ref
         diff = diff_of(mode, args)
         rec["key"] = cache.cache_key(kernel, types, chip, diff)
         get_program(kernel, types, chip, diff)          # PTX into the cache
+        if mode == "launch":  # and the program specialised for the launch's facts
+            rec["facts"] = SPEC.launch_programs(kernel, grid, block, args, chip)
         if ref is not None:  # expected: the numpy reference
             expect = _copies(args)
             ref(*expect)
@@ -528,7 +540,8 @@ def run(directory: str) -> int:
     _table(rows)
     from diffgpu.launch import STATS
     print(f"\nprograms: {STATS['disk_hit']} loaded from the cache, {STATS['preloaded']} by "
-          f"stored key, {STATS['compile']} compiled")
+          f"stored key, {STATS['compile']} compiled; {STATS['generic_fallback']} specialised "
+          "launches fell back to the generic program (not prepared)")
     print(f"{len(rows) - bad}/{len(rows)} cases match the CPU results"
           + ("" if "mlir" not in sys.modules or sys.modules["mlir"] is None
              else " (WARNING: mlir was imported)"))

@@ -14,7 +14,7 @@ import os
 import threading
 
 from diffgpu.errors import CompileError, DiffgpuError
-from diffgpu.runtime import cache
+from diffgpu.runtime import cache, fastpath
 from diffgpu.runtime.args import check_arity, infer_signature, parse_type
 from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import launch_facts
@@ -40,13 +40,17 @@ def target_for(sig) -> str:
 
 def launch(kernel, args, grid, block) -> None:
     """Check, compile (once per signature and launch facts) and run `kernel`
-    on `args`."""
+    on `args`. Launches with an argument signature seen before take the
+    fast path (runtime/fastpath.py): per-value checks only."""
+    if fastpath.launch(kernel, args, grid, block):
+        return
     check_arity(args, kernel.arg_names, kernel.name)
     sig = infer_signature(args, kernel.arg_names, kernel.name)
     target = target_for(sig)
     program = get_program(kernel, sig.types, target,
                           facts=facts_for(args, sig.types, target, grid, block))
     run_program(program, args, sig, grid, block)
+    fastpath.remember(kernel, args, sig)
 
 
 def facts_for(args, types, target: str, grid=None, block=None):

@@ -1,0 +1,140 @@
+"""GPU check cases of launch-time specialisation (runtime/specialize.py).
+
+Each kernel runs twice on the GPU: as a plain launch, which selects the
+program specialised for its launch facts (disjoint arrays: noalias pointers,
+ld.global.nc, loads before stores, several shadows without atomics;
+contiguous arrays: folded strides; 1-D launches: no geometry guard), and
+with the specialisation switched off (mode "generic"), the program every
+launch could use. Both are compared with the CPU's result, so the two GPU
+programs agree with each other too. The aliasing cases pass one array
+twice (an in-place kernel, an in-place gradient): their facts carry no
+`noalias`, and they must give the CPU's (program-order) result.
+
+`--prepare` compiles both programs of each case (gpu_check.py asks
+`launch_programs` for the specialised one).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import diffgpu as dg
+
+N = 3000
+
+
+@dg.kernel
+def scale_shift(y, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        y[i] = 2.0 * x[i] + 1.0
+
+
+@dg.kernel
+def scale_shift_grad(y, dy, x, dx):
+    dg.autodiff(scale_shift, dg.Duplicated(y, dy), dg.Duplicated(x, dx))
+
+
+@dg.kernel
+def mul(y, x, w):
+    i = dg.global_id(0)
+    if i < len(x):
+        y[i] = x[i] * w[i]
+
+
+@dg.kernel
+def mul_grad(y, dy, x, dx, w, dw):
+    dg.autodiff(mul, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(w, dw))
+
+
+@dg.kernel
+def loop16(y, x, p):
+    i = dg.global_id(0)
+    if i < len(x):
+        s = x[i]
+        for k in range(16):
+            s = s + 0.1 * dg.sin(s) * p[i]
+        y[i] = s
+
+
+@dg.kernel
+def loop16_grad(y, dy, x, dx, p, dp):
+    dg.autodiff(loop16, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(p, dp))
+
+
+@dg.kernel
+def add2d(c, a, b):
+    i = dg.global_id(0)
+    j = dg.global_id(1)
+    if i < c.shape[0]:
+        if j < c.shape[1]:
+            c[i, j] = a[i, j] * b[i, j] + 1.0
+
+
+@dg.kernel
+def add2d_grad(c, dc, a, da, b, db):
+    dg.autodiff(add2d, dg.Duplicated(c, dc), dg.Duplicated(a, da), dg.Duplicated(b, db))
+
+
+def _f32(r, *shape):
+    return r.standard_normal(shape).astype(np.float32)
+
+
+#: (name, kernel, grid, block, make(rng))
+KERNELS = [
+    ("scale_shift", scale_shift, 12, 256, lambda r: [np.zeros(N, np.float32), _f32(r, N)]),
+    ("scale_shift_grad", scale_shift_grad, 12, 256, lambda r: [_f32(r, N) for _ in range(4)]),
+    ("mul_grad", mul_grad, 12, 256, lambda r: [_f32(r, N) for _ in range(6)]),
+    ("loop16", loop16, 12, 256, lambda r: [np.zeros(N, np.float32), _f32(r, N), _f32(r, N)]),
+    ("loop16_grad", loop16_grad, 12, 256, lambda r: [_f32(r, N) for _ in range(6)]),
+    ("mul_grad strided", mul_grad, 12, 256, lambda r: [_f32(r, 2 * N)[::2] for _ in range(6)]),
+    ("add2d_grad", add2d_grad, (4, 4), (16, 16), lambda r: [_f32(r, 50, 60) for _ in range(6)]),
+    ("add2d_grad transposed", add2d_grad, (4, 4), (16, 16),
+     lambda r: [_f32(r, 60, 50).T for _ in range(6)]),
+]
+
+#: cases whose arguments repeat an array object (gpu_check.encode_args keeps that)
+ALIASED = [
+    ("scale_shift in place", scale_shift, 12, 256,
+     lambda r: (lambda x: [x, x])(_f32(r, N))),
+    ("scale_shift_grad dy is dx", scale_shift_grad, 12, 256,
+     lambda r: (lambda d: [_f32(r, N), d, _f32(r, N), d])(_f32(r, N))),
+    ("mul_grad dx is dw", mul_grad, 12, 256,
+     lambda r: (lambda d: [_f32(r, N), _f32(r, N), _f32(r, N), d, _f32(r, N), d])(_f32(r, N))),
+]
+
+
+def cases():
+    """(name, kernel, grid, block, mode, make, None) for gpu_check.all_cases."""
+    out = []
+    for name, kernel, grid, block, make in KERNELS:
+        out.append((f"spec {name}", kernel, grid, block, "launch", make, None))
+        out.append((f"spec {name} generic", kernel, grid, block, "generic", make, None))
+    for name, kernel, grid, block, make in ALIASED:
+        out.append((f"spec {name}", kernel, grid, block, "launch", make, None))
+    return out
+
+
+def run_generic(kernel, grid, block, args) -> None:
+    """Launch with the specialisation switched off: the generic program."""
+    from diffgpu.runtime import specialize
+
+    old, specialize.ENABLED = specialize.ENABLED, False
+    try:
+        kernel[grid, block](*args)
+    finally:
+        specialize.ENABLED = old
+
+
+def launch_programs(kernel, grid, block, args, chip: str) -> str | None:
+    """Compile (into the cache) the program a launch of `args` selects on
+    `chip`; its facts' key, or None when the launch is generic."""
+    from diffgpu.launch import facts_for, get_program
+    from diffgpu.runtime.args import check_geometry, infer_signature
+
+    sig = infer_signature(args, kernel.arg_names, kernel.name)
+    g, b = check_geometry(grid, block)
+    facts = facts_for(args, sig.types, chip, g, b)
+    if facts is None:
+        return None
+    get_program(kernel, sig.types, chip, facts=facts)
+    return facts.key()
