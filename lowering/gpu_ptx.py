@@ -71,7 +71,8 @@ class GpuOptions:
 def _front(opts: GpuOptions) -> list[str]:
     lower = "diffgpu-lower-to-gpu" + (f"{{chip={opts.chip}}}" if opts.chip else "")
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-specialize", "diffgpu-aggregate-atomics", lower, "diffgpu-warp-atomics"]
+            "diffgpu-specialize", "diffgpu-stencil-adjoint", "diffgpu-aggregate-atomics", lower,
+            "diffgpu-warp-atomics"]
 
 
 @register_pipeline("diffgpu-to-gpu", "differentiate, verify targets, move kernels into "

@@ -36,6 +36,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.to_gpu",
     "diffgpu.lowering.gpu_atomics",
     "diffgpu.lowering.aggregate_atomics",
+    "diffgpu.lowering.stencil_adjoint",
     "diffgpu.lowering.to_host",
     "diffgpu.lowering.llvm_flags",
 )

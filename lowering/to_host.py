@@ -399,4 +399,5 @@ def _host_pipeline(opts) -> list[str]:
                                       ("cancel=0", not opts.cancel)) if on)
     lower = "diffgpu-lower-to-host" + (f"{{{flags}}}" if flags else "")
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-specialize", "diffgpu-aggregate-atomics", lower, *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]
+            "diffgpu-specialize", "diffgpu-stencil-adjoint", "diffgpu-aggregate-atomics", lower,
+            *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

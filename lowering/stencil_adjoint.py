@@ -1,0 +1,308 @@
+"""`diffgpu-stencil-adjoint`: a stencil's scattered shadow adds, gathered per block.
+
+Reverse mode turns the gather `y[i] = sum_k c_k x[i + k]` into the scatter
+`dx[i + k] += c_k dy[i]`: one atomic per thread and offset. This pass (after
+`diffgpu-autodiff`, before `diffgpu-aggregate-atomics`) transposes the
+scatter inside each block. Every thread stores its contribution for offset
+`k` in a shared array (with a flag: whether it would have added it), a
+barrier, then thread `t` sums the contributions of the block's threads
+`t - k` and adds them to `dx[t]` once, with a plain load/add/store. Only
+what crosses a block boundary stays atomic: a contribution whose target is
+in another block (the source adds it), and the target's own add when its
+element can receive such contributions (threads within `max k` of the block's
+edges). The source thread computes its contributions as before (from its own
+tape and `dy[i]`, which it still consumes), so nonlinear stencils and guards
+need no re-derivation, and no thread reads another's `dy`.
+
+It applies to the adds into one array `dx` of a function (all of them) when
+
+1. each is a `diffgpu.atomic_add` with unused result on a float element at a
+   rank-1 index `gid + k`: `gid = block_id(0) * block_dim(0) + thread_id(0)`
+   (lowering/autodiff/elision.py's global id, through index casts and the
+   tape's private allocas) and `k` an integer constant, at least one `k != 0`;
+2. nothing else in that function uses `dx` (but `memref.dim`);
+3. each is at a site where a barrier can follow (lowering/hoist.py: in a
+   kernel's body or the derivative function it calls once, under `scf.if`s
+   only) and no later op of the thread can observe the moved add.
+
+At run time the launch must be one-dimensional (y and z of the block and the
+grid are 1), so `gid` is unique per thread; otherwise every thread adds its
+contributions atomically, as before.
+
+    scf.if %in {
+      "diffgpu.atomic_add"(%dx, %a, %im1)    // %im1 = gid - 1
+      "diffgpu.atomic_add"(%dx, %b, %gid)
+      "diffgpu.atomic_add"(%dx, %c, %ip1)    // %ip1 = gid + 1
+    }
+  becomes (values hoisted out of the guard, zero and flag false where off)
+    sa[t] = a; fa[t] = in; sb[t] = b; ...; barrier
+    s = (t >= 1 && fc[t - 1] ? sc[t - 1] : 0) + (fb[t] ? sb[t] : 0)
+        + (t + 1 < n && fa[t + 1] ? sa[t + 1] : 0)
+    if any flag: dx[gid] += s (atomic when t == 0 or t == n - 1)
+    t == 0 && fa[t]: atomic dx[gid - 1] += a;  t == n - 1 && fc[t]: atomic dx[gid + 1] += c
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from diffgpu._mlir import arith, ir, memref, scf
+
+from diffgpu.dialects import ops as dg
+from diffgpu.lowering import hoist as H
+from diffgpu.lowering.autodiff.elision import global_dim
+from diffgpu.lowering.block_sum import MAX_THREADS, zero
+from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.uniform import Uniformity, walk
+
+#: marks the adds this pass emits (never transformed again)
+STENCIL = "diffgpu.stencil"
+
+
+def _op(v):
+    owner = v.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _const(v):
+    """The integer value of a constant (through an index_cast), else None."""
+    op = _op(v)
+    if op is not None and op.name == "arith.index_cast":
+        op = _op(op.operands[0])
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+
+
+def _through_tape(v):
+    """`v`, or the value stored in the private rank-0 alloca `v` is loaded
+    from, when that alloca is only loaded and stored, with exactly one store
+    (anywhere: the tape of the reverse sweep). Used only to read an index:
+    the stored expression is checked to be `gid + k`, the same each time the
+    store runs, so any load that does not read garbage reads that value."""
+    op = _op(v)
+    if op is None or op.name != "memref.load" or len(op.operands) != 1:
+        return v
+    slot = _op(op.operands[0])
+    if slot is None or slot.name != "memref.alloca":
+        return v
+    users = [u.owner.operation if hasattr(u.owner, "operation") else u.owner
+             for u in slot.results[0].uses]
+    stores = [u for u in users if u.name == "memref.store"]
+    if len(stores) != 1 or any(u.name not in ("memref.load", "memref.store") for u in users):
+        return v
+    if stores[0].operands[1] != slot.results[0]:
+        return v  # the alloca is the stored value, not the destination
+    return stores[0].operands[0]
+
+
+def _strip(v):
+    while True:
+        op = _op(v)
+        if op is None or op.name != "arith.index_cast":
+            return v
+        v = op.operands[0]
+
+
+def offset_of(v):
+    """k when `v` is gid(0) + k (k an integer constant), else None."""
+    v = _strip(_through_tape(v))
+    if global_dim(v) == 0:
+        return 0
+    op = _op(v)
+    if op is None or op.name not in ("arith.addi", "arith.subi"):
+        return None
+    a, b = op.operands[0], op.operands[1]
+    if global_dim(_strip(a)) == 0 and _const(b) is not None:
+        return _const(b) if op.name == "arith.addi" else -_const(b)
+    if op.name == "arith.addi" and global_dim(_strip(b)) == 0 and _const(a) is not None:
+        return _const(a)
+    return None
+
+
+def _adds(fn):
+    """{target memref: [(atomic_add op, k)]} of `fn`'s transposable adds;
+    a target with any other kind of add maps to None."""
+    groups = {}
+    for op in walk(fn):
+        if op.name != "diffgpu.atomic_add" or STENCIL in op.attributes:
+            continue
+        target = op.operands[0]
+        k = offset_of(op.operands[2]) if len(op.operands) == 3 else None
+        ok = (k is not None and not len(list(op.results[0].uses))
+              and isinstance(op.operands[1].type, ir.FloatType))
+        if not ok or groups.get(target, []) is None:
+            groups[target] = None
+            continue
+        groups.setdefault(target, []).append((op, k))
+    return groups
+
+
+def _only_user(target, ops) -> bool:
+    """Every use of `target` is one of `ops` or a memref.dim."""
+    for use in target.uses:
+        o = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if o.name != "memref.dim" and o not in ops:
+            return False
+    return True
+
+
+def plan(fn, uniform):
+    """(target, [(op, k)], site) of one transposable group in `fn`, or None."""
+    for target, group in _adds(fn).items():
+        if not group or all(k == 0 for _, k in group):
+            continue
+        if not _only_user(target, [op for op, _ in group]):
+            continue
+        sites = [H.site_of(op, uniform) for op, _ in group]
+        if any(s is None for s in sites):
+            continue
+        first = sites[0]
+        if any(s.kernel != first.kernel or s.fn != first.fn or s.call != first.call
+               for s in sites):
+            continue
+        if not all(H.unobserved(op, target, s) for (op, _), s in zip(group, sites)):
+            continue
+        return target, group, first
+    return None
+
+
+def _position(v) -> int:
+    return ir.OpResult(v).result_number
+
+
+def _idx(n):
+    return arith.constant(ir.IndexType.get(), n)
+
+
+def _cmp(pred, a, b):
+    return arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b)
+
+
+def _shifted(base, k):
+    return base if k == 0 else (arith.addi(base, _idx(k)) if k > 0
+                                else arith.subi(base, _idx(-k)))
+
+
+def _add(dx, value, index, atomic=True):
+    if atomic:
+        dg.atomic_add(dx, value, [index]).owner.attributes[STENCIL] = ir.UnitAttr.get()
+        return
+    old = memref.load(dx, [index])
+    memref.store(arith.addf(old, value), dx, [index])
+
+
+def _if(cond, body):
+    branch = scf.IfOp(cond, [])
+    with ir.InsertionPoint(branch.then_block):
+        body()
+        scf.YieldOp([])
+
+
+def transpose(module, target, group) -> None:
+    """Rewrite the adds `group` ([(op, k)]) into `target` as in the module docstring."""
+    entries, after, loc = [], None, group[-1][0].location
+    for op, k in group:
+        with op.location, ir.InsertionPoint(op):
+            on = arith.constant(ir.IntegerType.get_signless(1), 1)
+        value, after = H.hoist(op.operands[1], H.site_of(op, Uniformity(module)))
+        at = _position(value) if after is not None else value
+        site = H.site_of(op, Uniformity(module))  # the guards and the call are new
+        flag, after = H.hoist(on, site)
+        entries.append((at, _position(flag) if after is not None else flag, k))
+    if after is not None:  # later hoists rebuilt the op: its results by position
+        res = list(after.results)
+        entries = [(res[v], res[f], k) for v, f, k in entries]
+    ip = H.after(after, site) if after is not None else ir.InsertionPoint(group[-1][0])
+    for op, _ in group:
+        op.erase()
+    with loc, ip:
+        dx = H.materialize(target, ip, site)
+        i8 = ir.IntegerType.get_signless(8)
+        space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+        t, n = dg.thread_id(0), dg.block_dim(0)
+        gid = arith.addi(arith.muli(dg.block_id(0), n), t)
+        shared = []
+        for value, flag, _ in entries:
+            sv = dg.shared_alloc(ir.MemRefType.get([MAX_THREADS], value.type,
+                                                   memory_space=space))
+            sf = dg.shared_alloc(ir.MemRefType.get([MAX_THREADS], i8, memory_space=space))
+            memref.store(value, sv, [t])
+            memref.store(arith.extui(i8, flag), sf, [t])
+            shared.append((sv, sf))
+        dg.barrier()
+        one = None
+        for d in (1, 2):
+            for name in ("block_dim", "grid_dim"):
+                c = _cmp("eq", dg.geometry(name, d), _idx(1))
+                one = c if one is None else arith.andi(one, c)
+        branch = scf.IfOp(one, [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            _gather(dx, entries, shared, t, n, gid)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            for value, flag, k in entries:
+                _if(flag, lambda value=value, k=k: _add(dx, value, _shifted(gid, k)))
+            scf.YieldOp([])
+
+
+def _gather(dx, entries, shared, t, n, gid) -> None:
+    i1 = ir.IntegerType.get_signless(1)
+    false = arith.constant(i1, 0)
+    total, seen, edge = zero(entries[0][0].type), false, false
+    for (value, _, k), (sv, sf) in zip(entries, shared):
+        if k > 0:   # the source t - k is in the block when t >= k
+            inside = _cmp("uge", t, _idx(k))
+        elif k < 0:  # the source t + |k| when it is below the block size
+            inside = _cmp("ult", arith.addi(t, _idx(-k)), n)
+        else:
+            inside = arith.constant(i1, 1)
+        src = arith.select(inside, _shifted(t, -k), t)
+        got = arith.andi(inside, _cmp("ne", memref.load(sf, [src]), arith.constant(
+            ir.IntegerType.get_signless(8), 0)))
+        total = arith.addf(total, arith.select(got, memref.load(sv, [src]), zero(value.type)))
+        seen = arith.ori(seen, got)
+        edge = arith.ori(edge, arith.xori(inside, arith.constant(i1, 1)))
+    branch = scf.IfOp(seen, [])
+    with ir.InsertionPoint(branch.then_block):
+        split = scf.IfOp(edge, [], has_else=True)
+        with ir.InsertionPoint(split.then_block):
+            _add(dx, total, gid)
+            scf.YieldOp([])
+        with ir.InsertionPoint(split.else_block):
+            _add(dx, total, gid, atomic=False)
+            scf.YieldOp([])
+        scf.YieldOp([])
+    for value, flag, k in entries:
+        if k == 0:
+            continue
+        # the target t + k is outside the block: this thread adds it atomically
+        out = (_cmp("uge", arith.addi(t, _idx(k)), n) if k > 0
+               else _cmp("ult", t, _idx(-k)))
+        _if(arith.andi(flag, out), lambda value=value, k=k: _add(dx, value, _shifted(gid, k)))
+
+
+@register_pass
+@dataclass
+class StencilAdjoint(ModulePass):
+    """Gather a stencil's shadow adds per block (module docstring)."""
+    name: ClassVar[str] = "diffgpu-stencil-adjoint"
+    summary: ClassVar[str] = ("transpose shadow adds at gid + constant offsets into a "
+                              "per-block gather; atomics only across block edges")
+
+    def run(self, module) -> None:
+        while self._one(module):
+            pass
+
+    @staticmethod
+    def _one(module) -> bool:
+        uniform = Uniformity(module)
+        for fn in walk(module):
+            if fn.name != "func.func" or not len(fn.regions[0].blocks):
+                continue
+            found = plan(fn, uniform)
+            if found is not None:
+                transpose(module, *found[:2])
+                return True
+        return False
