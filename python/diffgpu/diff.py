@@ -132,7 +132,7 @@ def _check_shadow(t, value, shadow, where: str, mode: str) -> None:
 
 
 def _diff_launch(mode: str, launcher, activities):
-    from diffgpu.launch import get_program, run_program, target_for
+    from diffgpu.launch import facts_for, flat_types, get_program, run_program, target_for
 
     launcher = _launcher_of(launcher, mode)
     kernel = launcher.kernel
@@ -146,12 +146,15 @@ def _diff_launch(mode: str, launcher, activities):
     types = tuple(arg_type(p, describe_arg(i, kernel.arg_names))[0]
                   for i, p in enumerate(primals))
     target = target_for(sig)
-    program = get_program(kernel, types, target, diff=(mode, tuple(kinds)))
     grads = []
     if mode == "reverse":
         for t, k in zip(types, kinds):
             if k == "active":
                 grads.append(_zeros(1, t.dtype, sig))
+    diff = (mode, tuple(kinds))
+    facts = facts_for(flat + grads, flat_types(types, diff), target, launcher.grid,
+                      launcher.block)  # specialised for the launch (runtime/specialize.py)
+    program = get_program(kernel, types, target, diff=diff, facts=facts)
     run_program(program, flat + grads, sig, launcher.grid, launcher.block)
     if mode == "reverse":
         return tuple(_scalar(g) for g in grads)

@@ -42,7 +42,10 @@ def launch(kernel, args, grid, block) -> None:
     """Check, compile (once per signature and launch facts) and run `kernel`
     on `args`. Launches with an argument signature seen before take the
     fast path (runtime/fastpath.py): per-value checks only."""
-    if fastpath.launch(kernel, args, grid, block):
+    fast = fastpath.lookup(kernel, args, grid, block)
+    if fast is not None:
+        program, sig, cached = fast
+        run_program(program, args, sig, grid, block, cached)
         return
     check_arity(args, kernel.arg_names, kernel.name)
     sig = infer_signature(args, kernel.arg_names, kernel.name)
@@ -69,8 +72,15 @@ def program_key(defn, types, target: str, diff=None, facts=None) -> str:
     return hashlib.sha256(f"{key}\n\0facts {facts.key()}".encode()).hexdigest()
 
 
-def run_program(program, args, sig, grid, block) -> None:
+def run_program(program, args, sig, grid, block, cached=None) -> None:
+    """Run `program`; `cached`: (fastpath entry, argument values) of a
+    fast-path launch, whose packed GPU arguments may be reused."""
     if program.kind == "gpu":
+        if cached is not None:
+            entry, values = cached
+            program.gpu.launch_cached(entry, values, args, program.flat_types, grid, block,
+                                      sig.gpu_id or 0)
+            return
         program.gpu.launch(args, program.flat_types, grid, block, sig.gpu_id or 0)
     else:
         program.host.launch(program.entry, list(args), list(program.flat_types), grid, block,

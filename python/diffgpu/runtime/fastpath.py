@@ -173,33 +173,30 @@ def unit_dims(grid, block) -> tuple:
     return unit
 
 
-def launch(kernel, args, grid, block) -> bool:
-    """Launch through the fast path; False when the full path must run."""
+def lookup(kernel, args, grid, block):
+    """(program, signature, (entry, values)) of a launch with a known token,
+    to run with `launch.run_program(..., cached=...)`; None when the full
+    path must run."""
     fast = getattr(kernel, "_fast", None)
     if not fast:
-        return False
+        return None
     if not kernel._programs:  # programs dropped (tests force reloads): start over
         fast.clear()
-        return False
+        return None
     tok = token(args)
     entry = fast.get(tok) if tok is not None else None
     if entry is None:
-        return False
+        return None
     checked = check_values(entry, args)
     if checked is None:
-        return False
+        return None
     raw, gpu_id, values = checked
     unit = unit_dims(grid, block)
     key = (raw, unit, gpu_id)
     found = entry.programs.get(key)
     if found is None:
         found = entry.programs[key] = _program(kernel, entry, raw, unit, gpu_id)
-    program = found
-    if program.kind == "gpu":
-        program.gpu.launch_cached(entry, values, args, program.flat_types, grid, block, gpu_id)
-    else:
-        program.host.launch(program.entry, list(args), list(program.flat_types), grid, block)
-    return True
+    return found[0], found[1], (entry, values)
 
 
 def _program(kernel, entry, raw, unit, gpu_id):
@@ -213,4 +210,4 @@ def _program(kernel, entry, raw, unit, gpu_id):
     if raw is not None:
         facts = specialize.Facts(raw[0], raw[1], unit)
         facts = None if facts.trivial() else facts.for_target(target)
-    return get_program(kernel, sig.types, target, facts=facts)
+    return get_program(kernel, sig.types, target, facts=facts), sig
