@@ -11,9 +11,10 @@ that the shadows follow the functional convention, as in JAX's vjp:
 |        | loops, at a thread-unique index, no    | needed) and the consuming `shadow = 0`     |
 |        | other access; or an in-out array only  | stores: the cotangent is only read (for    |
 |        | `diffgpu.atomic_add`ed (unused result) | atomic adds: erase them; it is read anyway)|
-| `grad` | an input: only loads, all at one index | `shadow[key] = 0` at entry (in bounds), and |
-|        | of global ids (`x[i]`, `x[j, i]`)      | plain read-modify-writes instead of atomics: |
-|        |                                        | the gradient is written, not accumulated   |
+| `grad` | an input: only loads, all at one index | its shadow updates go to a per-thread      |
+|        | of global ids (`x[i]`, `x[j, i]`)      | register, zero at entry, written once to   |
+|        |                                        | `shadow[key]` at exit (when in bounds): the |
+|        |                                        | gradient is written, never read            |
 
 Both rest on facts the caller guarantees, as `dg.vjp` does at launch: the
 geometry dimensions not named in the index have one thread and one block
@@ -26,8 +27,9 @@ the caller. The structural conditions are checked here (an error otherwise).
       memref.store %p, %y[%g]          // erased
       %d = memref.load %dy[%g]
       memref.store %zero, %dy[%g]      // erased
-      "diffgpu.atomic_add"(%dx, %e, %g) // -> %o = memref.load %dx[%g]; memref.store %o + %e
-  and at entry: scf.if (%g < dim(%x, 0)) { memref.store %zero, %dx[%g] }
+      "diffgpu.atomic_add"(%dx, %e, %g) // -> %acc[] = %acc[] + %e
+  with %acc = memref.alloca() : memref<f32> set to 0 at entry and, at exit,
+      scf.if (%g < dim(%x, 0)) { memref.store %acc[], %dx[%g] }
 """
 from __future__ import annotations
 
@@ -146,31 +148,31 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
         return _bad(pas, fn.operation, k, "grad", "its loads are not all at one index made "
                                                   "of global ids")
     (key,) = keys
-    atomics = []
-    for op, i in _uses(sh):
-        if op.name in ("memref.dim", "memref.load"):
-            continue
-        if op.name == "memref.store" and i == 1:
-            continue
-        if op.name == "diffgpu.atomic_add" and i == 0 and not list(op.results[0].uses):
-            atomics.append(op)
-            continue
-        return _bad(pas, op, k, "grad", f"its shadow is used by '{op.name}'")
-    for op in atomics:
-        with ir.InsertionPoint(op), op.location:
-            idx = list(op.operands)[2:]
-            old = memref.load(sh, idx)
-            memref.store(arith.addf(old, op.operands[1]), sh, idx)
-        op.erase()
-    first = list(entry.operations)[0]
+    elem = B.memref_elem(sh.type)
+    first, last = list(entry.operations)[0], list(entry.operations)[-1]
     with ir.InsertionPoint(first), fn.location:
-        _zero_at_entry(prim, sh, [c[1] for c in key])
+        acc = memref.alloca(ir.MemRefType.get([], elem), [], [])
+        memref.store(B.zero(elem), acc, [])
+    for op, i in _uses(sh):
+        if op.name == "memref.dim":
+            continue
+        with ir.InsertionPoint(op), op.location:
+            if op.name == "memref.load":
+                op.results[0].replace_all_uses_with(memref.load(acc, []))
+            elif op.name == "memref.store" and i == 1:
+                memref.store(op.operands[0], acc, [])
+            elif op.name == "diffgpu.atomic_add" and i == 0 and not list(op.results[0].uses):
+                memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
+            else:
+                return _bad(pas, op, k, "grad", f"its shadow is used by '{op.name}'")
+        op.erase()
+    with ir.InsertionPoint(last), fn.location:
+        _write_back(prim, sh, acc, [c[1] for c in key])
 
 
-def _zero_at_entry(prim, sh, dims) -> None:
-    """if (all gid(d_a) < dim(prim, a)) sh[gid(d_0), ...] = 0, in the
-    frontend's own spelling of `i < len(x)` (i64 compare) so that the
-    compiler sees one condition."""
+def _write_back(prim, sh, acc, dims) -> None:
+    """if (all gid(d_a) < dim(prim, a)) sh[gid(d_0), ...] = acc: the one
+    write of this thread's gradient element."""
     i64 = B.i64()
     cond, idx = None, []
     for axis, d in enumerate(dims):
@@ -183,7 +185,7 @@ def _zero_at_entry(prim, sh, dims) -> None:
         cond = c if cond is None else arith.andi(cond, c)
     branch = scf.IfOp(cond, [], has_else=False)
     with ir.InsertionPoint(branch.then_block):
-        memref.store(B.zero(B.memref_elem(sh.type)), sh, idx)
+        memref.store(memref.load(acc, []), sh, idx)
         scf.YieldOp([])
 
 
