@@ -74,8 +74,8 @@ def _expr(rng, d=0):
         return f"({left} {op} {right})"
     if c < 0.5:
         return f"({sub()} if {sub()} > 0 else {sub()})"
-    if c < 0.6:  # and/or give booleans in kernels: compare through bool()
-        return f"bool({sub()} {rng.choice(['and', 'or'])} {sub()})"
+    if c < 0.6:  # and/or: Python's value semantics (the deciding operand)
+        return f"({sub()} {rng.choice(['and', 'or'])} {sub()})"
     if c < 0.65:
         return f"(not {sub()})"
     if c < 0.75:

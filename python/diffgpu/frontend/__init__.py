@@ -11,8 +11,10 @@ is one `diffgpu.autodiff` / `diffgpu.fwddiff` op (the host-side
 Semantics worth knowing (see types_infer.py for the typing rules):
 - literals and `int()`/`float()` results are weak (NumPy 2 / JAX): `2.0 * x[i]`
   stays float32; a strong int with a float gives that float type;
-- `and`/`or` give booleans; their right operand is evaluated only when needed
-  when it loads memory or calls (`i < n and A[i] > 0` is safe);
+- `and`/`or` follow Python: the value of the operand that decides (`x and y`
+  is y when x is true, else x), in the operands' common type, so gradients
+  flow through the chosen operand; the right operand is evaluated only when
+  needed when it loads memory or calls (`i < n and A[i] > 0` is safe);
 - math functions come from `dg`, `math` and numpy (`np.exp`, `np.maximum`, ...;
   `np.float32(x)` is a strongly typed conversion); `math.floor/ceil/trunc` and
   `round` return ints (Python), `dg.floor/ceil/trunc`, `np.floor` floats;

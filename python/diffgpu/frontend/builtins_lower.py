@@ -61,6 +61,10 @@ def numpy_function(obj):
     return name if getattr(np, name, None) is obj else None
 
 
+SHARED_LIMIT = 48 * 1024  # bytes of static shared memory per block (sm_XX)
+BYTES = {"f32": 4, "f64": 8, "i32": 4, "i64": 8}
+
+
 def dtype_elem(obj, node) -> str:
     """numpy dtype (np.float32, np.dtype('float32'), float, int) -> f32, ..."""
     from diffgpu.types import DTYPES
@@ -361,10 +365,35 @@ class BuiltinMixin:
             raise FrontendError(f"shared_array() dtype must be a numpy dtype such as "
                                 f"np.float32, got {describe(dt)}", dtype_node)
         t = ArrayT(dtype_elem(dt.obj, dtype_node), len(dims), tuple(dims))
+        # one static array per call site, also when the frontend lowers the
+        # site more than once (loop type rounds, code after an early exit)
+        sites = self.__dict__.setdefault("shared_sites", {})  # id(call) -> Value
+        known = sites.get(id(node))
+        if known is not None and known.type == t:
+            return known
+        self.count_shared(t, node)
         name = self.em.fresh()
         self.prologue.append(f'{name} = "diffgpu.shared_alloc"() : () -> {t.mlir()} '
                              f'{self.em.loc}')
+        sites[id(node)] = Value(name, t)
         return Value(name, t)
+
+    def count_shared(self, t, node):
+        """Static shared memory is limited per block: SHARED_LIMIT bytes for
+        every target (a kernel that runs on the CPU must also build for the
+        GPU; ptxas rejects more static shared memory than that). Counted over
+        the whole module: kernels called from a kernel share its block."""
+        size = BYTES[t.elem]
+        for d in t.shape:
+            size *= d
+        self.mb.shared_bytes += size
+        if self.mb.shared_bytes > SHARED_LIMIT:
+            total = self.mb.shared_bytes
+            mine = "" if total == size else f" ({total} bytes with the kernel's other shared arrays)"
+            raise FrontendError(
+                f"shared_array() of {size} bytes{mine} exceeds the {SHARED_LIMIT} bytes "
+                "(48 KiB) of static shared memory a block can have on NVIDIA GPUs; use "
+                "smaller tiles or fewer shared arrays", node)
 
     # user functions ---------------------------------------------------------
     def call_user(self, defn, node):

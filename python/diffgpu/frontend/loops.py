@@ -25,7 +25,7 @@ from diffgpu.frontend.operators import em_structured, has_effects
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.source import memo_node
 from diffgpu.frontend.statements import (RET_FLAG, Ret, assigned_in, contains_return,
-                                         ret_value_name)
+                                         ret_value_name, walk_loop_body)
 from diffgpu.frontend.types_infer import Scalar
 from diffgpu.frontend.values import Const, PyObj, Value
 
@@ -35,13 +35,8 @@ MAX_TYPE_ROUNDS = 6
 @memo_node
 def has_break(loop) -> bool:
     """Whether a loop's body breaks out of it (not of a nested loop)."""
-    def walk(n):
-        if isinstance(n, ast.Break):
-            return True
-        if isinstance(n, (ast.For, ast.While)):
-            return False
-        return any(walk(c) for c in ast.iter_child_nodes(n))
-    return any(walk(s) for s in loop.body)
+    return any(isinstance(n, ast.Break) for s in loop.body
+               if not isinstance(s, (ast.For, ast.While)) for n in walk_loop_body(s))
 
 
 @memo_node

@@ -76,7 +76,8 @@ class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMix
                     e.node = node
                 raise
             except RecursionError:
-                raise FrontendError("expression too deeply nested", node) from None
+                raise FrontendError("expression too deeply nested (split it into several "
+                                    "statements)", node) from None
             except Exception as e:  # a bug of ours: still point at the user's code
                 if debug():
                     raise

@@ -44,6 +44,7 @@ class ModuleBuilder:
         self.texts: list[str] = []
         self.stack: list = []
         self.used: set[str] = set()
+        self.shared_bytes = 0  # static shared memory of all shared_array() calls
 
     def source(self, py_func) -> FunctionSource:
         src = _SOURCES.get(py_func)

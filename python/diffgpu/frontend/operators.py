@@ -40,12 +40,28 @@ MAX_POW_UNROLL = 8
 class OperatorMixin:
     # operators -----------------------------------------------------------
     def visit_BinOp(self, node):
-        op = BINOPS.get(type(node.op))
-        if op is None:
-            raise FrontendError(f"operator {type(node.op).__name__} is not supported", node)
-        a = self.eval_scalar(node.left, f"left operand of '{op}'")
-        b = self.eval_scalar(node.right, f"right operand of '{op}'")
-        return self.binop(op, a, b, node)
+        """A left-associated chain (`a + b - c + ...`, as Python parses flat
+        sums) is lowered in a loop, not by recursion: generated code with
+        thousands of terms compiles."""
+        chain = [node]
+        while isinstance(chain[-1].left, ast.BinOp):
+            chain.append(chain[-1].left)
+        first = chain[-1]
+        acc = self.eval_scalar(first.left, f"left operand of '{BINOPS.get(type(first.op))}'")
+        for n in reversed(chain):
+            with self.at(n):
+                try:
+                    op = BINOPS.get(type(n.op))
+                    if op is None:
+                        raise FrontendError(f"operator {type(n.op).__name__} is not "
+                                            "supported", n)
+                    b = self.eval_scalar(n.right, f"right operand of '{op}'")
+                    acc = self.binop(op, acc, b, n)
+                except FrontendError as e:
+                    if e.node is None:
+                        e.node = n
+                    raise
+        return acc
 
     def binop(self, op, a, b, node):
         if isinstance(a, Const) and isinstance(b, Const) and a.type.weak and b.type.weak:
@@ -190,29 +206,51 @@ class OperatorMixin:
         return self.em.op(f"arith.andi {x.ref}, {y.ref} : i1", I1)
 
     def visit_BoolOp(self, node):
-        """`and`/`or` give booleans. The right operand is evaluated only when
-        needed (scf.if) if it loads memory or calls; otherwise both sides are
-        evaluated and combined with andi/ori."""
+        """`and`/`or` with Python's value semantics: `a and b` is `b` if `a` is
+        true, else `a`; `a or b` is `a` if `a` is true, else `b` (in the
+        operands' common type, so `X[0] and X[1]` is X[1] when X[0] != 0, and
+        gradients flow through the operand selected). A right operand that
+        loads memory or calls is evaluated only when needed (scf.if);
+        otherwise both are evaluated and one is selected:
+
+            %t = arith.cmpf une, %a, %zero : f32
+            %r = arith.select %t, %b, %a : f32      // a and b
+        """
         is_and = isinstance(node.op, ast.And)
-        acc = self.eval_scalar(node.values[0], "operand of 'and'/'or'")
+        what = f"operand of '{'and' if is_and else 'or'}'"
+        acc = self.eval_scalar(node.values[0], what)
         for rhs in node.values[1:]:
             if isinstance(acc, Const) and acc.type.weak:
-                if bool(acc.value) != is_and:  # decided: False and ..., True or ...
-                    return Const.of(bool(acc.value))
-                acc = self.eval_scalar(rhs, "operand of 'and'/'or'")
+                if bool(acc.value) != is_and:  # decided: `0 and ...`, `2 or ...`
+                    return acc
+                acc = self.eval_scalar(rhs, what)
                 continue
-            a = self.boolean(acc, node)
-            if has_effects(rhs):
-                acc = self.short_circuit(a, rhs, is_and, node)
-            else:
-                b = self.boolean(self.eval_scalar(rhs, "operand of 'and'/'or'"), node)
-                opname = "arith.andi" if is_and else "arith.ori"
-                acc = self.em.op(f"{opname} {a.ref}, {b.ref} : i1", I1)
-        if isinstance(acc, Const):
-            return Const.of(bool(acc.value))
-        return self.boolean(acc, node)
+            acc = self.pick_operand(acc, rhs, is_and, node, what)
+        return acc
+
+    def pick_operand(self, a, rhs, is_and, node, what):
+        """The value of `a and rhs` / `a or rhs`, `a` already evaluated."""
+        em = self.em
+        c = self.boolean(a, node)
+        if not has_effects(rhs):
+            b = self.eval_scalar(rhs, what)
+            t = promote(a.type, b.type)
+            x, y = em.value(a, t), em.value(b, t)
+            first, second = (y, x) if is_and else (x, y)
+            return em.op(f"arith.select {c.ref}, {first.ref}, {second.ref} : {t.ty}", t)
+        with em.capture() as eval_lines:
+            b = self.eval_scalar(rhs, what)
+        t = promote(a.type, b.type)
+        with em.into(eval_lines):
+            em.line(f"scf.yield {em.value(b, t).ref} : {t.ty}")
+        with em.capture() as keep_lines:
+            em.line(f"scf.yield {em.value(a, t).ref} : {t.ty}")
+        regions = [eval_lines, keep_lines] if is_and else [keep_lines, eval_lines]
+        return em_structured(em, f"scf.if {c.ref} -> ({t.ty})", regions, [t], "} else {")[0]
 
     def short_circuit(self, a, rhs, is_and, node):
+        """i1: `a and bool(rhs)` / `a or bool(rhs)`, rhs evaluated only when
+        needed (loop conditions behind a break flag)."""
         em = self.em
         with em.capture() as eval_lines:
             b = self.boolean(self.eval_scalar(rhs, "operand of 'and'/'or'"), rhs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import sys
 
 from diffgpu.errors import CompileError
 
@@ -41,7 +42,7 @@ class FunctionSource:
         shift = 0
         if text[:1] in (" ", "\t"):  # nested def: keep columns exact
             text, shift = "if 1:\n" + text, 1
-        tree = ast.parse(text)
+        tree = _parse(text)
         node = tree.body[0]
         if shift:
             node = node.body[0]
@@ -65,6 +66,23 @@ class FunctionSource:
         if 0 <= idx < len(self._lines):
             return self._lines[idx]
         return None
+
+
+PARSE_RECURSION_LIMIT = 100_000
+
+
+def _parse(text: str):
+    """ast.parse with head room: CPython builds the AST recursively, so a flat
+    sum of n terms needs about n levels (the default limit of 1000 stops
+    near 2,500 terms); what the user's Python compiled, possibly under a
+    raised limit, must parse here too. (100,000 levels of AST building fit
+    in the C stack; deep parentheses stop earlier, in the parser.)"""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(2 * limit, PARSE_RECURSION_LIMIT))
+    try:
+        return ast.parse(text)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def to_compile_error(err: FrontendError) -> CompileError:

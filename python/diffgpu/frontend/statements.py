@@ -53,14 +53,23 @@ def contains_return(node) -> bool:
     return any(isinstance(n, ast.Return) for n in ast.walk(node))
 
 
+def walk_loop_body(node):
+    """The nodes of `node` (iteratively: expressions may be deep), not
+    descending into nested loops and definitions."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if n is node or not isinstance(n, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+            todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, ast.expr))
+
+
 @memo_node
 def contains_exit(node) -> bool:
     """Whether `node` holds a break/continue of the loop it sits in."""
-    if isinstance(node, (ast.Break, ast.Continue)):
-        return True
     if isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
         return False
-    return any(contains_exit(c) for c in ast.iter_child_nodes(node))
+    return any(isinstance(n, (ast.Break, ast.Continue)) for n in walk_loop_body(node))
 
 
 RET_FLAG = "%ret"  # hidden: set by a `return` inside a loop
