@@ -20,9 +20,9 @@ geometry prove it, the functional kinds replace `dup` (`functional_kind`):
 `cot` for an output stored once per element or an array only added to (the
 cotangent itself, read only; no primal writes), `grad` for an input read at
 one global-id index (a new array the kernel writes once per element;
-zero-filled first when the launch does not reach every element). Primal arrays the kernel writes are
-replaced by scratch buffers (outputs) or copies (in-out) unless
-`outputs=True`. Forward mode passes an input's tangent itself (the tangent
+zero-filled first when the launch does not reach every element). Primal
+arrays the kernel writes are replaced by scratch buffers (outputs) or
+copies (in-out) unless `outputs=True`. Forward mode passes an input's tangent itself (the tangent
 code only reads the shadows of arrays it never stores into), zeros for an
 output and a copy of the tangent for an in-out array.
 """
