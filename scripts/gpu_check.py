@@ -192,12 +192,15 @@ def atomics_cases():
     """Cases of test/python/test_atomics.py (`gpu_cases()`): atomic adds summed
     per block and per warp (2^26-term float32 sums, partial warps, early
     return, nested guards, integer counts, 3-D blocks, an Active scalar's
-    gradient); expected: a numpy reference or the CPU. The 2^26 sums' "max
-    |err|" over the sum (about 7.3e7) is their relative error."""
-    mod = _test_module("test_atomics.py", "test_atomics_cases")
-    if mod is None:
-        return []
-    return mod.gpu_cases()
+    gradient) and of test/python/test_stencil_adjoint.py (stencil gradients
+    gathered per block); expected: a numpy reference or the CPU. The 2^26
+    sums' "max |err|" over the sum (about 7.3e7) is their relative error."""
+    out = []
+    for filename in ("test_atomics.py", "test_stencil_adjoint.py"):
+        mod = _test_module(filename, filename[:-3] + "_cases")
+        if mod is not None:
+            out += mod.gpu_cases()
+    return out
 
 
 def gradient_cases():

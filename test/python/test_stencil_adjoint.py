@@ -121,3 +121,23 @@ def test_ptx_has_one_barrier_and_only_edge_atomics():
     # the element's own add at a block edge, two contributions crossing an edge,
     # and (other launch shapes) one per offset; LLVM may merge some
     assert 1 <= text.count("atom.global.add.f32") <= 6
+
+
+def gpu_cases():
+    """Cases for scripts/gpu_check.py (reverse mode; expected: the CPU)."""
+    def make(n):
+        def args(r):
+            x = r.standard_normal(n).astype(np.float32)
+            return [dg.Duplicated(np.zeros(n, np.float32), r.standard_normal(n).astype(
+                np.float32)), dg.Duplicated(x, np.zeros(n, np.float32))]
+        return args
+
+    n = 100_003
+    return [
+        ("stencil reverse 3-point, blocks of 256", smooth, (n + 255) // 256, 256, "reverse",
+         make(n), None),
+        ("stencil reverse 3-point, blocks of 48", smooth, (n + 47) // 48, 48, "reverse",
+         make(n), None),
+        ("stencil reverse nonlinear -2/+1, blocks of 64", wide, (n + 63) // 64, 64, "reverse",
+         make(n), None),
+    ]
