@@ -80,6 +80,10 @@ def _check_strides(strides, itemsize: int, where: str) -> None:
 
 
 def host_array_type(x: np.ndarray, where: str) -> ArrayType:
+    if isinstance(x, np.ma.MaskedArray):  # kernels would read the masked values too
+        raise LaunchError(f"{where}: numpy masked arrays are not supported (kernels "
+                          "would ignore the mask); pass x.filled(value), or "
+                          "np.ma.getdata(x) to use the data as it is")
     t = _check_dtype_ndim(x.dtype, x.ndim, where)
     if not x.dtype.isnative:
         raise LaunchError(f"{where}: non-native byte order; "
