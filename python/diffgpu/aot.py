@@ -112,6 +112,9 @@ class CompiledKernel:
 
     @user_facing
     def launch(self, args, grid, block) -> None:
+        """Run on `args` (a sequence matching the signature: same types, and
+        numpy arrays for "host", CUDA arrays for a chip) with `grid` blocks of
+        `block` threads; LaunchError, before anything runs, on a mismatch."""
         from diffgpu.launch import Program, run_program, target_for
 
         check_arity(args, self.arg_names, self.name)
