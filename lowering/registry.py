@@ -39,11 +39,14 @@ _PASS_MODULES = (
     "diffgpu.lowering.stencil_adjoint",
     "diffgpu.lowering.to_host",
     "diffgpu.lowering.llvm_flags",
+    "diffgpu.lowering.lowered_check",
 )
 
 _PASSES: dict[str, type] = {}
 _PIPELINES: dict[str, "PipelineInfo"] = {}
 _UPSTREAM_CHECKS: dict[str, Callable[[dict], None]] = {}
+#: pipeline -> element appended after it: the check of what it promises
+_PROMISES: dict[str, str] = {}
 _loaded = False
 
 
@@ -119,6 +122,12 @@ def register_pipeline(name: str, summary: str, options: type):
         _PIPELINES[name] = PipelineInfo(name, summary, options, fn)
         return fn
     return deco
+
+
+def register_promise(pipeline: str, check: str) -> None:
+    """Append the element `check` to every expansion of `pipeline` (the
+    end check of a pipeline that promises LLVM: lowered_check.py)."""
+    _PROMISES[pipeline] = check
 
 
 def register_upstream_check(pass_name: str):
@@ -342,6 +351,8 @@ def expand(elements: list[Element]) -> list[Element]:
             info = _PIPELINES[el.name]
             opts = make_options(info.options, el.options, el.name)
             out.extend(expand([parse_one(t) for t in info.expand(opts)]))
+            if el.name in _PROMISES:
+                out.extend(expand([parse_one(_PROMISES[el.name])]))
         elif el.name in _PASSES:
             if el.nested is not None:
                 raise PipelineError(f"pass '{el.name}' takes no nested passes")

@@ -211,7 +211,8 @@ def test_pipeline_expansion_names_the_passes():
     assert names[:6] == ["diffgpu-verify-targets", "diffgpu-autodiff",
                          "diffgpu-verify-targets", "diffgpu-specialize",
                          "diffgpu-aggregate-atomics", "diffgpu-lower-to-gpu"]
-    assert names[-1] == "gpu-module-to-binary"
+    # the end check of what the pipeline promises (lowering/lowered_check.py)
+    assert names[-2:] == ["gpu-module-to-binary", "diffgpu-check-lowered"]
     lower = expand(parse_pipeline("diffgpu-to-ptx{chip=sm_90}"))[5]
     assert lower.options == "chip=sm_90"
     # without chip: nothing is checked or supplied

@@ -1,0 +1,96 @@
+"""`diffgpu-check-lowered`: the end check of every pipeline that promises LLVM.
+
+A pipeline such as `diffgpu-to-host` promises a module the LLVM backend can
+take. When a conversion silently skips an op (a kernel whose target is not
+the pipeline's, say: `diffgpu-to-host` on an sm_90 kernel leaves
+`diffgpu.thread_id` and the `unrealized_conversion_cast`s around it), the
+result must not pass as lowered. The registry appends this pass to each
+pipeline listed in PROMISES; it reports the first op of each function that
+breaks the promise, at that op's location, and fails the pipeline.
+
+    llvm.func @k(...) attributes {diffgpu.target = #nvvm.target<chip = "sm_90">} {
+      %6 = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  error: diffgpu-to-host left 'diffgpu.thread_id' unlowered in @k, whose target
+         is #nvvm.target<chip = "sm_90">: this pipeline lowers host targets ...
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from diffgpu.lowering import targets
+from diffgpu.lowering.registry import ModulePass, register_pass, register_promise
+
+CAST = "builtin.unrealized_conversion_cast"
+
+#: pipeline -> what its result may hold: "llvm" (only LLVM dialect ops) or
+#: "lowered" (no diffgpu op and no unresolved cast; GPU pipelines keep
+#: gpu.module / gpu.binary containers around their LLVM code)
+PROMISES = {
+    "diffgpu-to-host": "llvm",
+    "diffgpu-to-nvvm": "lowered",
+    "diffgpu-to-ptx": "lowered",
+}
+#: what lowers each other kind of target, for the hint
+_OTHER = {"host": "diffgpu-to-host", "gpu": "diffgpu-to-ptx{chip=...}"}
+
+
+@register_pass
+@dataclass
+class CheckLowered(ModulePass):
+    """Fail when ops the pipeline promised to lower are left (see the module
+    docstring for an example)."""
+
+    name: ClassVar[str] = "diffgpu-check-lowered"
+    summary: ClassVar[str] = "fail if a pipeline that promises LLVM left other ops"
+    pipeline: str = "diffgpu-to-host"
+
+    def run(self, module):
+        promise = PROMISES.get(self.pipeline, "lowered")
+        for fn, op in self._offenders(module, promise):
+            self.error(op, self._message(fn, op, promise))
+
+    def _offenders(self, module, promise):
+        """(enclosing function or None, first bad op) per function."""
+        found, seen = [], set()
+
+        def visit(op, fn):
+            name = op.name
+            bad = name.startswith("diffgpu.") or name == CAST or (
+                promise == "llvm" and not name.startswith("llvm.")
+                and name != "builtin.module")
+            key = id(fn) if fn is not None else None
+            if bad and key not in seen:
+                seen.add(key)
+                found.append((fn, op))
+            if name in ("llvm.func", "func.func"):
+                fn = op
+            for region in op.regions:
+                for block in region.blocks:
+                    for inner in block.operations:
+                        visit(inner.operation, fn)
+
+        for op in module.regions[0].blocks[0].operations:
+            visit(op.operation, None)
+        return found
+
+    def _message(self, fn, op, promise):
+        what = "is not LLVM dialect" if promise == "llvm" else "was not lowered"
+        msg = f"{self.pipeline} promises LLVM, but '{op.name}' {what}"
+        if fn is None:
+            return msg
+        sym = fn.attributes["sym_name"]
+        msg += f" in @{str(sym).strip(chr(34))}"
+        attr = targets.TARGET_ATTR
+        target = fn.attributes[attr] if attr in fn.attributes else None
+        if target is not None:
+            kind = "gpu" if "nvvm" in str(target) else "host"
+            want = "host" if self.pipeline == "diffgpu-to-host" else "gpu"
+            if kind != want:
+                msg += (f": its target is {target}, which {self.pipeline} does not "
+                        f"lower (use {_OTHER[kind]})")
+        return msg
+
+
+for _name in PROMISES:
+    register_promise(_name, f"diffgpu-check-lowered{{pipeline={_name}}}")
