@@ -466,6 +466,35 @@ def print_table(dev, n, copy_gbps, results, floors):
                   f"{p / fl['P']:8.2f} {fb / fl['FB']:8.2f} {fb / best:12.2f}")
 
 
+def print_targets(results, floors, cost):
+    """The issue's targets, met or missed, from this run's numbers."""
+    rows = []
+
+    def best_peer(res):
+        fbs = [v["FB"] for k, v in res.items() if k != "diffgpu" and "FB" in v]
+        return min(fbs) if fbs else math.nan
+
+    for c in ("square", "saxpy", "softplus", "loop16"):
+        if c in results:
+            fb, best = results[c]["diffgpu"].get("FB", math.nan), best_peer(results[c])
+            rows.append((f"{c}: dg.vjp FB <= best peer FB", fb / best <= 1.0,
+                         f"{fb:.3f} / {best:.3f} ms"))
+    for c in ("square", "saxpy", "softplus"):
+        if c in results:
+            ad = results[c]["diffgpu"].get("FB_autodiff", math.nan)
+            rows.append((f"{c}: FB_autodiff <= 1.25x its floor", ad / floors[c]["FB"] <= 1.25,
+                         f"{ad / floors[c]['FB']:.2f}x"))
+            p = results[c]["diffgpu"].get("P", math.nan)
+            rows.append((f"{c}: primal >= 90% of copy bandwidth", floors[c]["P"] / p >= 0.9,
+                         f"{100 * floors[c]['P'] / p:.0f}%"))
+    if "diffgpu" in cost:
+        rows.append(("launch <= 15 us (cached 4-array kernel)", cost["diffgpu"] <= 15.0,
+                     f"{cost['diffgpu']:.1f} us"))
+    print("\ntargets:")
+    for what, ok, val in rows:
+        print(f"  {'met   ' if ok else 'MISSED'} {what}: {val}")
+
+
 def chart(path, results):
     try:
         import matplotlib
@@ -531,6 +560,7 @@ def run(directory: str, smoke: bool, json_out: str, png_out: str, only=None,
     cost = launch_cost(be, kernels)
     print("\nhost time per launch of a cached 4-array kernel, us: " +
           ", ".join(f"{k} {v:.1f}" for k, v in cost.items()))
+    print_targets(results, floors, cost)
     for note in sorted(notes):
         print(f"note: skipped {note}")
     from diffgpu.launch import STATS
