@@ -158,10 +158,19 @@ def _decorator(cls, fn, kwargs):
 
 
 def kernel(fn=None, **kwargs):
-    """Decorate a kernel: `@dg.kernel` (or `@dg.kernel()`)."""
+    """Decorate a kernel: `@dg.kernel` (or `@dg.kernel()`).
+
+    Takes a Python function defined in a file (positional parameters only)
+    and returns a `Kernel`; `kernel[grid, block](*args)` compiles it for the
+    argument types (once per signature) and runs it on numpy (CPU) or CUDA
+    (GPU) arrays. Nothing is compiled at decoration time."""
     return _decorator(Kernel, fn, kwargs)
 
 
 def func(fn=None, **kwargs):
-    """Decorate a device function: `@dg.func` (or `@dg.func()`)."""
+    """Decorate a device function: `@dg.func` (or `@dg.func()`).
+
+    Takes a Python function defined in a file and returns a `Func`: callable
+    from kernels and other funcs (it may return a value or a tuple), never
+    launched from the host."""
     return _decorator(Func, fn, kwargs)

@@ -25,14 +25,24 @@ from diffgpu.types import ScalarType, is_float
 
 @user_facing
 def autodiff(launcher, *activities):
-    """Reverse mode: shadows D become J^T D; returns the gradients of the
-    `Active` scalars, in order (an empty tuple if none)."""
+    """Reverse mode of `kernel[grid, block]` on the host.
+
+    Takes the launcher and one activity per kernel parameter (Const,
+    Duplicated, DuplicatedNoNeed, Active; plain values are Const). Shadows D
+    become J^T D: read-only inputs' shadows accumulate, a written array's
+    adjoint is consumed. Returns the gradients of the `Active` scalars, in
+    order (an empty tuple if none). LaunchError before anything runs on bad
+    activities."""
     return _diff_launch("reverse", launcher, activities)
 
 
 @user_facing
 def fwddiff(launcher, *activities):
-    """Forward mode: shadows V become J V (primal results in the arrays)."""
+    """Forward mode of `kernel[grid, block]` on the host.
+
+    Takes the launcher and one activity per kernel parameter; shadows V (the
+    tangents of the initial values) become J V (of the final values), and the
+    primal results are written to the arrays. Returns None."""
     _diff_launch("forward", launcher, activities)
 
 
