@@ -52,26 +52,23 @@ class CheckLowered(ModulePass):
 
     def _offenders(self, module, promise):
         """(enclosing function or None, first bad op) per function."""
+        from diffgpu._mlir import ir
+
         found, seen = [], set()
 
-        def visit(op, fn):
+        def visit(op):
             name = op.name
-            bad = name.startswith("diffgpu.") or name == CAST or (
-                promise == "llvm" and not name.startswith("llvm.")
-                and name != "builtin.module")
-            key = id(fn) if fn is not None else None
-            if bad and key not in seen:
-                seen.add(key)
-                found.append((fn, op))
-            if name in ("llvm.func", "func.func"):
-                fn = op
-            for region in op.regions:
-                for block in region.blocks:
-                    for inner in block.operations:
-                        visit(inner.operation, fn)
+            if name.startswith("diffgpu.") or name == CAST or (
+                    promise == "llvm" and not name.startswith("llvm.")
+                    and name != "builtin.module"):
+                fn = _function_of(op)
+                key = None if fn is None else str(fn.attributes["sym_name"])
+                if key not in seen:
+                    seen.add(key)
+                    found.append((fn, op))
+            return ir.WalkResult.ADVANCE
 
-        for op in module.regions[0].blocks[0].operations:
-            visit(op.operation, None)
+        module.walk(visit)  # one C++ walk: ~1 µs per op
         return found
 
     def _message(self, fn, op, promise):
@@ -90,6 +87,13 @@ class CheckLowered(ModulePass):
                 msg += (f": its target is {target}, which {self.pipeline} does not "
                         f"lower (use {_OTHER[kind]})")
         return msg
+
+
+def _function_of(op):
+    parent = op.parent
+    while parent is not None and parent.name not in ("llvm.func", "func.func"):
+        parent = parent.parent
+    return parent
 
 
 for _name in PROMISES:
