@@ -42,6 +42,8 @@ from diffgpu.lowering.host_ops import walk_ops
 FLAG = "__dg_host_cancel"
 LIVE_FUNC = "__dg_host_live"
 ADDR_FUNC = "__dg_host_cancel_addr"
+#: loops read the flag once every CHECK_EVERY iterations
+CHECK_EVERY = 1024
 NO_CANCEL = "diffgpu.no_cancel"
 
 
@@ -85,15 +87,59 @@ def live(ip, loc):
                        [], loc=loc, ip=ip).result
 
 
-def check_while(op) -> None:
-    """`scf.condition(%c)` of `op` becomes `scf.condition(%c && live)`."""
-    from diffgpu._mlir import arith, ir
+def _every(n, ip, loc):
+    """i1: `live()`, asked only when `n % CHECK_EVERY == 0` (true otherwise)."""
+    from diffgpu._mlir import arith, ir, scf
 
-    cond = op.regions[0].blocks[0].operations[len(op.regions[0].blocks[0].operations) - 1]
-    cond = cond.operation
-    loc, ip = cond.location, ir.InsertionPoint(cond)
-    both = arith.AndIOp(cond.operands[0], live(ip, loc), loc=loc, ip=ip).result
-    cond.operands[0] = both
+    i1 = ir.IntegerType.get_signless(1)
+    mask = arith.ConstantOp(n.type, CHECK_EVERY - 1, loc=loc, ip=ip).result
+    zero = arith.ConstantOp(n.type, 0, loc=loc, ip=ip).result
+    low = arith.AndIOp(n, mask, loc=loc, ip=ip).result
+    due = arith.CmpIOp(arith.CmpIPredicate.eq, low, zero, loc=loc, ip=ip).result
+    ask = scf.IfOp(due, [i1], has_else=True, loc=loc, ip=ip)
+    tip = ir.InsertionPoint(ask.then_block)
+    scf.YieldOp([live(tip, loc)], loc=loc, ip=tip)
+    eip = ir.InsertionPoint(ask.else_block)
+    scf.YieldOp([arith.ConstantOp(i1, 1, loc=loc, ip=eip).result], loc=loc, ip=eip)
+    return ask.results[0]
+
+
+def check_while(op) -> None:
+    """`op` gets an iteration counter `%n` (an extra i64 carried value) and
+    its `scf.condition(%c)` becomes `scf.condition(%c && (n % 1024 != 0 ||
+    live()))`: a counter increment per iteration, the flag read every 1024."""
+    from diffgpu._mlir import arith, ir, scf
+
+    loc = op.location
+    i64 = ir.IntegerType.get_signless(64)
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    ip = ir.InsertionPoint(op)
+    zero = arith.ConstantOp(i64, 0, loc=loc, ip=ip).result
+    w = scf.WhileOp([r.type for r in op.results] + [i64], list(op.operands) + [zero],
+                    loc=loc, ip=ip)
+    nb = w.before.blocks.append(*([a.type for a in before.arguments] + [i64]))
+    na = w.after.blocks.append(*([a.type for a in after.arguments] + [i64]))
+    for block, new in ((before, nb), (after, na)):
+        for old_arg, new_arg in zip(block.arguments, new.arguments):
+            old_arg.replace_all_uses_with(new_arg)
+        for o in [x.operation for x in block.operations]:
+            new.append(o)
+    cond = nb.operations[len(nb.operations) - 1].operation
+    cip = ir.InsertionPoint(cond)
+    n = nb.arguments[len(nb.arguments) - 1]
+    ok = arith.AndIOp(cond.operands[0], _every(n, cip, loc), loc=loc, ip=cip).result
+    one = arith.ConstantOp(i64, 1, loc=loc, ip=cip).result
+    n1 = arith.AddIOp(n, one, loc=loc, ip=cip).result
+    scf.ConditionOp(ok, list(cond.operands)[1:] + [n1], loc=cond.location, ip=cip)
+    cond.erase()
+    yld = na.operations[len(na.operations) - 1].operation
+    scf.YieldOp(list(yld.operands) + [na.arguments[len(na.arguments) - 1]],
+                loc=yld.location, ip=ir.InsertionPoint(yld))
+    yld.erase()
+    for old, new in zip(op.results, w.results):
+        old.replace_all_uses_with(new)
+    w.operation.attributes[NO_CANCEL] = ir.UnitAttr.get()
+    op.erase()
 
 
 def _constant_trip(op) -> bool:
@@ -106,38 +152,42 @@ def _constant_trip(op) -> bool:
     return True
 
 
-def for_to_while(op) -> None:
-    """`scf.for %i = %lb to %ub step %s iter_args(...)` -> an `scf.while`
-    over (%i, iter args...) whose condition is `%i < %ub && live`."""
+def chunk_for(op) -> None:
+    """`scf.for %i = %lb to %ub step %s` -> an `scf.while` over chunks of
+    1024 iterations, `%c < %ub && live()`, around the same `scf.for` from %c
+    to `%c + min(%ub - %c, 1024 * %s)`: the inner loop keeps its form (and
+    LLVM's unrolling and vectorisation), the flag is read once per chunk."""
     from diffgpu._mlir import arith, ir, scf
 
     loc, ip = op.location, ir.InsertionPoint(op)
     lb, ub, step = list(op.operands)[:3]
     inits = list(op.operands)[3:]
     types = [lb.type] + [v.type for v in inits]
+    k = arith.ConstantOp(lb.type, CHECK_EVERY, loc=loc, ip=ip).result
+    chunk = arith.MulIOp(step, k, loc=loc, ip=ip).result
     w = scf.WhileOp(types, [lb] + inits, loc=loc, ip=ip)
     before = w.before.blocks.append(*types)
     bip = ir.InsertionPoint(before)
-    iv = before.arguments[0]
-    signed = "unsignedCmp" not in op.attributes
-    pred = arith.CmpIPredicate.slt if signed else arith.CmpIPredicate.ult
-    c = arith.CmpIOp(pred, iv, ub, loc=loc, ip=bip).result
-    c = arith.AndIOp(c, live(bip, loc), loc=loc, ip=bip).result
-    scf.ConditionOp(c, list(before.arguments), loc=loc, ip=bip)
+    more = arith.CmpIOp(arith.CmpIPredicate.slt, before.arguments[0], ub, loc=loc,
+                        ip=bip).result
+    go = arith.AndIOp(more, live(bip, loc), loc=loc, ip=bip).result
+    scf.ConditionOp(go, list(before.arguments), loc=loc, ip=bip)
     after = w.after.blocks.append(*types)
-    body = op.regions[0].blocks[0]
-    for old, new in zip(body.arguments, after.arguments):
-        old.replace_all_uses_with(new)
-    for inner in [o.operation for o in body.operations]:
-        after.append(inner)
-    yld = after.operations[len(after.operations) - 1].operation
-    yip = ir.InsertionPoint(yld)
-    nxt = arith.AddIOp(after.arguments[0], step, loc=loc, ip=yip).result
-    scf.YieldOp([nxt] + list(yld.operands), loc=yld.location, ip=yip)
-    yld.erase()
+    aip = ir.InsertionPoint(after)
+    start = after.arguments[0]
+    rest = arith.SubIOp(ub, start, loc=loc, ip=aip).result
+    take = arith.MinSIOp(rest, chunk, loc=loc, ip=aip).result
+    end = arith.AddIOp(start, take, loc=loc, ip=aip).result
     for old, new in zip(op.results, list(w.results)[1:]):
         old.replace_all_uses_with(new)
-    op.erase()
+    yld = scf.YieldOp([end] + list(op.results), loc=loc, ip=aip)
+    op.move_before(yld)
+    op.operands[0] = start
+    op.operands[1] = end
+    for j, a in enumerate(list(after.arguments)[1:]):
+        op.operands[3 + j] = a
+    op.attributes[NO_CANCEL] = ir.UnitAttr.get()
+    w.operation.attributes[NO_CANCEL] = ir.UnitAttr.get()
 
 
 def guard_blocks(loop) -> None:
@@ -158,11 +208,11 @@ def guard_blocks(loop) -> None:
 def instrument_loops(host_funcs) -> None:
     """Checks in the user's loops of `host_funcs` (before the entries exist)."""
     for f in host_funcs:
-        whiles = walk_ops(f, ("scf.while",))
+        whiles = [op for op in walk_ops(f, ("scf.while",)) if NO_CANCEL not in op.attributes]
         for op in walk_ops(f, ("scf.for",)):
             if NO_CANCEL not in op.attributes and not _constant_trip(op) \
+                    and "unsignedCmp" not in op.attributes \
                     and not walk_ops(op, ("diffgpu.barrier",)):
-                for_to_while(op)
+                chunk_for(op)
         for op in whiles:
-            if NO_CANCEL not in op.attributes:
-                check_while(op)
+            check_while(op)

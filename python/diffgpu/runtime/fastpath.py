@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffgpu.runtime import specialize
+from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.types import ArrayType
 
 _SCALARS = frozenset((float, int, np.float32, np.float64, np.int32, np.int64))
@@ -192,7 +193,7 @@ def lookup(kernel, args, grid, block):
         return None
     raw, gpu_id, values = checked
     unit = unit_dims(grid, block)
-    key = (raw, unit, gpu_id)
+    key = (raw, unit, gpu_id, racecheck_enabled())  # the race-checked variant apart
     found = entry.programs.get(key)
     if found is None:
         found = entry.programs[key] = _program(kernel, entry, raw, unit, gpu_id)

@@ -16,10 +16,10 @@ so KeyboardInterrupt (or the user's handler) runs as soon as the cancelled
 launch returns, within about a second. The handler is installed with
 `sigaction`, keeping Python's flags and mask, only while Python handles
 SIGINT itself (not under SIG_IGN/SIG_DFL); `signal.signal` later simply
-replaces it. A launch checks (one system call) that ours is still in place
-when the last check is more than RECHECK_S old: in between, a replaced
-handler only means that launch cannot be cancelled, as before. Cost per
-launch: a few stores and a clock read, no thread switch.
+replaces it. Each launch calls `@__dg_host_sig_begin(flag)` (JIT code too:
+it clears the flag, checks with `sigaction` that ours is in place, installs
+it again if Python's is back, and points the slot at the flag): one ctypes
+call and one system call per launch, no thread switch.
 
 Launches from other threads (which never receive KeyboardInterrupt), and
 programs without a flag (lowered before it existed), call the entry
@@ -29,17 +29,13 @@ does the waiting instead (runtime/host_worker.py).
 from __future__ import annotations
 
 import ctypes
-import signal
 import sys
 import threading
-import time
-
-#: how often (seconds) a launch checks that our handler is still installed
-RECHECK_S = 0.05
 
 _HANDLER_MODULE = """
 llvm.mlir.global internal @slot(0 : i64) {addr_space = 0 : i32} : i64
 llvm.mlir.global internal @prev(0 : i64) {addr_space = 0 : i32} : i64
+llvm.func @sigaction(i32, !llvm.ptr, !llvm.ptr) -> i32
 llvm.func @__dg_host_sigint(%sig: i32) {
   %s = llvm.mlir.addressof @slot : !llvm.ptr
   %p = llvm.load volatile %s {alignment = 8 : i64} : !llvm.ptr -> i64
@@ -63,28 +59,56 @@ llvm.func @__dg_host_sigint(%sig: i32) {
 ^done:
   llvm.return
 }
+// begin(flag address): clear the flag; make sure our handler is installed
+// (keeping the current one's flags and mask, chaining to it); point the
+// slot at the flag. 1 if installed, 0 if SIGINT is not Python's to handle.
+llvm.func @__dg_host_sig_begin(%flag: i64) -> i64 {
+  %z = llvm.mlir.constant(0 : i64) : i64
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %sigint = llvm.mlir.constant(2 : i32) : i32
+  %n = llvm.mlir.constant(1 : i64) : i64
+  %fp = llvm.inttoptr %flag : i64 to !llvm.ptr
+  llvm.store volatile %z, %fp {alignment = 8 : i64} : i64, !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %cur = llvm.alloca %n x !llvm.array<19 x i64> {alignment = 8 : i64} : (i64) -> !llvm.ptr
+  %rc = llvm.call @sigaction(%sigint, %null, %cur) : (i32, !llvm.ptr, !llvm.ptr) -> i32
+  %z32 = llvm.mlir.constant(0 : i32) : i32
+  %good = llvm.icmp "eq" %rc, %z32 : i32
+  llvm.cond_br %good, ^look, ^off
+^look:
+  %h = llvm.load %cur {alignment = 8 : i64} : !llvm.ptr -> i64
+  %mine = llvm.mlir.addressof @__dg_host_sigint : !llvm.ptr
+  %m = llvm.ptrtoint %mine : !llvm.ptr to i64
+  %ok = llvm.icmp "eq" %h, %m : i64
+  llvm.cond_br %ok, ^arm, ^other
+^other:
+  %real = llvm.icmp "ugt" %h, %one : i64
+  llvm.cond_br %real, ^install, ^off
+^install:
+  %q = llvm.mlir.addressof @prev : !llvm.ptr
+  llvm.store volatile %h, %q {alignment = 8 : i64} : i64, !llvm.ptr
+  llvm.store %m, %cur {alignment = 8 : i64} : i64, !llvm.ptr
+  %rc2 = llvm.call @sigaction(%sigint, %cur, %null) : (i32, !llvm.ptr, !llvm.ptr) -> i32
+  %set = llvm.icmp "eq" %rc2, %z32 : i32
+  llvm.cond_br %set, ^arm, ^off
+^arm:
+  %s = llvm.mlir.addressof @slot : !llvm.ptr
+  llvm.store volatile %flag, %s {alignment = 8 : i64} : i64, !llvm.ptr
+  llvm.return %one : i64
+^off:
+  llvm.return %z : i64
+}
 llvm.func @addr_slot() -> i64 {
   %s = llvm.mlir.addressof @slot : !llvm.ptr
   %a = llvm.ptrtoint %s : !llvm.ptr to i64
   llvm.return %a : i64
 }
-llvm.func @addr_prev() -> i64 {
-  %s = llvm.mlir.addressof @prev : !llvm.ptr
-  %a = llvm.ptrtoint %s : !llvm.ptr to i64
-  llvm.return %a : i64
-}
-llvm.func @addr_handler() -> i64 {
-  %s = llvm.mlir.addressof @__dg_host_sigint : !llvm.ptr
+llvm.func @addr_begin() -> i64 {
+  %s = llvm.mlir.addressof @__dg_host_sig_begin : !llvm.ptr
   %a = llvm.ptrtoint %s : !llvm.ptr to i64
   llvm.return %a : i64
 }
 """
-
-
-class _SigAction(ctypes.Structure):
-    """glibc's `struct sigaction` (Linux, x86-64 and AArch64)."""
-    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ubyte * 128),
-                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
 
 
 class _State:
@@ -92,17 +116,12 @@ class _State:
         self.lock = threading.Lock()
         self.ready = None  # None: not tried; False: unavailable; True
         self.keep = None  # the handler's engine and context: alive for good
-        self.slot = self.prev = None  # ctypes.c_int64 views of the globals
-        self.handler = 0
-        self.libc = None
-        self.cur = _SigAction()  # reused by every check (main thread only)
-        self.cur_ref = ctypes.byref(self.cur)
+        self.slot = None  # ctypes.c_int64 view of the slot
+        self.begin = None  # ctypes function: begin(flag address) -> 0/1
         self.main = threading.main_thread().ident
-        self.checked = -1.0  # time of the last successful check that ours is installed
 
 
 _S = _State()
-_SIGINT = int(signal.SIGINT)
 
 
 def _call_i64(engine, name: str) -> int:
@@ -118,7 +137,7 @@ def _setup() -> bool:
         if _S.ready is not None:
             return _S.ready
         _S.ready = False
-        if not sys.platform.startswith("linux"):
+        if not sys.platform.startswith("linux"):  # glibc's struct sigaction layout
             return False
         try:
             from diffgpu._mlir import execution_engine, ir
@@ -130,31 +149,12 @@ def _setup() -> bool:
                 engine = execution_engine.ExecutionEngine(module, opt_level=2)
             _S.keep = (ctx, module, engine)
             _S.slot = ctypes.c_int64.from_address(_call_i64(engine, "addr_slot"))
-            _S.prev = ctypes.c_int64.from_address(_call_i64(engine, "addr_prev"))
-            _S.handler = _call_i64(engine, "addr_handler")
-            _S.libc = ctypes.CDLL(None, use_errno=True)
-            _S.libc.sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-            _S.sigaction = _S.libc.sigaction
-        except Exception:  # no JIT, no libc: the worker thread instead
+            _S.begin = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
+                _call_i64(engine, "addr_begin"))
+        except Exception:  # no JIT here: the worker thread instead
             return False
-        _S.ready = bool(_S.handler)
-        return _S.ready
-
-
-def _installed() -> bool:
-    """Ours is the SIGINT handler now (installed if Python handles SIGINT)."""
-    cur = _S.cur
-    if _S.sigaction(_SIGINT, None, _S.cur_ref) != 0:
-        return False
-    if cur.handler == _S.handler:
+        _S.ready = True
         return True
-    if cur.handler is None or cur.handler <= 1:
-        return False  # SIG_DFL / SIG_IGN: Ctrl-C is not Python's to handle
-    new = _SigAction()
-    ctypes.memmove(ctypes.byref(new), ctypes.byref(cur), ctypes.sizeof(cur))
-    new.handler = _S.handler
-    _S.prev.value = cur.handler  # chain to Python's handler
-    return _S.sigaction(_SIGINT, ctypes.byref(new), None) == 0
 
 
 def run(fn, packed, flag) -> None:
@@ -167,16 +167,8 @@ def run(fn, packed, flag) -> None:
         from diffgpu.runtime import host_worker
         host_worker.run(fn, packed, flag)
         return
-    flag.value = 0  # a stale flag of an earlier interruption
-    now = time.monotonic()
-    if now - _S.checked > RECHECK_S:
-        if not _installed():
-            _S.checked = -1.0
-            fn(packed)
-            return
-        _S.checked = now
     try:
-        _S.slot.value = ctypes.addressof(flag)
+        _S.begin(ctypes.addressof(flag))  # 0: SIGINT ignored or default, run as is
         fn(packed)
     finally:
         _S.slot.value = 0

@@ -1,26 +1,40 @@
 // RUN: diffgpu-opt %s --diffgpu-lower-to-host | FileCheck %s
 
-// Ctrl-C: the condition of a user scf.while also asks @__dg_host_live (a
-// volatile load of the cancel flag); an scf.for of runtime trip count becomes
-// such an scf.while; an scf.for of constant trip count stays as it is; the
-// entry's innermost block loop runs a block only while the flag is clear.
+// Ctrl-C: a user scf.while gets an iteration counter and asks
+// @__dg_host_live (a volatile load of the cancel flag) every 1024
+// iterations; an scf.for of runtime trip count runs as chunks of 1024
+// iterations (the same scf.for inside an scf.while that asks once per chunk);
+// an scf.for of constant trip count stays as it is; the entry's innermost
+// block loop runs a block only while the flag is clear.
 
 // CHECK-LABEL: func.func private @k__thread
-// CHECK: scf.while (%[[X:.+]] = %{{.+}}) : (i64) -> i64 {
+// CHECK: scf.while (%[[X:.+]] = %{{.+}}, %[[N:.+]] = %{{.+}}) : (i64, i64) -> (i64, i64) {
 // CHECK: %[[C:.+]] = arith.cmpi slt, %[[X]], %{{.+}} : i64
+// CHECK: %[[LOW:.+]] = arith.andi %[[N]], %{{.+}} : i64
+// CHECK: %[[DUE:.+]] = arith.cmpi eq, %[[LOW]], %{{.+}} : i64
+// CHECK: %[[ASK:.+]] = scf.if %[[DUE]] -> (i1) {
 // CHECK-NEXT: %[[L:.+]] = func.call @__dg_host_live() : () -> i1
-// CHECK-NEXT: %[[B:.+]] = arith.andi %[[C]], %[[L]] : i1
-// CHECK-NEXT: scf.condition(%[[B]]) %[[X]] : i64
+// CHECK-NEXT: scf.yield %[[L]] : i1
+// CHECK: %[[B:.+]] = arith.andi %[[C]], %[[ASK]] : i1
+// CHECK: %[[N1:.+]] = arith.addi %[[N]], %{{.+}} : i64
+// CHECK-NEXT: scf.condition(%[[B]]) %[[X]], %[[N1]] : i64, i64
+// CHECK: } do {
+// CHECK: ^bb0(%{{.+}}: i64, %[[NA:.+]]: i64):
+// CHECK: scf.yield %{{.+}}, %[[NA]] : i64, i64
+// CHECK: %[[CH:.+]] = arith.muli %{{.+}}, %{{.+}} : index
 // CHECK: scf.while (%[[I:.+]] = %{{.+}}) : (index) -> index {
-// CHECK: %[[C2:.+]] = arith.cmpi slt, %[[I]], %{{.+}} : index
+// CHECK: %[[C2:.+]] = arith.cmpi slt, %[[I]], %[[UB:.+]] : index
 // CHECK-NEXT: %[[L2:.+]] = func.call @__dg_host_live() : () -> i1
 // CHECK-NEXT: %[[B2:.+]] = arith.andi %[[C2]], %[[L2]] : i1
 // CHECK-NEXT: scf.condition(%[[B2]]) %[[I]] : index
 // CHECK: } do {
-// CHECK: ^bb0(%[[IV:.+]]: index):
+// CHECK: ^bb0(%[[S:.+]]: index):
+// CHECK: %[[REST:.+]] = arith.subi %[[UB]], %[[S]] : index
+// CHECK-NEXT: %[[TAKE:.+]] = arith.minsi %[[REST]], %[[CH]] : index
+// CHECK-NEXT: %[[END:.+]] = arith.addi %[[S]], %[[TAKE]] : index
+// CHECK-NEXT: scf.for %[[IV:.+]] = %[[S]] to %[[END]] step %{{.+}} {
 // CHECK: memref.store %{{.+}}, %{{.+}}[%[[IV]]]
-// CHECK: %[[NEXT:.+]] = arith.addi %[[IV]], %{{.+}} : index
-// CHECK-NEXT: scf.yield %[[NEXT]] : index
+// CHECK: scf.yield %[[END]] : index
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} {
 // CHECK-NOT: __dg_host_live
 // CHECK-LABEL: func.func @k(
