@@ -28,12 +28,19 @@ def _callee(op):
     return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
 
 
+def _generated_body(gen, name):
+    """@name is a generated function with a body."""
+    if not (name or "").startswith(PREFIX):
+        return False
+    fn = gen.lookup(name)
+    return fn is not None and len(fn.regions[0].blocks) > 0
+
+
 def inline_generated(gen, fn):
     """Inline, transitively, the calls of `fn` to generated functions."""
     entry = fn.regions[0].blocks[0]
     while True:
-        calls = [op for op in walk_ops(entry)
-                 if (_callee(op) or "").startswith(PREFIX) and gen.lookup(_callee(op))]
+        calls = [op for op in walk_ops(entry) if _generated_body(gen, _callee(op))]
         if not calls:
             return
         for call in calls:

@@ -495,12 +495,7 @@ def _inner_ref(x, dy, y, dx):
 
 
 @case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), rnd(r, dt, 2 * B), zeros(dt, 2 * B),
-                           zeros(dt, 2 * B)], ["dup", "out", "out", "out"], _inner_ref,
-      xfail="differentiating a kernel that calls dg.autodiff of a kernel with shared memory "
-            "fails to compile: lowering/autodiff/shared.py allocate_in_kernel needs the "
-            "autodiff op to sit in a kernel, but in the derivative of the outer kernel it "
-            "sits in a generated non-kernel function ('a function with shared memory can "
-            "only be differentiated directly inside a kernel')")
+                           zeros(dt, 2 * B)], ["dup", "out", "out", "out"], _inner_ref)
 @dg.kernel
 def inner_autodiff_shared(x, dy, y, dx):
     dg.autodiff(neighbour_square, dg.Duplicated(x, dx), dg.Duplicated(y, dy))
@@ -514,11 +509,7 @@ def _inner_fwd_ref(x, vx, y, vy):
 
 
 @case(2, B, lambda dt, r: [rnd(r, dt, 2 * B), rnd(r, dt, 2 * B), zeros(dt, 2 * B),
-                           zeros(dt, 2 * B)], ["dup", "dup", "out", "out"], _inner_fwd_ref,
-      xfail="differentiating a kernel that calls dg.fwddiff of a kernel with shared memory "
-            "fails to compile, as for dg.autodiff (lowering/autodiff/shared.py "
-            "allocate_in_kernel: 'a function with shared memory can only be "
-            "differentiated directly inside a kernel')")
+                           zeros(dt, 2 * B)], ["dup", "dup", "out", "out"], _inner_fwd_ref)
 @dg.kernel
 def inner_fwddiff_shared(x, vx, y, vy):
     dg.fwddiff(neighbour_square, dg.Duplicated(x, vx), dg.Duplicated(y, vy))
