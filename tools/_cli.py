@@ -36,7 +36,7 @@ passes, and print the result.
   --mlir-disable-threading   run passes on one thread
   --allow-unregistered-dialect  accept ops of dialects nobody registered
   --emit=mlir|llvm|ptx       what to print: the IR (default), LLVM IR or PTX
-  --list-passes              list diffgpu's passes and pipelines
+  --list-passes              list diffgpu's passes and pipelines, and MLIR's
   --version                  print the versions of diffgpu and MLIR
   -h, --help                 this help
 """

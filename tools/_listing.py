@@ -1,7 +1,9 @@
-"""`diffgpu-opt --list-passes`: our passes and pipelines, from the registry."""
+"""`diffgpu-opt --list-passes`: our passes and pipelines (from the registry),
+then the upstream MLIR passes the bindings register (`_upstream_passes.py`)."""
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 
 
 def _options(cls) -> list[str]:
@@ -33,6 +35,20 @@ def list_passes() -> str:
         lines.append(f"  --{name}: {info.summary}")
         lines.extend(_options(info.options))
     lines.append("")
-    lines.append("Every upstream MLIR pass is also available by its own name, as a flag "
-                 "(--canonicalize, --cse, --convert-scf-to-cf, ...) or inside -p.")
+    lines.extend(upstream_lines())
     return "\n".join(lines) + "\n"
+
+
+def upstream_lines() -> list[str]:
+    """The upstream passes, by the op they run on. Each works by its own
+    name, as a flag or inside -p; a pass restricted to an op nests there
+    by itself (`--affine-loop-tile` runs on each func.func)."""
+    from diffgpu.tools._upstream_passes import UPSTREAM_PASSES
+
+    total = sum(len(v) for v in UPSTREAM_PASSES.values())
+    lines = [f"upstream MLIR passes ({total}), as flags (--NAME[=OPTIONS]) or inside -p:"]
+    for anchor, names in sorted(UPSTREAM_PASSES.items()):
+        lines.append(f"  on {anchor}:" if anchor else "  on any op or the module:")
+        lines.extend(textwrap.wrap(", ".join(names), width=88, initial_indent="    ",
+                                   subsequent_indent="    ", break_on_hyphens=False))
+    return lines
