@@ -131,13 +131,23 @@ def compile_only(chip: str):
     shapes, dtypes and geometry) will look up, `dg.vjp`'s included."""
     import diffgpu.launch as launch_module
 
-    saved = launch_module.target_for, launch_module.run_program
-    launch_module.target_for = lambda sig: chip
-    launch_module.run_program = lambda *args, **kwargs: None
+    patches = [(launch_module, "target_for", lambda sig: chip),
+               (launch_module, "run_program", lambda *args, **kwargs: None)]
+    try:  # the launch fast path remembers programs per argument signature:
+        # neither use nor store entries while the target is not the arguments'
+        from diffgpu.runtime import fastpath
+        patches += [(fastpath, "lookup", lambda *args, **kwargs: None),
+                    (fastpath, "remember", lambda *args, **kwargs: None)]
+    except ImportError:
+        pass
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
+    for mod, name, value in patches:
+        setattr(mod, name, value)
     try:
         yield
     finally:
-        launch_module.target_for, launch_module.run_program = saved
+        for mod, name, value in saved:
+            setattr(mod, name, value)
 
 
 def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:

@@ -79,11 +79,11 @@ class KernelFunction:
         forward and backward programs that calls on inputs of these shapes
         and dtypes launch on a GPU (arrays or scalars; values do not
         matter); they go to the disk cache."""
-        from diffgpu.interop import prepare
+        from diffgpu.jax_gpu import prepare
 
         args = self.spec.bind(inputs)
-        prepare(self.spec, chip, {n: v if n in self.spec.scalars else np.asarray(v)
-                                  for n, v in args.items()})
+        prepare(self.spec, chip, {n: self.spec.scalars[n](v) if n in self.spec.scalars
+                                  else np.asarray(v) for n, v in args.items()})
 
     # -- shapes ---------------------------------------------------------------
 

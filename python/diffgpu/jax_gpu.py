@@ -105,19 +105,48 @@ def _grid(grid) -> tuple:
     return g + (1,) * (3 - len(g))
 
 
+def _types(spec, arguments: dict) -> tuple:
+    """The kernel's argument types (arrays: dtype and rank; scalars)."""
+    from diffgpu.runtime.args import infer_signature
+
+    names = spec.kernel.arg_names
+    sample = [np.zeros((1,) * a.ndim, a.dtype) if hasattr(a, "ndim") else a
+              for a in (arguments[n] for n in names)]
+    return infer_signature(sample, names, spec.kernel.name).types
+
+
+def _kinds(spec, wrt) -> tuple:
+    """Activities of the reverse kernel: outputs and `wrt` arrays dup."""
+    return tuple("const" if n in spec.scalars or (n not in wrt and n not in spec.outputs)
+                 else "dup" for n in spec.kernel.arg_names)
+
+
+def prepare(spec, chip: str, inputs: dict) -> None:
+    """Compile for `chip` the forward and reverse programs `forward_call` /
+    `vjp_call` use for inputs like these (numpy arrays and scalars), into the
+    disk cache; no GPU needed."""
+    from diffgpu.interop import FLOAT_DTYPES, dtype_name
+    from diffgpu.launch import get_program
+
+    arguments = dict(inputs)
+    for n in spec.outputs:
+        shape, dtype = spec.out_shape(n, inputs)
+        arguments[n] = np.zeros(shape, dtype_name(dtype))
+    types = _types(spec, arguments)
+    wrt = [n for n in spec.arrays if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
+    get_program(spec.kernel, types, chip)
+    get_program(spec.kernel, types, chip, ("reverse", _kinds(spec, wrt)))
+
+
 def _launch(spec, arguments: dict, flat: list, written: list, diff=None) -> list:
     """Bind the primitive. `flat`: (name, array or None for a scalar, value)
     in the entry's argument order; `written`: indices of flat arrays that
     the kernel writes, returned in that order."""
     from diffgpu.launch import get_program
-    from diffgpu.runtime.args import infer_signature
     from diffgpu.runtime.gpu import check_abi
 
     chip, cc = _chip()
-    names = spec.kernel.arg_names
-    sample = [np.zeros((1,) * a.ndim, a.dtype) if hasattr(a, "ndim") else a
-              for a in (arguments[n] for n in names)]
-    types = infer_signature(sample, names, spec.kernel.name).types
+    types = _types(spec, arguments)
     program = get_program(spec.kernel, types, chip, diff)
     check_abi(program.payload.get("abi"), program.flat_types)
     params, operands, op_index = [], [], {}
@@ -157,26 +186,24 @@ def vjp_call(spec, scalars: dict, arrays, cotangents, wrt, structs) -> list:
     cots = dict(zip(spec.outputs, cotangents))
     for n, st in zip(spec.outputs, structs):
         arguments[n] = jnp.zeros(st.shape, st.dtype)
-    flat, kinds, written, grads = [], [], [], []
-    for n in spec.kernel.arg_names:
+    flat, written, grads = [], [], []
+    kinds = _kinds(spec, wrt)
+    for n, kind in zip(spec.kernel.arg_names, kinds):
         if n in spec.scalars:
             flat.append((n, None, arguments[n]))
-            kinds.append("const")
             continue
-        dup = n in wrt or n in spec.outputs
         if n in spec.outputs:
             written.append(len(flat))
         flat.append((n, arguments[n], None))
-        kinds.append("dup" if dup else "const")
-        if dup:
+        if kind == "dup":
             shadow = (jnp.asarray(cots[n], arguments[n].dtype) if n in spec.outputs
                       else jnp.zeros(arguments[n].shape, arguments[n].dtype))
             if n in wrt:
                 grads.append(len(written))
             written.append(len(flat))
             flat.append((n, shadow, None))
-    out = _launch(spec, arguments, flat, written, diff=("reverse", tuple(kinds)))
+    out = _launch(spec, arguments, flat, written, diff=("reverse", kinds))
     return [out[i] for i in grads]
 
 
-__all__ = ["forward_call", "vjp_call", "call_p"]
+__all__ = ["forward_call", "vjp_call", "prepare", "call_p"]

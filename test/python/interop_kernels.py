@@ -92,9 +92,16 @@ def prepare(chip: str) -> None:
     from diffgpu.interop import KernelOp
     from diffgpu.interop import prepare as prepare_op
 
+    try:  # dg.jax on a CUDA jaxlib launches its own programs (jax_gpu.py)
+        from diffgpu.jax_gpu import prepare as prepare_jax
+    except ImportError:
+        prepare_jax = None
     for name, inputs in gpu_inputs():
         kernel, outputs, scalars, grid, block = OPS[name]
-        prepare_op(KernelOp(kernel, outputs, grid, block, scalars), chip, inputs)
+        spec = KernelOp(kernel, outputs, grid, block, scalars)
+        prepare_op(spec, chip, inputs)
+        if prepare_jax is not None:
+            prepare_jax(spec, chip, inputs)
 
 
 def reference(name, xp, *args):

@@ -60,9 +60,19 @@ def test_vjp_gives_gradients_of_inputs():
     assert cu.tolist() == [2.0] * 70  # cotangents untouched
 
 
-def test_prepare_then_run_without_compiler(monkeypatch):
-    for name, inputs in gpu_inputs()[:4]:
+def _prepare_all(calls):
+    try:  # dg.jax's GPU programs too, where JAX is installed
+        from diffgpu.jax_gpu import prepare as prepare_jax
+    except ImportError:
+        prepare_jax = None
+    for name, inputs in calls:
         prepare(_spec(name), "sm_90", inputs)
+        if prepare_jax is not None:
+            prepare_jax(_spec(name), "sm_90", inputs)
+
+
+def test_prepare_then_run_without_compiler(monkeypatch):
+    _prepare_all(gpu_inputs()[:4])
     # a machine without MLIR: every program and analysis comes from the cache
     for k in (OPS[n][0] for n in OPS):
         k._programs.clear()
@@ -73,19 +83,26 @@ def test_prepare_then_run_without_compiler(monkeypatch):
     monkeypatch.setattr(launch_module, "_import_compiler", no_compiler)
     monkeypatch.setattr(plan, "_analyze", lambda *a: no_compiler())
     before = launch_module.STATS["compile"]
-    for name, inputs in gpu_inputs()[:4]:
-        prepare(_spec(name), "sm_90", inputs)
+    _prepare_all(gpu_inputs()[:4])
     assert launch_module.STATS["compile"] == before
 
 
-def test_compile_only_runs_nothing():
+def test_compile_only_runs_nothing_and_leaves_no_trace():
     x = np.ones(8)
     y = np.zeros(8)
+    square_scale[1, 32](y, x, 2.0)          # a signature the fast path knows
+    y[:] = 0
     with compile_only("sm_90"):
         square_scale[1, 32](y, x, 2.0)
+        square_scale[1, 32](y, x.astype(np.float32).astype(np.float64), 3.0)
     assert y.tolist() == [0.0] * 8
-    square_scale[1, 32](y, x, 2.0)
+    square_scale[1, 32](y, x, 2.0)          # still the CPU program afterwards
     assert y.tolist() == [2.0] * 8
+    y32 = np.zeros(8, np.float32)
+    with compile_only("sm_90"):
+        square_scale[1, 32](y32, np.ones(8, np.float32), 2.0)
+    square_scale[1, 32](y32, np.ones(8, np.float32), 2.0)
+    assert y32.tolist() == [2.0] * 8
 
 
 def test_frameworks_imported_only_when_used():
