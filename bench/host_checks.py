@@ -5,8 +5,8 @@
    the corpus (test/python/kernels_corpus.py) compiled with and without the
    cancel checks (`diffgpu-to-host{cancel=0}`), launched from the main thread
    through `HostProgram.launch` (argument packing, bounds status, the SIGINT
-   hand-over: everything a launch pays). Rounds alternate between the two
-   programs; each cell is the best over rounds of the mean time per launch.
+   hand-over: everything a launch pays), timed in adjacent pairs (see
+   `compare`: the machine may be shared with other work).
    Then loop-heavy kernels (runtime-bound `for`, `while`), where the checks in
    the loop headers weigh most.
 2. The race detector (lowering/host_racecheck.py): the same corpus and a few
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -50,16 +51,22 @@ def per_launch(prog, entry, args, types, grid, block, n) -> float:
     return (time.perf_counter() - t0) / n
 
 
-def compare(progs, entry, args, types, grid, block, rounds, target_s=0.01):
-    """Best (least disturbed) over rounds of the per-launch time of each
-    program, rounds alternating between them: the machine may be shared."""
+def compare(progs, entry, args, types, grid, block, rounds, target_s=0.002):
+    """Per-launch times of two programs, measured in adjacent pairs (A, B,
+    then B, A) so that a machine shared with other work slows both alike:
+    (median time of A, median time of A times the median of the B/A ratios)."""
     one = per_launch(progs[0], entry, args, types, grid, block, 1)
     n = max(1, min(2000, int(target_s / max(one, 1e-7))))
-    times = [[] for _ in progs]
-    for _ in range(rounds):
-        for k, p in enumerate(progs):
-            times[k].append(per_launch(p, entry, args, types, grid, block, n))
-    return [min(t) for t in times]
+    times, ratios = [], []
+    for r in range(rounds * 8):
+        order = (0, 1) if r % 2 == 0 else (1, 0)
+        t = [0.0, 0.0]
+        for k in order:
+            t[k] = per_launch(progs[k], entry, args, types, grid, block, n)
+        times.append(t[0])
+        ratios.append(t[1] / t[0])
+    base = statistics.median(times)
+    return [base, base * statistics.median(ratios)]
 
 
 def dims(x):

@@ -15,11 +15,14 @@ test it), 0 between launches. Python's handler records the signal as usual,
 so KeyboardInterrupt (or the user's handler) runs as soon as the cancelled
 launch returns, within about a second. The handler is installed with
 `sigaction`, keeping Python's flags and mask, only while Python handles
-SIGINT itself (not under SIG_IGN/SIG_DFL); `signal.signal` later simply
-replaces it. Each launch calls `@__dg_host_sig_begin(flag)` (JIT code too:
-it clears the flag, checks with `sigaction` that ours is in place, installs
-it again if Python's is back, and points the slot at the flag): one ctypes
-call and one system call per launch, no thread switch.
+SIGINT itself (not under SIG_IGN/SIG_DFL). `signal.signal` later replaces
+it; a watcher thread, waking every WATCH_S seconds, calls
+`@__dg_host_sig_ensure()` (JIT code: checks with `sigaction` that ours is in
+place, installs it again if Python's is back) whenever the main thread is in
+a launch. A launch itself only clears its flag and sets the slot: two stores,
+no system call, no thread switch. (A Ctrl-C in the first WATCH_S seconds of
+a launch that follows a `signal.signal` reaches Python only; the next one
+cancels.)
 
 Launches from other threads (which never receive KeyboardInterrupt), and
 programs without a flag (lowered before it existed), call the entry
@@ -31,6 +34,10 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+import time
+
+#: seconds between the watcher's checks that our handler is installed
+WATCH_S = 0.25
 
 _HANDLER_MODULE = """
 llvm.mlir.global internal @slot(0 : i64) {addr_space = 0 : i32} : i64
@@ -59,16 +66,14 @@ llvm.func @__dg_host_sigint(%sig: i32) {
 ^done:
   llvm.return
 }
-// begin(flag address): clear the flag; make sure our handler is installed
-// (keeping the current one's flags and mask, chaining to it); point the
-// slot at the flag. 1 if installed, 0 if SIGINT is not Python's to handle.
-llvm.func @__dg_host_sig_begin(%flag: i64) -> i64 {
+// ensure(): make sure our handler is installed (keeping the current one's
+// flags and mask, chaining to it). 1 if it is, 0 if SIGINT is not Python's
+// to handle (SIG_IGN, SIG_DFL) or sigaction failed.
+llvm.func @__dg_host_sig_ensure() -> i64 {
   %z = llvm.mlir.constant(0 : i64) : i64
   %one = llvm.mlir.constant(1 : i64) : i64
   %sigint = llvm.mlir.constant(2 : i32) : i32
   %n = llvm.mlir.constant(1 : i64) : i64
-  %fp = llvm.inttoptr %flag : i64 to !llvm.ptr
-  llvm.store volatile %z, %fp {alignment = 8 : i64} : i64, !llvm.ptr
   %null = llvm.mlir.zero : !llvm.ptr
   %cur = llvm.alloca %n x !llvm.array<19 x i64> {alignment = 8 : i64} : (i64) -> !llvm.ptr
   %rc = llvm.call @sigaction(%sigint, %null, %cur) : (i32, !llvm.ptr, !llvm.ptr) -> i32
@@ -80,7 +85,7 @@ llvm.func @__dg_host_sig_begin(%flag: i64) -> i64 {
   %mine = llvm.mlir.addressof @__dg_host_sigint : !llvm.ptr
   %m = llvm.ptrtoint %mine : !llvm.ptr to i64
   %ok = llvm.icmp "eq" %h, %m : i64
-  llvm.cond_br %ok, ^arm, ^other
+  llvm.cond_br %ok, ^on, ^other
 ^other:
   %real = llvm.icmp "ugt" %h, %one : i64
   llvm.cond_br %real, ^install, ^off
@@ -90,10 +95,8 @@ llvm.func @__dg_host_sig_begin(%flag: i64) -> i64 {
   llvm.store %m, %cur {alignment = 8 : i64} : i64, !llvm.ptr
   %rc2 = llvm.call @sigaction(%sigint, %cur, %null) : (i32, !llvm.ptr, !llvm.ptr) -> i32
   %set = llvm.icmp "eq" %rc2, %z32 : i32
-  llvm.cond_br %set, ^arm, ^off
-^arm:
-  %s = llvm.mlir.addressof @slot : !llvm.ptr
-  llvm.store volatile %flag, %s {alignment = 8 : i64} : i64, !llvm.ptr
+  llvm.cond_br %set, ^on, ^off
+^on:
   llvm.return %one : i64
 ^off:
   llvm.return %z : i64
@@ -103,8 +106,8 @@ llvm.func @addr_slot() -> i64 {
   %a = llvm.ptrtoint %s : !llvm.ptr to i64
   llvm.return %a : i64
 }
-llvm.func @addr_begin() -> i64 {
-  %s = llvm.mlir.addressof @__dg_host_sig_begin : !llvm.ptr
+llvm.func @addr_ensure() -> i64 {
+  %s = llvm.mlir.addressof @__dg_host_sig_ensure : !llvm.ptr
   %a = llvm.ptrtoint %s : !llvm.ptr to i64
   llvm.return %a : i64
 }
@@ -117,7 +120,7 @@ class _State:
         self.ready = None  # None: not tried; False: unavailable; True
         self.keep = None  # the handler's engine and context: alive for good
         self.slot = None  # ctypes.c_int64 view of the slot
-        self.begin = None  # ctypes function: begin(flag address) -> 0/1
+        self.ensure = None  # ctypes function: ensure() -> 1 if ours is installed
         self.main = threading.main_thread().ident
 
 
@@ -149,12 +152,23 @@ def _setup() -> bool:
                 engine = execution_engine.ExecutionEngine(module, opt_level=2)
             _S.keep = (ctx, module, engine)
             _S.slot = ctypes.c_int64.from_address(_call_i64(engine, "addr_slot"))
-            _S.begin = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
-                _call_i64(engine, "addr_begin"))
+            _S.ensure = ctypes.CFUNCTYPE(ctypes.c_int64)(_call_i64(engine, "addr_ensure"))
         except Exception:  # no JIT here: the worker thread instead
             return False
+        _S.ensure()
+        threading.Thread(target=_watch, name="diffgpu-sigint-watch", daemon=True).start()
         _S.ready = True
         return True
+
+
+def _watch() -> None:
+    """While the main thread is in a launch, put our handler back in place
+    if `signal.signal` replaced it (only the main thread calls that, and it
+    is busy: no race with it)."""
+    while True:
+        time.sleep(WATCH_S)
+        if _S.slot.value:
+            _S.ensure()
 
 
 def run(fn, packed, flag) -> None:
@@ -167,8 +181,9 @@ def run(fn, packed, flag) -> None:
         from diffgpu.runtime import host_worker
         host_worker.run(fn, packed, flag)
         return
+    flag.value = 0  # a stale flag of an earlier interruption
     try:
-        _S.begin(ctypes.addressof(flag))  # 0: SIGINT ignored or default, run as is
+        _S.slot.value = ctypes.addressof(flag)
         fn(packed)
     finally:
         _S.slot.value = 0
