@@ -88,14 +88,20 @@ def copy(a):
     return xp.array(xp.asarray(a), copy=True)
 
 
+def _shape_dtype(a):
+    dt = getattr(a, "dtype", None)
+    if isinstance(a, np.ndarray) or (dt is not None and hasattr(a, "data")
+                                     and hasattr(a.data, "ptr")):  # numpy, CuPy
+        return a.shape, dt
+    return shape_of(a), dtype_of(a)
+
+
 def zeros_like(a):
-    xp = xp_of(a)
-    return xp.zeros(shape_of(a), dtype_of(a))
+    return xp_of(a).zeros(*_shape_dtype(a))
 
 
 def empty_like(a):
-    xp = xp_of(a)
-    return xp.empty(shape_of(a), dtype_of(a))
+    return xp_of(a).empty(*_shape_dtype(a))
 
 
 def device_scope(a):

@@ -214,15 +214,16 @@ class Call:
         return out
 
     # -- primal buffers ------------------------------------------------------
-    def primals(self, outputs: bool) -> list:
+    def primals(self, outputs: bool, untouched=()) -> list:
         """The primal arguments to launch: the caller's own arrays when
         `outputs`, else scratch (outputs) and copies (in-out) for written
-        groups."""
+        groups but those in `untouched` (indices of groups whose writes the
+        derivative kernel drops)."""
         prim = list(self.args)
         if outputs:
             return prim
-        for g in self.groups:
-            if not self.written(g):
+        for gi, g in enumerate(self.groups):
+            if not self.written(g) or gi in untouched:
                 continue
             buf = M.copy(self.args[g[0]]) if self.read(g) else M.empty_like(self.args[g[0]])
             for i in g:
@@ -272,14 +273,15 @@ class Call:
         kinds = ["const"] * len(self.names)
         shadows = [None] * len(self.names)
         with M.device_scope(self.args[self.groups[0][0]] if self.groups else None):
-            prim = self.primals(outputs)
+            fk = [self.functional_kind(g, outputs) for g in self.groups]
+            # a `cot` array's writes are dropped: the caller's array is passed
+            prim = self.primals(outputs, {gi for gi, k in enumerate(fk) if k == "cot"})
             for gi, g in enumerate(self.groups):
-                kind = self.functional_kind(g, outputs)
+                kind = fk[gi]
                 base = self.args[g[0]]
                 if kind == "cot":
                     seed = seeds[gi]
                     sh = seed if self._private_cotangent(seed) else M.copy(seed)
-                    prim[g[0]] = base  # its stores are dropped: never written
                 elif kind == "grad":
                     sh = M.empty_like(base) if self.covered(g[0]) else M.zeros_like(base)
                 elif gi in seeds:
@@ -344,11 +346,12 @@ class Call:
             if s is not None:
                 flat.append(s)
         diff = (mode, tuple(kinds))
-        sig = Signature(tuple(flat_types(self.types, diff)), self.sig.device, self.sig.gpu_id)
+        ftypes = tuple(flat_types(self.types, diff))
+        sig = Signature(ftypes, self.sig.device, self.sig.gpu_id)
         slots = [_zeros(1, t.dtype, sig) for t, k in zip(self.types, kinds) if k == "active"]
         target = target_for(sig)
         grid, block = self.launcher.grid, self.launcher.block
-        facts = facts_for(flat + slots, flat_types(self.types, diff), target, grid, block)
+        facts = facts_for(flat + slots, ftypes, target, grid, block)
         program = get_program(self.kernel, self.types, target, diff=diff, facts=facts)
         run_program(program, flat + slots, sig, grid, block)
         return [s[0] if hasattr(s, "shape") and not hasattr(s, "get") else s.get()[0]
