@@ -193,10 +193,11 @@ def atomics_cases():
     per block and per warp (2^26-term float32 sums, partial warps, early
     return, nested guards, integer counts, 3-D blocks, an Active scalar's
     gradient) and of test/python/test_stencil_adjoint.py (stencil gradients
-    gathered per block); expected: a numpy reference or the CPU. The 2^26
+    gathered per block), and of test/python/test_higher_order.py (second- and
+    third-order derivatives); expected: a numpy reference or the CPU. The 2^26
     sums' "max |err|" over the sum (about 7.3e7) is their relative error."""
     out = []
-    for filename in ("test_atomics.py", "test_stencil_adjoint.py"):
+    for filename in ("test_atomics.py", "test_stencil_adjoint.py", "test_higher_order.py"):
         mod = _test_module(filename, filename[:-3] + "_cases")
         if mod is not None:
             out += mod.gpu_cases()

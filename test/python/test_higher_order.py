@@ -332,3 +332,25 @@ def test_hessian_vector_product():
     want = (grad(x + h * v) - grad(x - h * v)) / (2 * h)
     np.testing.assert_allclose(tG, want, rtol=1e-6, atol=1e-8)
     assert np.abs(tG).min() > 1e-3
+
+
+def gpu_cases():
+    """(name, kernel, grid, block, mode, make(rng), None) for
+    scripts/gpu_check.py: every case above in reverse and forward mode with
+    random shadows/tangents, float64; expected: the CPU's results."""
+    out = []
+    for name, build in sorted(CASES.items()):
+        launch, _ = build()
+        for mode in ("reverse", "forward"):
+            def make(r, build=build):
+                _, acts = build()
+                return [dg.Duplicated(a.value, r.standard_normal(a.value.shape))
+                        if isinstance(a, dg.Duplicated) else a for a in acts]
+            out.append((f"higher {name} {mode}", launch.kernel, launch.grid, launch.block,
+                        mode, make, None))
+    return out
+
+
+def test_gpu_cases_cover_every_case():
+    names = [c[0] for c in gpu_cases()]
+    assert len(names) == 2 * len(CASES) == len(set(names))
