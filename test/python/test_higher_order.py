@@ -60,6 +60,14 @@ def f_while(x):
 
 
 @dg.func
+def f_while_data(x):
+    s = x
+    while s < 3.0:  # the trip count depends on x
+        s = s * (1.0 + x) + 0.2
+    return s * math.sin(s)
+
+
+@dg.func
 def f_if(x):
     if x > 0.0:
         return x * x * x + math.exp(x)
@@ -155,6 +163,13 @@ def g_while(X, G):
     i = dg.global_id(0)
     if i < len(X):
         (G[i],) = dg.autodiff(f_while, dg.Active(X[i]))
+
+
+@dg.kernel
+def g_while_data(X, G):
+    i = dg.global_id(0)
+    if i < len(X):
+        (G[i],) = dg.autodiff(f_while_data, dg.Active(X[i]))
 
 
 @dg.kernel
@@ -260,6 +275,8 @@ CASES = {
     "reverse_for_runtime": lambda: (g_for_runtime[1, N], [_dup(_x()), _dup(_z()),
                                                           dg.Const(3)]),
     "reverse_while": lambda: (g_while[1, N], [_dup(_x()), _dup(_z())]),
+    # x in (0.56, 0.7): 3 iterations for every x, away from the jumps
+    "reverse_while_data": lambda: (g_while_data[1, N], [_dup(_x(0.56, 0.7)), _dup(_z())]),
     "reverse_if": lambda: (g_if[1, N], [_dup(_x(-0.9, 0.9)), _dup(_z())]),
     "reverse_early_return": lambda: (g_early_return[1, N],
                                      [_dup(_x(0.5, 4.0)), _dup(_z()), dg.Const(4)]),

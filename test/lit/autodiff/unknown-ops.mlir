@@ -69,6 +69,29 @@ func.func @k(%A: !A, %dA: !A, %n: index) attributes {diffgpu.kernel, diffgpu.tar
 
 // -----
 
+!A = memref<?xf64, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+
+// the same scf.parallel in forward mode
+func.func @f(%A: !A, %n: index) attributes {diffgpu.target = #host} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error@+1 {{no derivative rule for 'scf.parallel'}}
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %a = memref.load %A[%i] : !A
+    %s = math.sin %a : f64
+    memref.store %s, %A[%i] : !A
+    scf.reduce
+  }
+  return
+}
+func.func @k(%A: !A, %dA: !A, %n: index) attributes {diffgpu.kernel, diffgpu.target = #host} {
+  "diffgpu.fwddiff"(%A, %dA, %n) {callee = @f, activity = ["dup", "const"], diffgpu.target = #host, operandSegmentSizes = array<i32: 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0>} : (!A, !A, index) -> ()
+  return
+}
+
+// -----
+
 #host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
 
 // f64 -> i64 -> f64 through arith.bitcast: the bits carry no derivative
