@@ -238,6 +238,33 @@ def h_third_scalar(X, G, DX, DG):
     dg.autodiff(g_while, dg.Duplicated(X, DX), dg.Duplicated(G, DG))
 
 
+@dg.func
+def grad_f(x, n):
+    (g,) = dg.autodiff(f_for_runtime, dg.Active(x), dg.Const(n))
+    return g
+
+
+@dg.kernel
+def hess_fwd_over_rev(X, H, n):
+    i = dg.global_id(0)
+    if i < len(X):
+        H[i] = dg.fwddiff(grad_f, dg.Duplicated(X[i], 1.0), dg.Const(n))
+
+
+@dg.kernel
+def hess_rev_over_rev(X, H, n):
+    i = dg.global_id(0)
+    if i < len(X):
+        (H[i],) = dg.autodiff(grad_f, dg.Active(X[i]), dg.Const(n))
+
+
+@dg.kernel
+def grad_kernel(X, G, n):
+    i = dg.global_id(0)
+    if i < len(X):
+        G[i] = grad_f(X[i], n)
+
+
 @dg.kernel
 def g_fwd_shared(X, dX, Y, dY):
     dg.fwddiff(k_shared, dg.Duplicated(X, dX), dg.Duplicated(Y, dY))
@@ -292,6 +319,9 @@ CASES = {
     "third_order_array": lambda: (h_third[1, 1], [_dup(_x(seed=s)) for s in range(4)]),
     "third_order_while": lambda: (h_third_scalar[1, 1],
                                   [_dup(_x(seed=s)) for s in range(4)]),
+    # a Hessian computed inside the kernel, differentiated again (third order)
+    "third_order_in_kernel_hessian": lambda: (hess_fwd_over_rev[1, N],
+                                              [_dup(_x()), _dup(_z()), dg.Const(3)]),
     "forward_shared_memory": lambda: (g_fwd_shared[1, 4],
                                       [_dup(_x()), _dup(_x(seed=3)), _dup(_z()),
                                        _dup(_x(seed=4))]),
@@ -330,6 +360,21 @@ def test_float32_tape_words():
     dg.autodiff(g_sq[1, 1], dg.Duplicated(A, DA), dg.Duplicated(dA, DdA))
     assert DA[0] == pytest.approx(0.8, rel=1e-6)
     assert DdA[0] == pytest.approx(1.4, rel=1e-6)
+
+
+def test_hessian_inside_a_kernel():
+    """dg.fwddiff and dg.autodiff of a @dg.func that itself calls dg.autodiff:
+    both give f'' where differences of the kernel computing f' do."""
+    x, n, h = _x(), 3, 1e-6
+    fwd, rev, gp, gm = _z(), _z(), _z(), _z()
+    hess_fwd_over_rev[1, N](x.copy(), fwd, n)
+    hess_rev_over_rev[1, N](x.copy(), rev, n)
+    grad_kernel[1, N](x + h, gp, n)
+    grad_kernel[1, N](x - h, gm, n)
+    want = (gp - gm) / (2 * h)
+    np.testing.assert_allclose(fwd, want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(rev, fwd, rtol=1e-12)
+    assert np.abs(want).min() > 1e-2
 
 
 def test_hessian_vector_product():
