@@ -19,6 +19,7 @@ from .activity import Activity, walk_ops
 from .inline import inline_generated
 from .reverse import ReverseSweep
 from .rules_func import rewrite_calls
+from .unroll import unroll_constant_loops
 
 DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
 
@@ -126,6 +127,7 @@ class Generator:
                                 f"@{ir.StringAttr(src.attributes['sym_name']).value} has "
                                 f"unstructured control flow ({len(blocks)} blocks)")
         inline_generated(self, new)
+        unroll_constant_loops(new)  # register tapes (unroll.py)
         return new
 
     def new_func(self, name, ins, outs, target, loc):
