@@ -406,3 +406,12 @@ def test_square_vjp_moves_jax_bytes_in_the_ptx():
     assert count(("reverse", ("cot", "grad")), facts) == (2, 1, 0)
     loads, stores, atomics = count(("reverse", ("dup", "dup")))
     assert loads >= 3 and stores >= 2 and atomics >= 1
+
+
+def test_strided_views():
+    big, gbig = f32(120), f32(120)
+    x, g, y = big[::3], gbig[1::3], np.zeros(40, np.float32)[::-1]
+    grads = dg.vjp(square[2, 32], y, x, cotangents={"y": g})
+    np.testing.assert_allclose(grads["x"], 2 * x * g, rtol=1e-6)
+    tans = dg.jvp(square[2, 32], y, x, tangents={"x": g})
+    np.testing.assert_allclose(tans["y"], 2 * x * g, rtol=1e-6)
