@@ -297,6 +297,13 @@ RULES = [
     ("absf", "%r = math.absf %x : f64", (-2, 2)),
     ("erf", "%r = math.erf %x : f64", (-2, 2)),
     ("atan", "%r = math.atan %x : f64", (-2, 2)),
+    ("asin", "%r = math.asin %x : f64", (-0.8, 0.8)),
+    ("acos", "%r = math.acos %x : f64", (-0.8, 0.8)),
+    ("asinh", "%r = math.asinh %x : f64", (-2, 2)),
+    ("acosh", "%r = math.acosh %x : f64", (1.2, 3)),
+    ("atanh", "%r = math.atanh %x : f64", (-0.8, 0.8)),
+    ("cbrt", "%r = math.cbrt %x : f64", (0.3, 3)),
+    ("erfc", "%r = math.erfc %x : f64", (-2, 2)),
     ("atan2", "%r = math.atan2 %x, %y : f64", (0.5, 2)),
     ("fma", "%r = math.fma %x, %y, %w : f64", (-2, 2)),
     ("copysign", "%r = math.copysign %x, %y : f64", (-2, 2)),
@@ -500,6 +507,39 @@ def test_if_guard_and_results():
         f"  }}\n")
     case = Case("k_if", [("X", A64), ("Z", A64), ("s", "f64")], body,
                 ["dup", "dup", "active"], [uniform(-1, 1), uniform(-1, 1), 1.3])
+    dot_test(case)
+    fwd_test(case)
+
+
+def test_execute_region_and_index_switch():
+    """One region runs once: scf.execute_region around the body, and an
+    scf.index_switch on i % 3 picking x * y, sin(x) * y or x (default)."""
+    body = gid() + (
+        f"  %c3 = arith.constant 3 : index\n"
+        f"  %k = arith.remui %i, %c3 : index\n"
+        f"  %r = scf.execute_region -> f64 {{\n"
+        f"    %x = memref.load %X[%i] : {A64}\n"
+        f"    %y = memref.load %Y[%i] : {A64}\n"
+        f"    %s = scf.index_switch %k -> f64\n"
+        f"    case 0 {{\n"
+        f"      %p = arith.mulf %x, %y : f64\n"
+        f"      scf.yield %p : f64\n"
+        f"    }}\n"
+        f"    case 1 {{\n"
+        f"      %q = math.sin %x : f64\n"
+        f"      %q2 = arith.mulf %q, %y : f64\n"
+        f"      scf.yield %q2 : f64\n"
+        f"    }}\n"
+        f"    default {{\n"
+        f"      scf.yield %x : f64\n"
+        f"    }}\n"
+        f"    %t = arith.mulf %s, %x : f64\n"
+        f"    scf.yield %t : f64\n"
+        f"  }}\n"
+        f"  memref.store %r, %Z[%i] : {A64}\n")
+    case = Case("k_regions", [("X", A64), ("Y", A64), ("Z", A64)], body,
+                ["dup", "dup", "dup"], [uniform(-1, 1), uniform(-1, 1, seed=2),
+                                        uniform(-1, 1, seed=3)])
     dot_test(case)
     fwd_test(case)
 
