@@ -16,18 +16,22 @@ need no re-derivation, and no thread reads another's `dy`.
 
 It applies to the adds into one array `dx` of a function (all of them) when
 
-1. each is a `diffgpu.atomic_add` with unused result on a float element at a
-   rank-1 index `gid + k`: `gid = block_id(0) * block_dim(0) + thread_id(0)`
-   (lowering/autodiff/elision.py's global id, through index casts and the
-   tape's private allocas) and `k` an integer constant, at least one `k != 0`;
+1. each is a `diffgpu.atomic_add` with unused result on a float element at
+   an index `[gid(d0) + k0, gid(d1) + k1, ...]`: `gid(d) = block_id(d) *
+   block_dim(d) + thread_id(d)` (lowering/autodiff/elision.py's global id,
+   through index casts and the tape's private allocas), distinct dimensions,
+   the same dimension per position in every add, integer constants `k`, at
+   least one nonzero (1-D and 2-D stencils alike);
 2. nothing else in that function uses `dx` (but `memref.dim`);
 3. each is at a site where a barrier can follow (lowering/hoist.py: in a
    kernel's body or the derivative function it calls once, under `scf.if`s
    only) and no later op of the thread can observe the moved add.
 
-At run time the launch must be one-dimensional (y and z of the block and the
-grid are 1), so `gid` is unique per thread; otherwise every thread adds its
-contributions atomically, as before.
+At run time the dimensions the index does not name must have one thread and
+one block (a 1-D stencil needs a 1-D launch), so the index is unique per
+thread; otherwise every thread adds its contributions atomically, as before.
+The source of offset `k` is the thread at coordinates `t - k` of the same
+block (shared arrays indexed by the linear thread index).
 
     scf.if %in {
       "diffgpu.atomic_add"(%dx, %a, %im1)    // %im1 = gid - 1
@@ -106,37 +110,54 @@ def _strip(v):
 
 
 def offset_of(v):
-    """k when `v` is gid(0) + k (k an integer constant), else None."""
+    """(d, k) when `v` is gid(d) + k (k an integer constant), else None."""
     v = _strip(_through_tape(v))
-    if global_dim(v) == 0:
-        return 0
+    d = global_dim(v)
+    if d is not None:
+        return d, 0
     op = _op(v)
     if op is None or op.name not in ("arith.addi", "arith.subi"):
         return None
     a, b = op.operands[0], op.operands[1]
-    if global_dim(_strip(a)) == 0 and _const(b) is not None:
-        return _const(b) if op.name == "arith.addi" else -_const(b)
-    if op.name == "arith.addi" and global_dim(_strip(b)) == 0 and _const(a) is not None:
-        return _const(a)
+    d = global_dim(_strip(a))
+    if d is not None and _const(b) is not None:
+        return d, (_const(b) if op.name == "arith.addi" else -_const(b))
+    d = global_dim(_strip(b))
+    if op.name == "arith.addi" and d is not None and _const(a) is not None:
+        return d, _const(a)
     return None
 
 
+def _key(op):
+    """(dims, offsets) of an add at [gid(d0) + k0, gid(d1) + k1, ...] with
+    distinct dimensions, else None."""
+    comps = [offset_of(i) for i in list(op.operands)[2:]]
+    if not comps or any(c is None for c in comps):
+        return None
+    dims = tuple(d for d, _ in comps)
+    if len(set(dims)) != len(dims):
+        return None
+    return dims, tuple(k for _, k in comps)
+
+
 def _adds(fn):
-    """{target memref: [(atomic_add op, k)]} of `fn`'s transposable adds;
-    a target with any other kind of add maps to None."""
-    groups = {}
+    """{target memref: [(atomic_add op, offsets)]} of `fn`'s transposable adds,
+    all with the same dimension per index position; a target with any other
+    add maps to None."""
+    groups, dims_of = {}, {}
     for op in walk(fn):
         if op.name != "diffgpu.atomic_add" or STENCIL in op.attributes:
             continue
         target = op.operands[0]
-        k = offset_of(op.operands[2]) if len(op.operands) == 3 else None
-        ok = (k is not None and not len(list(op.results[0].uses))
-              and isinstance(op.operands[1].type, ir.FloatType))
+        key = _key(op)
+        ok = (key is not None and not len(list(op.results[0].uses))
+              and isinstance(op.operands[1].type, ir.FloatType)
+              and dims_of.setdefault(target, key[0]) == key[0])
         if not ok or groups.get(target, []) is None:
             groups[target] = None
             continue
-        groups.setdefault(target, []).append((op, k))
-    return groups
+        groups.setdefault(target, []).append((op, key[1]))
+    return {t: (g if g is None else (dims_of[t], g)) for t, g in groups.items()}
 
 
 def _only_user(target, ops) -> bool:
@@ -150,8 +171,11 @@ def _only_user(target, ops) -> bool:
 
 def plan(fn, uniform):
     """(target, [(op, k)], site) of one transposable group in `fn`, or None."""
-    for target, group in _adds(fn).items():
-        if not group or all(k == 0 for _, k in group):
+    for target, found in _adds(fn).items():
+        if found is None:
+            continue
+        dims, group = found
+        if not any(any(k) for _, k in group):
             continue
         if not _only_user(target, [op for op, _ in group]):
             continue
@@ -164,7 +188,7 @@ def plan(fn, uniform):
             continue
         if not all(H.unobserved(op, target, s) for (op, _), s in zip(group, sites)):
             continue
-        return target, group, first
+        return target, dims, group
     return None
 
 
@@ -181,16 +205,17 @@ def _cmp(pred, a, b):
 
 
 def _shifted(base, k):
+    """base + k (index)."""
     return base if k == 0 else (arith.addi(base, _idx(k)) if k > 0
                                 else arith.subi(base, _idx(-k)))
 
 
 def _add(dx, value, index, atomic=True):
     if atomic:
-        dg.atomic_add(dx, value, [index]).owner.attributes[STENCIL] = ir.UnitAttr.get()
+        dg.atomic_add(dx, value, index).owner.attributes[STENCIL] = ir.UnitAttr.get()
         return
-    old = memref.load(dx, [index])
-    memref.store(arith.addf(old, value), dx, [index])
+    old = memref.load(dx, index)
+    memref.store(arith.addf(old, value), dx, index)
 
 
 def _if(cond, body):
@@ -200,8 +225,53 @@ def _if(cond, body):
         scf.YieldOp([])
 
 
-def transpose(module, target, group) -> None:
-    """Rewrite the adds `group` ([(op, k)]) into `target` as in the module docstring."""
+class _Geometry:
+    """Thread coordinates of the named dimensions, built at the insertion point."""
+
+    def __init__(self, dims):
+        self.dims = dims
+        self.t = {d: dg.thread_id(d) for d in range(3)}
+        self.n = {d: dg.block_dim(d) for d in range(3)}
+        self.gid = {d: arith.addi(arith.muli(dg.block_id(d), self.n[d]), self.t[d])
+                    for d in dims}
+        # the linear thread index in the block, and each dimension's stride in it
+        self.stride = {0: _idx(1), 1: self.n[0], 2: arith.muli(self.n[0], self.n[1])}
+        self.lin = arith.addi(self.t[0], arith.muli(self.n[0], arith.addi(
+            self.t[1], arith.muli(self.n[1], self.t[2]))))
+
+    def index(self, ks):
+        """[gid(d) + k] per index position."""
+        return [_shifted(self.gid[d], k) for d, k in zip(self.dims, ks)]
+
+    def inside(self, d, k):
+        """i1: thread coordinate t(d) + k lies in the block."""
+        if k > 0:
+            return _cmp("ult", arith.addi(self.t[d], _idx(k)), self.n[d])
+        if k < 0:
+            return _cmp("uge", self.t[d], _idx(-k))
+        return arith.constant(ir.IntegerType.get_signless(1), 1)
+
+    def all_inside(self, ks, sign):
+        cond = None
+        for d, k in zip(self.dims, ks):
+            c = self.inside(d, sign * k)
+            cond = c if cond is None else arith.andi(cond, c)
+        return cond
+
+    def shifted_lin(self, ks, sign):
+        """The linear index of the thread at coordinates t + sign * k."""
+        lin = self.lin
+        for d, k in zip(self.dims, ks):
+            if k:
+                step = self.stride[d] if abs(k) == 1 else arith.muli(self.stride[d],
+                                                                     _idx(abs(k)))
+                lin = arith.addi(lin, step) if sign * k > 0 else arith.subi(lin, step)
+        return lin
+
+
+def transpose(module, target, dims, group) -> None:
+    """Rewrite the adds `group` ([(op, offsets)]) into `target`, whose index
+    positions are the global ids of `dims`, as in the module docstring."""
     entries, after, loc = [], None, group[-1][0].location
     for op, k in group:
         with op.location, ir.InsertionPoint(op):
@@ -214,73 +284,70 @@ def transpose(module, target, group) -> None:
     if after is not None:  # later hoists rebuilt the op: its results by position
         res = list(after.results)
         entries = [(res[v], res[f], k) for v, f, k in entries]
-    ip = H.after(after, site) if after is not None else ir.InsertionPoint(group[-1][0])
+    ip = H.after(after if after is not None else group[-1][0], site)
     for op, _ in group:
         op.erase()
     with loc, ip:
         dx = H.materialize(target, ip, site)
         i8 = ir.IntegerType.get_signless(8)
         space = ir.Attribute.parse("#gpu.address_space<workgroup>")
-        t, n = dg.thread_id(0), dg.block_dim(0)
-        gid = arith.addi(arith.muli(dg.block_id(0), n), t)
+        geo = _Geometry(dims)
         shared = []
         for value, flag, _ in entries:
             sv = dg.shared_alloc(ir.MemRefType.get([MAX_THREADS], value.type,
                                                    memory_space=space))
             sf = dg.shared_alloc(ir.MemRefType.get([MAX_THREADS], i8, memory_space=space))
-            memref.store(value, sv, [t])
-            memref.store(arith.extui(i8, flag), sf, [t])
+            memref.store(value, sv, [geo.lin])
+            memref.store(arith.extui(i8, flag), sf, [geo.lin])
             shared.append((sv, sf))
         dg.barrier()
-        one = None
-        for d in (1, 2):
+        one = None  # dimensions the index does not name have one thread and one block
+        for d in (d for d in range(3) if d not in dims):
             for name in ("block_dim", "grid_dim"):
                 c = _cmp("eq", dg.geometry(name, d), _idx(1))
                 one = c if one is None else arith.andi(one, c)
+        if one is None:
+            _gather(dx, entries, shared, geo)
+            return
         branch = scf.IfOp(one, [], has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            _gather(dx, entries, shared, t, n, gid)
+            _gather(dx, entries, shared, geo)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             for value, flag, k in entries:
-                _if(flag, lambda value=value, k=k: _add(dx, value, _shifted(gid, k)))
+                _if(flag, lambda value=value, k=k: _add(dx, value, geo.index(k)))
             scf.YieldOp([])
 
 
-def _gather(dx, entries, shared, t, n, gid) -> None:
+def _gather(dx, entries, shared, geo) -> None:
     i1 = ir.IntegerType.get_signless(1)
-    false = arith.constant(i1, 0)
+    true, false = arith.constant(i1, 1), arith.constant(i1, 0)
     total, seen, edge = zero(entries[0][0].type), false, false
+    zero_k = (0,) * len(geo.dims)
     for (value, _, k), (sv, sf) in zip(entries, shared):
-        if k > 0:   # the source t - k is in the block when t >= k
-            inside = _cmp("uge", t, _idx(k))
-        elif k < 0:  # the source t + |k| when it is below the block size
-            inside = _cmp("ult", arith.addi(t, _idx(-k)), n)
-        else:
-            inside = arith.constant(i1, 1)
-        src = arith.select(inside, _shifted(t, -k), t)
+        inside = geo.all_inside(k, -1)  # the source t - k is in the block
+        src = arith.select(inside, geo.shifted_lin(k, -1), geo.lin)
         got = arith.andi(inside, _cmp("ne", memref.load(sf, [src]), arith.constant(
             ir.IntegerType.get_signless(8), 0)))
         total = arith.addf(total, arith.select(got, memref.load(sv, [src]), zero(value.type)))
         seen = arith.ori(seen, got)
-        edge = arith.ori(edge, arith.xori(inside, arith.constant(i1, 1)))
+        edge = arith.ori(edge, arith.xori(inside, true))
     branch = scf.IfOp(seen, [])
     with ir.InsertionPoint(branch.then_block):
         split = scf.IfOp(edge, [], has_else=True)
         with ir.InsertionPoint(split.then_block):
-            _add(dx, total, gid)
+            _add(dx, total, geo.index(zero_k))
             scf.YieldOp([])
         with ir.InsertionPoint(split.else_block):
-            _add(dx, total, gid, atomic=False)
+            _add(dx, total, geo.index(zero_k), atomic=False)
             scf.YieldOp([])
         scf.YieldOp([])
     for value, flag, k in entries:
-        if k == 0:
+        if not any(k):
             continue
         # the target t + k is outside the block: this thread adds it atomically
-        out = (_cmp("uge", arith.addi(t, _idx(k)), n) if k > 0
-               else _cmp("ult", t, _idx(-k)))
-        _if(arith.andi(flag, out), lambda value=value, k=k: _add(dx, value, _shifted(gid, k)))
+        out = arith.xori(geo.all_inside(k, 1), true)
+        _if(arith.andi(flag, out), lambda value=value, k=k: _add(dx, value, geo.index(k)))
 
 
 @register_pass
@@ -303,6 +370,6 @@ class StencilAdjoint(ModulePass):
                 continue
             found = plan(fn, uniform)
             if found is not None:
-                transpose(module, *found[:2])
+                transpose(module, *found)
                 return True
         return False

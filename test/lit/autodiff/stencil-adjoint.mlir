@@ -1,5 +1,5 @@
 // diffgpu-stencil-adjoint (lowering/stencil_adjoint.py): shadow adds at gid + k
-// (k constant) are transposed per block: each thread stores its contributions and
+// (k constant per dimension) are transposed per block: each thread stores its contributions and
 // flags in shared memory, a barrier, each thread gathers the adds of its element;
 // only contributions crossing a block edge stay atomic. Then cases that must be
 // left alone.
@@ -58,9 +58,10 @@ func.func @reverse(%dx: !A, %dy: !A) attributes {diffgpu.kernel, diffgpu.target 
 // CHECK: %[[R:.+]]:6 = call @rev(%[[DX]], %[[DY]])
 // CHECK: %[[T:.+]] = "diffgpu.thread_id"() {dim = 0 : i64}
 // CHECK: %[[GID:.+]] = arith.addi %{{.+}}, %[[T]] : index
+// CHECK: %[[LIN:.+]] = arith.addi %[[T]], %{{.+}} : index
 // CHECK: %[[SV0:.+]] = "diffgpu.shared_alloc"() : () -> memref<1024xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT: %[[SF0:.+]] = "diffgpu.shared_alloc"() : () -> memref<1024xi8, #gpu.address_space<workgroup>>
-// CHECK-NEXT: memref.store %[[R]]#0, %[[SV0]][%[[T]]]
+// CHECK-NEXT: memref.store %[[R]]#0, %[[SV0]][%[[LIN]]]
 // CHECK-COUNT-5: memref.store
 // CHECK: "diffgpu.barrier"()
 // The launch is one-dimensional: gather.
@@ -163,7 +164,9 @@ func.func @in_loop(%dx: !A, %v: f32, %k: index) attributes {diffgpu.kernel, diff
 
 // -----
 
-// Kept: a 2-D stencil (dx[gid_y, gid_x + 1], rank 2): not handled yet.
+// A 2-D stencil dx[gid_y + a, gid_x + b] in the kernel's body (no guard, no call):
+// offsets (0, 1), (0, 0), (-1, 0); the launch check only asks z to be trivial,
+// the source of offset (-1, 0) is the thread one row below (linear index + block_dim x).
 !B = memref<?x?xf32, strided<[?, ?], offset: ?>>
 #host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
 func.func @two_d(%dx: !B, %v: f32) attributes {diffgpu.kernel, diffgpu.target = #host} {
@@ -178,11 +181,55 @@ func.func @two_d(%dx: !B, %v: f32) attributes {diffgpu.kernel, diffgpu.target = 
   %m1 = arith.muli %b1, %n1 : index
   %g1 = arith.addi %m1, %t1 : index
   %c1 = arith.constant 1 : index
-  %i = arith.addi %g0, %c1 : index
-  %o = "diffgpu.atomic_add"(%dx, %v, %g1, %i) : (!B, f32, index, index) -> f32
+  %right = arith.addi %g0, %c1 : index
+  %up = arith.subi %g1, %c1 : index
+  %o1 = "diffgpu.atomic_add"(%dx, %v, %g1, %right) : (!B, f32, index, index) -> f32
+  %o2 = "diffgpu.atomic_add"(%dx, %v, %g1, %g0) : (!B, f32, index, index) -> f32
+  %o3 = "diffgpu.atomic_add"(%dx, %v, %up, %g0) : (!B, f32, index, index) -> f32
   return
 }
 // CHECK-LABEL: func.func @two_d
+// CHECK-SAME: (%[[DX:[a-z0-9]+]]: memref<{{[^%]+}}, %[[V:[a-z0-9]+]]: f32)
+// CHECK-COUNT-3: arith.constant true
+// CHECK: %[[T0:.+]] = "diffgpu.thread_id"() {dim = 0 : i64}
+// CHECK-NEXT: %[[T1:.+]] = "diffgpu.thread_id"() {dim = 1 : i64}
+// CHECK: %[[N0:.+]] = "diffgpu.block_dim"() {dim = 0 : i64}
+// CHECK: %[[G1:.+]] = arith.addi %{{.+}}, %[[T1]] : index
+// CHECK: %[[G0:.+]] = arith.addi %{{.+}}, %[[T0]] : index
+// CHECK: %[[LIN:.+]] = arith.addi %[[T0]], %{{.+}} : index
+// CHECK-COUNT-3: memref.store %[[V]], %{{.+}}[%[[LIN]]]
+// CHECK: "diffgpu.barrier"()
+// CHECK: "diffgpu.block_dim"() {dim = 2 : i64}
+// CHECK-NOT: "diffgpu.block_dim"() {dim = 1 : i64}
+// CHECK: scf.if
+// the source of offset (-1, 0): one row further
+// CHECK: %[[BELOW:.+]] = arith.addi %[[LIN]], %[[N0]] : index
+// CHECK: memref.store %{{.+}}, %[[DX]][%[[G1]], %[[G0]]]
+// CHECK: "diffgpu.atomic_add"(%[[DX]], %[[V]], %[[G1]], %{{.+}}) {diffgpu.stencil}
+// CHECK: "diffgpu.atomic_add"(%[[DX]], %[[V]], %{{.+}}, %[[G0]]) {diffgpu.stencil}
+// CHECK: } else {
+// CHECK-COUNT-3: "diffgpu.atomic_add"
+// CHECK-NOT: "diffgpu.atomic_add"(%[[DX]], %[[V]], %[[G1]], %[[G0]]) :
+// CHECK: return
+
+// -----
+
+// Kept: both index positions from the same dimension (dx[gid_x, gid_x + 1]):
+// threads of one row are not distinct elements of a 2-D tile.
+!B = memref<?x?xf32, strided<[?, ?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @same_dim(%dx: !B, %v: f32) attributes {diffgpu.kernel, diffgpu.target = #host} {
+  %b0 = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n0 = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t0 = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m0 = arith.muli %b0, %n0 : index
+  %g0 = arith.addi %m0, %t0 : index
+  %c1 = arith.constant 1 : index
+  %right = arith.addi %g0, %c1 : index
+  %o = "diffgpu.atomic_add"(%dx, %v, %g0, %right) : (!B, f32, index, index) -> f32
+  return
+}
+// CHECK-LABEL: func.func @same_dim
 // CHECK-NOT: diffgpu.barrier
 // CHECK-NOT: diffgpu.stencil
 // CHECK: return
