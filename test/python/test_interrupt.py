@@ -215,7 +215,7 @@ def test_worker_thread_fallback(tmp_path):
     the launch and the main thread waits interruptibly."""
     out = run_script(tmp_path, textwrap.dedent(SPIN) + textwrap.dedent("""
         from diffgpu.runtime import host_signal
-        host_signal._S.ready = False
+        host_signal._S.ready, host_signal._S.slot = False, None  # as if unavailable
         expect_interrupt(lambda: spin[2, 32](x, y))
         x[:] = np.arange(64) + 1.0
         spin[2, 32](x, y)

@@ -119,7 +119,7 @@ class _State:
         self.lock = threading.Lock()
         self.ready = None  # None: not tried; False: unavailable; True
         self.keep = None  # the handler's engine and context: alive for good
-        self.slot = None  # ctypes.c_int64 view of the slot
+        self.slot = None  # ctypes.c_int64 view of the slot, once ready
         self.ensure = None  # ctypes function: ensure() -> 1 if ours is installed
         self.main = threading.main_thread().ident
 
@@ -151,11 +151,12 @@ def _setup() -> bool:
                 module = ir.Module.parse(_HANDLER_MODULE)
                 engine = execution_engine.ExecutionEngine(module, opt_level=2)
             _S.keep = (ctx, module, engine)
-            _S.slot = ctypes.c_int64.from_address(_call_i64(engine, "addr_slot"))
+            slot = ctypes.c_int64.from_address(_call_i64(engine, "addr_slot"))
             _S.ensure = ctypes.CFUNCTYPE(ctypes.c_int64)(_call_i64(engine, "addr_ensure"))
         except Exception:  # no JIT here: the worker thread instead
             return False
         _S.ensure()
+        _S.slot = slot  # from now on launches take the handler's way
         threading.Thread(target=_watch, name="diffgpu-sigint-watch", daemon=True).start()
         _S.ready = True
         return True
@@ -174,19 +175,26 @@ def _watch() -> None:
 def run(fn, packed, flag) -> None:
     """Call `fn(packed)`; Ctrl-C cancels it when called from the main thread
     of a program with a cancel `flag` (ctypes.c_int64)."""
-    if flag is None or threading.get_ident() != _S.main:
+    if flag is None or _get_ident() != _S.main:
         fn(packed)
         return
-    if not _setup():
-        from diffgpu.runtime import host_worker
-        host_worker.run(fn, packed, flag)
-        return
+    slot = _S.slot
+    if slot is None:
+        if not _setup():
+            from diffgpu.runtime import host_worker
+            host_worker.run(fn, packed, flag)
+            return
+        slot = _S.slot
     flag.value = 0  # a stale flag of an earlier interruption
     try:
-        _S.slot.value = ctypes.addressof(flag)
+        slot.value = _addressof(flag)
         fn(packed)
     finally:
-        _S.slot.value = 0
+        slot.value = 0
     if flag.value:  # cancelled, and the SIGINT handler did not raise
         flag.value = 0
         raise KeyboardInterrupt("host launch interrupted")
+
+
+_get_ident = threading.get_ident
+_addressof = ctypes.addressof
