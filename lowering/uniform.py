@@ -60,12 +60,11 @@ class Uniformity:
                 self._calls.setdefault(callee, []).append(op)
 
     def is_uniform(self, v) -> bool:
-        key = _key(v)
-        if key in self._memo:
-            return self._memo[key]
-        self._memo[key] = False  # cycles (recursion) are not uniform
+        if v in self._memo:  # values hash by the value they wrap
+            return self._memo[v]
+        self._memo[v] = False  # cycles (recursion) are not uniform
         res = self._compute(v)
-        self._memo[key] = res
+        self._memo[v] = res
         return res
 
     def _compute(self, v) -> bool:
@@ -95,10 +94,6 @@ class Uniformity:
     def references(self, fn) -> list:
         """The ops (`func.call`, ...) naming function `fn` in their `callee`."""
         return list(self._calls.get(ir.StringAttr(fn.attributes["sym_name"]).value, []))
-
-
-def _key(v):
-    return v  # ir.Value hashes by identity of the underlying value
 
 
 def walk(op) -> list:
