@@ -98,18 +98,16 @@ def diffgpu_calls(case, kernels, arrs, g, n, xp):
 
 def prepare(directory: str, chip: str, n: int) -> None:
     """Compile every program --run needs for `chip`: the same calls on numpy
-    arrays of the same shapes, with the launch path's target set to `chip`
-    and nothing run. The programs (and the read/write facts of dg.vjp) are
-    stored with the keys the runtime looks them up by."""
-    import diffgpu.launch as L
+    arrays of the same shapes inside `diffgpu.interop.compile_only(chip)`
+    (the launch path's target is `chip`, nothing runs). The programs (and the
+    read/write facts of dg.vjp) are stored with the keys the runtime looks
+    them up by."""
     from diffgpu import plan
+    from diffgpu.interop import compile_only
 
     kernels = PC.kernels()
     rng = np.random.default_rng(0)
-    real_target, real_run = L.target_for, L.run_program
-    L.target_for = lambda sig: chip
-    L.run_program = lambda *a, **k: None
-    try:
+    with compile_only(chip):
         for case in PC.cases(n):
             arrs = case.make(rng)
             g = np.ones_like(arrs[case.out])
@@ -118,8 +116,6 @@ def prepare(directory: str, chip: str, n: int) -> None:
                 call()
             print(f"{case.name}: compiled in {time.perf_counter() - t0:.1f} s", flush=True)
         kernels["add4"][4, 256](*add4_args(np))
-    finally:
-        L.target_for, L.run_program = real_target, real_run
     os.makedirs(directory, exist_ok=True)
     entries = []
     for name, k in kernels.items():
