@@ -143,3 +143,46 @@ def jax_cuda(monkeypatch):
 def test_gpu_grad_of_jit_equals_jax_numpy(jax_cuda, name):
     test_grad_of_jit_equals_jax_numpy(name, "float64")
     test_jit_forward_equals_jax_numpy(name)
+
+
+def test_gpu_lowering_without_a_gpu(monkeypatch):
+    # the CUDA lowering, checked by lowering for "cuda" on this machine with a
+    # recorder in place of jaxlib's kernel-call library: one custom call per
+    # kernel, every array an operand, each written one aliased to a result,
+    # and the memref descriptors (0, buffer, 0, sizes, row-major strides)
+    import re
+    import types as pytypes
+
+    import diffgpu.jax_gpu as jg
+
+    calls = []
+
+    class Call:
+        def __init__(self, kernel, *grid_and_params):
+            calls.append((kernel, grid_and_params))
+
+        def to_proto(self, name, meta):
+            return name.encode()
+    lib = pytypes.SimpleNamespace(
+        TritonKernel=lambda *a: a, TritonKernelCall=Call,
+        create_array_parameter=lambda *a: ("array",),
+        create_scalar_parameter=lambda value, dtype: (value, dtype))
+    monkeypatch.setattr(jg, "_kernel_call_lib", lambda: lib)
+    monkeypatch.setattr(jg, "_chip", lambda: ("sm_90", 90))
+    monkeypatch.setattr(dgj, "_on_gpu", lambda: True)
+    f = OPS_J["dense_tanh"]
+    x, w, b = jnp.ones((5, 3)), jnp.ones((3, 4)), jnp.ones(4)
+    fn = jax.jit(jax.value_and_grad(lambda x, w, b: f(x, w, b).sum(), argnums=(0, 1, 2)))
+    text = fn.trace(x, w, b).lower(lowering_platforms=("cuda",)).as_text()
+    lines = [line for line in text.splitlines() if "custom_call @triton_kernel_call" in line]
+    assert len(lines) == 2                                   # forward, reverse
+    fwd, rev = sorted(lines, key=len)
+    assert fwd.count("output_operand_alias<") == 1           # y
+    assert rev.count("output_operand_alias<") == 5           # y, dy, dx, dw, db
+    assert re.search(r"-> \(tensor<5x4xf64>, tensor<5x4xf64>, tensor<5x3xf64>, "
+                     r"tensor<3x4xf64>, tensor<4xf64>\)", rev)
+    (kernel, (g0, g1, g2, params)), = [c for c in calls if c[0][0] == "dense_tanh"][:1]
+    assert kernel[1] == 2 and (g0, g1, g2) == (1, 4, 1)     # 64 threads = 2 warps
+    y = [(0, "i64"), ("array",), (0, "i64"), (5, "i64"), (4, "i64"), (4, "i64"), (1, "i64")]
+    assert params[:7] == y
+    assert len(params) == 4 * 7 - 2                           # b is 1-D
