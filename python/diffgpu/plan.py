@@ -257,6 +257,8 @@ class Call:
         """Every element of array `i` is one thread's global-id index."""
         grid, block = self.launcher.grid, self.launcher.block
         key, shape = self.facts[i]["load_key"], M.shape_of(self.args[i])
+        if len(set(key)) != len(key):  # x[i, i]: only the diagonal is anyone's
+            return False
         return all(grid[d] * block[d] >= n for d, n in zip(key, shape))
 
     def _private_cotangent(self, seed) -> bool:

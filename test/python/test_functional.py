@@ -257,7 +257,8 @@ def test_functional_kinds_where_proven_enzyme_convention_elsewhere():
     assert np.all(y == 0)
 
 
-def test_partial_launch_leaves_zero_gradients():
+def test_partial_launch_leaves_zero_gradients(monkeypatch):
+    _nan_empty(monkeypatch)
     x, y, g = f32(50), np.zeros(50, np.float32), f32(50)
     xbar = dg.vjp(square[1, 32], y, x, cotangents={"y": g})["x"]  # 32 of 50 threads
     np.testing.assert_allclose(xbar[:32], 2 * x[:32] * g[:32], rtol=1e-6)
@@ -307,7 +308,8 @@ def mul2d(c, a, b):
 
 
 @pytest.mark.parametrize("grid", [(2, 3), (1, 2)])  # covering, and reaching part of it
-def test_2d_kernel_matches_enzyme_convention(grid):
+def test_2d_kernel_matches_enzyme_convention(grid, monkeypatch):
+    _nan_empty(monkeypatch)
     a, b = RNG.standard_normal((20, 12)), RNG.standard_normal((20, 12))
     c, g = np.zeros((20, 12)), RNG.standard_normal((20, 12))
     launch = mul2d[grid, (16, 8)]
@@ -415,3 +417,29 @@ def test_strided_views():
     np.testing.assert_allclose(grads["x"], 2 * x * g, rtol=1e-6)
     tans = dg.jvp(square[2, 32], y, x, tangents={"x": g})
     np.testing.assert_allclose(tans["y"], 2 * x * g, rtol=1e-6)
+
+
+def _nan_empty(monkeypatch):
+    """Uninitialised gradient buffers full of NaN: an element the kernel does
+    not write shows."""
+    from diffgpu import buffers
+
+    def empty_like(a):
+        out = buffers.zeros_like(a)
+        out[...] = np.nan
+        return out
+    monkeypatch.setattr(buffers, "empty_like", empty_like)
+
+
+def test_diagonal_reads_leave_the_rest_of_the_gradient_zero(monkeypatch):
+    _nan_empty(monkeypatch)
+
+    @dg.kernel
+    def diag(y, x):
+        i = dg.global_id(0)
+        if i < len(y):
+            y[i] = 3.0 * x[i, i]
+
+    x, y, g = RNG.standard_normal((6, 6)), np.zeros(6), RNG.standard_normal(6)
+    xbar = dg.vjp(diag[1, 8], y, x, cotangents={"y": g})["x"]
+    np.testing.assert_array_equal(xbar, np.diag(3.0 * g))
