@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib.util
 import math
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -45,6 +47,7 @@ RTOL_PRIMAL, ATOL_PRIMAL = 1e-9, 1e-12
 RTOL_FD, ATOL_FD = 1e-5, 1e-6
 RTOL_DOT = 1e-9
 EPS = 1e-6
+CASE_SECONDS = 600  # generous: the machine may be busy
 
 
 class Failure(Exception):
@@ -185,6 +188,24 @@ def check_case(case, mod=None) -> str:
     return "ok"
 
 
+class CaseTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """A case that hangs (a loop that never ends) fails instead of stalling."""
+    def expire(signum, frame):
+        raise CaseTimeout(f"no result after {seconds} s")
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 # shrinking -------------------------------------------------------------------
 def _statement_lists(tree):
     for fn in tree.body:
@@ -218,7 +239,8 @@ def shrink(case, failure, budget=60):
             budget -= 1
             try:
                 trial = type(case)(**{**case.__dict__, "source": cand})
-                check_case(trial, load(cand, f"s{case.seed}_{budget}"))
+                with time_limit(120):  # a removed `t += 1` may make a loop endless
+                    check_case(trial, load(cand, f"s{case.seed}_{budget}"))
             except Failure as f2:
                 if f2.check == failure.check:
                     best, progress = cand, True
@@ -234,16 +256,17 @@ def reproducer(case, failure, source) -> str:
             f"{case.inputs_repr()}\n")
 
 
-def run(n, seed, do_shrink=False, verbose=False, out=sys.stdout):
+def run(n, seed, do_shrink=False, verbose=False, out=sys.stdout, shrink_budget=60):
     counts = {"ok": 0, "skipped": 0, "nondiff": 0, "failed": 0}
     failures = []
     for s in range(seed, seed + n):
         case = random_case(s)
         try:
-            res = check_case(case)
+            with time_limit(CASE_SECONDS):
+                res = check_case(case)
         except Failure as f:
             res = "failed"
-            src = shrink(case, f) if do_shrink else case.source
+            src = shrink(case, f, shrink_budget) if do_shrink else case.source
             failures.append((case, f))
             print(reproducer(case, f, src), file=out, flush=True)
         except Exception as exc:  # a crash of ours is a failure too

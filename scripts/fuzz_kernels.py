@@ -106,7 +106,7 @@ class _Gen:
         if c < 0.85 and not self.in_func:
             return f"m[i] {r.choice(['>', '<'])} {r.choice(['1', '2'])}"
         if c < 0.9:
-            return f"{self.cond(d + 1)} {r.choice(['and', 'or'])} {self.cond(d + 1)}"
+            return f"({self.cond(d + 1)} {r.choice(['and', 'or'])} {self.cond(d + 1)})"
         return f"{self.expr(d + 1)} > {self.expr(d + 1)}"
 
     def int_bound(self):
@@ -158,7 +158,7 @@ class _Gen:
                 cnt = f"t{self.n_counters}"
                 self.n_counters += 1
                 out += [f"{p}{cnt} = 0",
-                        f"{p}while {cnt} < {self.int_bound()} and {self.cond()}:"]
+                        f"{p}while {cnt} < {self.int_bound()} and ({self.cond()}):"]
                 out += self.block(depth + 1, ind + 1, True) + [f"{p}    {cnt} += 1"]
             else:
                 out += [f"{p}if {self.cond()}:"] + self.ret(p + "    ")
