@@ -10,13 +10,19 @@ JAX runs under `jax.jit`; on the CPU its kernel goes through a
 `pure_callback`, on a CUDA jaxlib through XLA's kernel call (diffgpu/jax_gpu.py).
 """
 import argparse
+import os
 import statistics
 import sys
 import time
 
 import numpy as np
 
-import diffgpu as dg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "scripts"))
+import repo_imports  # noqa: E402  (diffgpu from this checkout where it is not installed)
+
+repo_imports.bootstrap()
+import diffgpu as dg  # noqa: E402
 
 
 @dg.kernel

@@ -30,7 +30,12 @@ import os
 import socket
 import sys
 
-import diffgpu as dg
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "scripts"))
+import repo_imports  # noqa: E402  (diffgpu from this checkout where it is not installed)
+
+repo_imports.bootstrap()
+import diffgpu as dg  # noqa: E402
 
 
 @dg.kernel
