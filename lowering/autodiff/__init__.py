@@ -25,6 +25,13 @@ the tape: tape.py; activities: activity.py; forward mode: forward.py;
 atomic elision (a plain shadow update where the index is provably one
 thread's, e.g. A[global_id] in a whole launch): elision.py; the functional
 kinds `cot` / `grad` of `dg.vjp`: functional.py.
+
+Higher order: a function holding derivatives generated earlier is
+differentiated again after inlining them (inline.py); the tape words of the
+inner derivative carry their derivatives through tapes of adjoints/tangents
+(rules_tape.py), and its local slots get shadows (locals.py). An op that
+touches an active value without a rule is an error; the ops that carry no
+derivative are listed, each with its reason (the INACTIVE tables).
 """
 from __future__ import annotations
 
