@@ -301,6 +301,10 @@ CASES = {
     "reverse_for_const": lambda: (g_for_const[1, N], [_dup(_x()), _dup(_z())]),
     "reverse_for_runtime": lambda: (g_for_runtime[1, N], [_dup(_x()), _dup(_z()),
                                                           dg.Const(3)]),
+    # 150 iterations: the inner tape (128 words on the stack) and the tape of
+    # adjoints (16) both grow onto the heap
+    "reverse_for_runtime_long": lambda: (g_for_runtime[1, 2], [_dup(_x(0.2, 0.4, n=2)),
+                                                               _dup(_z(2)), dg.Const(150)]),
     "reverse_while": lambda: (g_while[1, N], [_dup(_x()), _dup(_z())]),
     # x in (0.56, 0.7): 3 iterations for every x, away from the jumps
     "reverse_while_data": lambda: (g_while_data[1, N], [_dup(_x(0.56, 0.7)), _dup(_z())]),
