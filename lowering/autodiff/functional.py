@@ -39,6 +39,7 @@ from diffgpu.dialects import ops as dg_ops
 
 from . import build as B
 from .elision import index_key
+from .spec import FUNCTIONAL
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
 
@@ -46,12 +47,19 @@ _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
 def finish(pas, gen) -> None:
     """Rewrite every reverse function generated for functional kinds."""
     for key, made in list(gen.made.items()):
-        if key[0] != "rev" or len(key) < 5 or not isinstance(key[4], tuple):
+        if key[0] != "rev" or len(key) < 5 or not _functional_part(key[4]):
             continue
         fn = gen.funcs.get(made[0])
         if fn is None:
             continue
         _rewrite(pas, fn, list(key[2]), dict(key[4]))
+
+
+def _functional_part(part) -> bool:
+    """Is `part` the ((argument index, kind), ...) that DiffSpec.key() adds
+    for functional kinds?"""
+    return (isinstance(part, tuple) and bool(part) and all(
+        isinstance(p, tuple) and len(p) == 2 and p[1] in FUNCTIONAL for p in part))
 
 
 def _owner(use):
