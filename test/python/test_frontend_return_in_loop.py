@@ -161,3 +161,20 @@ def test_return_arity_mismatch_in_loop():
     msg = str(info.value)
     assert "returns 2 value(s) here and 1 elsewhere in a loop" in msg
     assert "return x, x" in msg
+
+
+def test_ir_is_structured():
+    """The loop becomes an scf.while carrying the flag and the value; the code
+    after it sits under an scf.if on the flag (no unstructured control flow)."""
+    from diffgpu.frontend import build_module
+    from diffgpu.lowering.targets import HOST_TARGET
+    from diffgpu.types import ArrayType, ScalarType
+    text = build_module(k_funcs, (ArrayType("float64", 1), ArrayType("float64", 1),
+                                  ScalarType("int64")), HOST_TARGET).text
+    body = text[text.index("func.func @first_big"):]
+    body = body[:body.index("\n}")]
+    assert "scf.while" in body and "scf.for" not in body
+    head = [ln for ln in body.splitlines() if "scf.while" in ln][0]
+    assert head.count(" = ") >= 3  # counter, s, the flag and the returned value
+    after = body[body.index("scf.while"):]
+    assert "scf.if" in after and "cf.br" not in text and "cf.cond_br" not in text
