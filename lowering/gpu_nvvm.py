@@ -105,6 +105,8 @@ def apply_facts(f) -> None:
         if rank < 0:
             p += 1
             continue
+        if k < len(facts["aligned"]) and facts["aligned"][k]:
+            attrs[p + 1]["llvm.align = 16 : i64"] = True
         if facts["noalias"]:
             attrs[p + 1]["llvm.noalias"] = True
             if k < len(readonly) and readonly[k]:

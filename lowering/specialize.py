@@ -23,8 +23,13 @@ Readers of the attribute:
   kernel's arrays that nothing writes (through calls too) are listed in
   `diffgpu.readonly`;
 - `diffgpu-nvvm-cleanup` (lowering/gpu_nvvm.py): `noalias` kernel pointers,
-  `readonly` ones for arrays the kernel never writes (`ld.global.nc`), the
-  offset and the strides of `contiguous` arrays folded to constants.
+  `readonly` ones for arrays the kernel never writes (`ld.global.nc`),
+  `align 16` ones for `aligned` arrays, the offset and the strides of
+  `contiguous` arrays folded to constants;
+- `mark_facts` itself: an eligible elementwise kernel of a 1-D launch whose
+  grid x extent divides (`grid_div`) gets `diffgpu.coarsen = 4`
+  (lowering/coarsen.py; `diffgpu-coarsen` rewrites it, the runtime launches
+  a quarter of the blocks).
 
 Functions without these attributes are left exactly as they are: the
 generic program (overlapping arrays, in-place kernels) is unchanged.
@@ -60,10 +65,23 @@ def mark_facts(text: str, entry: str, facts) -> str:
                 op.attributes[FACTS_ATTR] = ir.Attribute.parse(text)
                 if facts.noalias:
                     op.attributes[NOALIAS_ATTR] = ir.UnitAttr.get()
+                if getattr(facts, "grid_div", False) and facts.unit_dims == (1, 2):
+                    from diffgpu.lowering import coarsen
+                    if coarsen.eligible(op):
+                        op.attributes[coarsen.COARSEN_ATTR] = ir.IntegerAttr.get(
+                            ir.IntegerType.get_signless(64), coarsen.COARSEN)
                 break
         else:
             raise ValueError(f"no function @{entry} to specialise")
         return module.operation.get_asm(enable_debug_info=True)
+
+
+def coarsen_factor(text: str) -> int:
+    """The coarsening `mark_facts` chose for a module's kernel (1: none);
+    the runtime divides the grid's x extent by it."""
+    import re
+    m = re.search(r"diffgpu\.coarsen = (\d+)", text)
+    return int(m.group(1)) if m else 1
 
 
 def read_facts(fn) -> dict | None:
@@ -76,6 +94,8 @@ def read_facts(fn) -> dict | None:
     d = ir.DictAttr(fn.attributes[FACTS_ATTR])
     return {"noalias": bool(ir.BoolAttr(d["noalias"]).value),
             "contiguous": [bool(ir.BoolAttr(a).value) for a in ir.ArrayAttr(d["contiguous"])],
+            "aligned": ([bool(ir.BoolAttr(a).value) for a in ir.ArrayAttr(d["aligned"])]
+                        if "aligned" in d else []),
             "unit_dims": tuple(ir.IntegerAttr(a).value for a in ir.ArrayAttr(d["unit_dims"])),
             "ranks": [ir.IntegerAttr(a).value for a in ir.ArrayAttr(d["ranks"])]}
 

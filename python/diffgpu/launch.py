@@ -76,6 +76,8 @@ def run_program(program, args, sig, grid, block, cached=None) -> None:
     """Run `program`; `cached`: (fastpath entry, argument values) of a
     fast-path launch, whose packed GPU arguments may be reused."""
     if program.kind == "gpu":
+        if program.coarsen > 1:  # each thread covers `coarsen` elements (lowering/coarsen.py)
+            grid = (grid[0] // program.coarsen,) + tuple(grid[1:])
         if cached is not None:
             entry, values = cached
             program.gpu.launch_cached(entry, values, args, program.flat_types, grid, block,
@@ -96,6 +98,7 @@ class Program:
         self.kind = payload["kind"]
         self.entry = payload["entry"]
         self.flat_types = tuple(parse_type(t) for t in payload["flat_types"])
+        self.coarsen = int(payload.get("coarsen") or 1)
         self.host = host
         self.gpu = None
         if self.kind == "gpu":
@@ -272,6 +275,9 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
     res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
     abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
     payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))
+    if facts is not None:
+        from diffgpu.lowering.specialize import coarsen_factor
+        payload["coarsen"] = coarsen_factor(src.text)
     return payload, None
 
 

@@ -146,8 +146,12 @@ def test_contiguity_and_geometry_facts():
     assert f.unit_dims == (2,)  # grid y is 2
     assert "unit_dims=2" in f.key()
     # nothing proven: the generic program
-    assert S.launch_facts([a[:, ::2], a[:, 1::2]], (ArrayType("float32", 2),) * 2,
+    assert S.launch_facts([a[:, 1::2], a[:, 2::2]], (ArrayType("float32", 2),) * 2,
                           (1, 2, 1), (1, 1, 2)) is None
+    # alignment and a grid divisible by the coarsening factor
+    f = S.launch_facts([a, a[:, 1:]], (ArrayType("float32", 2),) * 2, (8, 1, 1), (32, 1, 1))
+    assert f.aligned == (a.ctypes.data % 16 == 0, False) and f.grid_div
+    assert not S.launch_facts([a], (ArrayType("float32", 2),), (6, 1, 1), (32, 1, 1)).grid_div
 
 
 def test_switch_off_gives_generic():

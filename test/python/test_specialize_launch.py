@@ -89,7 +89,7 @@ def test_fast_facts_equal_full_facts():
         entry = fastpath.Entry(sig, args)
         raw, _gpu, _vals = fastpath.check_values(entry, args)
         full = facts_for(args, sig.types, "sm_90", (1, 1, 1), (16, 1, 1))
-        assert raw == (full.noalias, full.contiguous), (y.strides, x.strides)
+        assert raw == (full.noalias, full.contiguous, full.aligned), (y.strides, x.strides)
 
 
 def test_programs_dropped_restart_the_fast_path():

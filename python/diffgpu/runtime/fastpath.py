@@ -108,9 +108,10 @@ def remember(kernel, args, sig) -> None:
 def check_values(entry, args):
     """(raw facts, gpu id, values) of a launch with a known token, or None
     when a per-value check fails (the full path then reports it). Raw facts:
-    (noalias, contiguous per argument), None with specialisation off;
+    (noalias, contiguous and aligned per argument), None with specialisation off;
     values: what the packed kernel arguments depend on."""
     ranges, contiguous, gpu_id = [], list(entry.no_contiguity), None
+    aligned = list(entry.no_contiguity)
     values = [args[i] for i in entry.scalars]
     for i, item, on_host in entry.layout:
         a = args[i]
@@ -127,6 +128,7 @@ def check_values(entry, args):
             elif did != gpu_id:
                 return None
         shape = a.shape
+        aligned[i] = ptr % specialize.ALIGN == 0
         if flags.c_contiguous:
             contiguous[i] = True
             if a.nbytes:  # empty arrays overlap nothing
@@ -157,18 +159,20 @@ def check_values(entry, args):
         if ranges[k][0] < ranges[k - 1][1]:  # sorted, none empty: neighbours suffice
             noalias = False
             break
-    return (noalias, tuple(contiguous)), gpu_id, values
+    return (noalias, tuple(contiguous), tuple(aligned)), gpu_id, values
 
 
 _UNIT: dict = {}
 
 
 def unit_dims(grid, block) -> tuple:
-    """Geometry dimensions (1, 2) with one block and one thread."""
+    """(geometry dimensions (1, 2) with one block and one thread, grid x a
+    multiple of COARSEN)."""
     key = (grid, block)
     unit = _UNIT.get(key)
     if unit is None:
-        unit = tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1)
+        unit = (tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1),
+                grid[0] % specialize.COARSEN == 0)
         if len(_UNIT) < 4096:
             _UNIT[key] = unit
     return unit
@@ -209,6 +213,6 @@ def _program(kernel, entry, raw, unit, gpu_id):
     target = target_for(sig)
     facts = None
     if raw is not None:
-        facts = specialize.Facts(raw[0], raw[1], unit)
+        facts = specialize.Facts(raw[0], raw[1], unit[0], raw[2], unit[1])
         facts = None if facts.trivial() else facts.for_target(target)
     return get_program(kernel, sig.types, target, facts=facts), sig

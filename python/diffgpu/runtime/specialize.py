@@ -10,7 +10,9 @@ of the program key (memory and disk cache), like the argument types:
 |--------------|---------------------------------------------------|-------------------------------|
 | `noalias`    | no two array arguments share a byte               | marks pointers noalias (GPU), issues the loads of a block before stores to other arrays, lets several shadows skip atomics |
 | `contiguous` | per argument: C order, unit innermost stride      | folds the array's strides (GPU: no stride parameters read) |
-| `unit_dims`  | grid and block extents of dimension 1 / 2 are 1   | folds `block_dim`/`grid_dim` of those dimensions to 1 |
+| `unit_dims`  | grid and block extents of dimension 1 / 2 are 1   | drops the atomic-elision guard of those dimensions |
+| `aligned`    | per argument: data pointer a multiple of 16 bytes | GPU: pointer `align 16` (vector loads and stores) |
+| `grid_div`   | the grid's x extent is a multiple of COARSEN      | GPU: may give each thread COARSEN consecutive elements (lowering/coarsen.py) |
 
 No fact holding gives `None`: the generic program, the one every launch
 could use. Overlapping arrays (in-place kernels, the same array passed
@@ -35,6 +37,9 @@ import numpy as np
 
 #: module switch; tests compare the specialised and the generic programs
 ENABLED = os.environ.get("DIFFGPU_SPECIALIZE", "1") not in ("0", "false", "no")
+#: elements per thread of a coarsened kernel; ALIGN: the vector access's bytes
+COARSEN = 4
+ALIGN = 16
 
 
 @dataclass(frozen=True)
@@ -43,33 +48,44 @@ class Facts:
     noalias: bool = False
     contiguous: tuple = ()  # one bool per argument (False for scalars)
     unit_dims: tuple = ()   # geometry dimensions (1, 2) with one block and one thread
+    aligned: tuple = ()     # one bool per argument: data pointer % ALIGN == 0
+    grid_div: bool = False  # grid x % COARSEN == 0
 
     def key(self) -> str:
         """Stable text for cache keys."""
         bits = "".join("1" if c else "0" for c in self.contiguous)
         dims = "".join(str(d) for d in self.unit_dims)
-        return f"noalias={int(self.noalias)} contiguous={bits} unit_dims={dims or '-'}"
+        text = f"noalias={int(self.noalias)} contiguous={bits} unit_dims={dims or '-'}"
+        if any(self.aligned) or self.grid_div:
+            text += (f" aligned={''.join('1' if a else '0' for a in self.aligned)}"
+                     f" grid_div={int(self.grid_div)}")
+        return text
 
     def for_target(self, target: str) -> "Facts | None":
-        """The facts a target's compiler uses: the CPU lowering does not
-        read `contiguous`, so host programs are not split by it."""
+        """The facts a target's compiler uses: the CPU lowering reads only
+        `noalias` and `unit_dims`, so host programs are not split by the others."""
         f = self if target != "host" else Facts(self.noalias, (), self.unit_dims)
         return None if f.trivial() else f
 
     def trivial(self) -> bool:
-        return not (self.noalias or any(self.contiguous) or self.unit_dims)
+        return not (self.noalias or any(self.contiguous) or self.unit_dims
+                    or any(self.aligned) or self.grid_div)
 
     def attribute_text(self) -> str:
         """The `diffgpu.launch_facts` dictionary attribute (MLIR syntax)."""
-        cont = ", ".join("true" if c else "false" for c in self.contiguous)
+        def bools(bs):
+            return ", ".join("true" if b else "false" for b in bs)
         dims = ", ".join(f"{d} : i64" for d in self.unit_dims)
         return (f"{{noalias = {'true' if self.noalias else 'false'}, "
-                f"contiguous = [{cont}], unit_dims = [{dims}]}}")
+                f"contiguous = [{bools(self.contiguous)}], unit_dims = [{dims}], "
+                f"aligned = [{bools(self.aligned)}], "
+                f"grid_div = {'true' if self.grid_div else 'false'}}}")
 
 
 def array_extent(x):
-    """(lowest byte address, one past the highest, C-contiguous) of an array
-    argument, or None for scalars. Strides may be negative or zero."""
+    """(lowest byte address, one past the highest, C-contiguous, data
+    pointer) of an array argument, or None for scalars. Strides may be
+    negative or zero."""
     if isinstance(x, np.ndarray):
         ai = x.__array_interface__
         ptr, shape, strides, item = ai["data"][0], x.shape, x.strides, x.itemsize
@@ -94,12 +110,12 @@ def array_extent(x):
     lo = hi = ptr
     for n, s in zip(shape, strides):
         if n == 0:
-            return ptr, ptr, contiguous
+            return ptr, ptr, contiguous, ptr
         if s >= 0:
             hi += (n - 1) * s
         else:
             lo += (n - 1) * s
-    return lo, hi + item, contiguous
+    return lo, hi + item, contiguous, ptr
 
 
 def c_strides(shape, item: int) -> tuple:
@@ -123,7 +139,7 @@ def launch_facts(args, types, grid=None, block=None) -> Facts | None:
 
     if not ENABLED:
         return None
-    ranges, contiguous = [], []
+    ranges, contiguous, aligned = [], [], []
     for x, t in zip(args, types):
         if isinstance(t, ArrayType):
             ext = array_extent(x)
@@ -131,11 +147,14 @@ def launch_facts(args, types, grid=None, block=None) -> Facts | None:
                 return None
             ranges.append(ext[:2])
             contiguous.append(bool(ext[2]))
+            aligned.append(ext[3] % ALIGN == 0)
         else:
             contiguous.append(False)
+            aligned.append(False)
     noalias = bool(ranges) and disjoint(ranges)
-    unit = ()
+    unit, grid_div = (), False
     if grid is not None and block is not None:
         unit = tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1)
-    facts = Facts(noalias, tuple(contiguous), unit)
+        grid_div = grid[0] % COARSEN == 0
+    facts = Facts(noalias, tuple(contiguous), unit, tuple(aligned), grid_div)
     return None if facts.trivial() else facts
