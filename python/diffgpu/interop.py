@@ -155,7 +155,8 @@ def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:
     launches on a GPU for inputs of these shapes and dtypes: `inputs` maps
     each input name to a numpy array (or a scalar). The forward kernel and
     the `dg.vjp` of the backward go to the disk cache, which a machine
-    without MLIR then reads (DIFFGPU_CACHE_DIR)."""
+    without MLIR then reads (DIFFGPU_CACHE_DIR): both the programs
+    specialised to the launch facts of these calls and the generic ones."""
     import numpy as np
 
     arguments = dict(inputs)
@@ -164,10 +165,21 @@ def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:
         arguments[n] = np.zeros(shape, dtype_name(dtype))
     wrt = [n for n in spec.arrays if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
     cotangents = {n: np.zeros_like(arguments[n]) for n in spec.outputs}
-    with compile_only(chip):
+    import diffgpu.launch as launch_module
+
+    def calls():
         spec.launcher(arguments)(*spec.ordered(arguments))
         vjp(spec.launcher(arguments), spec.kernel.arg_names, arguments, cotangents, wrt,
             zeros_like=np.zeros_like)
+
+    with compile_only(chip):
+        calls()  # the programs specialised to these launches' facts
+        saved = launch_module.facts_for
+        launch_module.facts_for = lambda *args, **kwargs: None
+        try:  # and the generic ones, which a GPU run falls back to if its facts differ
+            calls()
+        finally:
+            launch_module.facts_for = saved
 
 
 def dtype_name(dtype) -> str:
