@@ -160,6 +160,10 @@ def _launch(spec, arguments: dict, flat: list, written: list, diff=None) -> list
             operands.append(array)
             params += _array_params(array.shape)
     grid, block = spec.geometry(arguments)
+    coarsen = int(program.payload.get("coarsen") or 1)  # 1 for generic programs
+    if coarsen > 1:
+        g = _grid(grid)
+        grid = (g[0] // coarsen,) + g[1:]
     results = tuple((tuple(flat[k][1].shape), str(flat[k][1].dtype)) for k in written)
     aliases = tuple((op_index[k], r) for r, k in enumerate(written))
     return call_p.bind(*operands, ptx=program.payload["ptx"], entry=program.entry,
