@@ -1,6 +1,7 @@
 """Run the Python examples of the docs: every ```python block of a Markdown
 file, in order, as one module (kernels must live in a file: the blocks are
 written to one, with blank lines keeping each block at its line in the doc).
+`import numpy as np` and `import diffgpu as dg` are done first (PRELUDE).
 
     python scripts/doc_examples.py docs/guide.md docs/language.md
 
@@ -22,6 +23,9 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: line 1 of every program (no fence can be there): the two imports every
+#: page assumes, so that a page may show a kernel without repeating them
+PRELUDE = "import numpy as np; import diffgpu as dg  # doc_examples prelude"
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _SKIP = re.compile(r"<!--\s*doctest:\s*skip\s*\((.+)\)\s*-->")
 _REQUIRES = re.compile(r"<!--\s*doctest:\s*requires\s+([\w\s]+?)\s*-->")
@@ -64,7 +68,7 @@ def program(path: str) -> str:
     """The file's runnable blocks as one module, each at its own line."""
     with open(path) as f:
         text = f.read()
-    src: list[str] = []
+    src: list[str] = [PRELUDE]
     for line, code, skip in blocks(text):
         if skip is not None:
             continue
