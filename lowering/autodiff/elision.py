@@ -38,9 +38,11 @@ by no other thread of the launch:
 5. Launch facts (lowering/specialize.py): when the wrapper kernel carries
    `diffgpu.launch_facts` with `noalias` and the op's arrays are distinct
    arguments of that kernel, no two shadows overlap, so any number of them
-   may accumulate plainly; the derivative function is marked
-   `diffgpu.noalias` (for `diffgpu-specialize`). Dimensions in `unit_dims`
-   have one thread and one block: the guard does not check them.
+   may accumulate plainly, and rule 3 judges each shadow on its own (a
+   shadow read at `out[0]` no longer keeps the atomics of one updated at
+   `x[gid]`); the derivative function is marked `diffgpu.noalias` (for
+   `diffgpu-specialize`). Dimensions in `unit_dims` have one thread and one
+   block: the guard does not check them.
 
 Out-of-bounds indices are undefined behaviour of the primal too (a 2-D
 `A[i, j]` with `j` past the row would alias the next row) and shadows whose
@@ -164,11 +166,11 @@ def analyze(dup, is_active, launch=None):
                 fn.attributes["diffgpu.noalias"] = ir.UnitAttr.get()
                 break
     groups = {}
-    for m in dup:
-        if B.is_memref(m.type):
-            groups.setdefault(_space(m), []).append(m)
+    for i, m in enumerate(dup):
+        if B.is_memref(m.type):  # disjoint shadows: each one its own group (rule 5)
+            groups.setdefault((_space(m), i if disjoint else None), []).append(m)
     plan = {}
-    for space, arrays in groups.items():
+    for (space, _), arrays in groups.items():
         if space is not None:
             continue  # shared memory: keep the atomics
         keys, accumulating = set(), set()
