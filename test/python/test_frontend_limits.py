@@ -127,3 +127,25 @@ def test_shared_memory_at_the_limit_builds_for_sm_90_and_runs():
     assert f"[{SHARED_LIMIT}]" in ptx
     k_shared_at_limit[1, 4](A)
     np.testing.assert_array_equal(A, [3.0, 4.0, 5.0, 2.0])
+
+
+def test_compiled_kernels_are_freed(tmp_path):
+    """Dropping a kernel (and its module) frees it with its compiled programs:
+    the frontend's source cache must not keep the function alive (it did: its
+    weak keys were held by the values, and every JIT stayed in memory)."""
+    import gc
+    import weakref
+    path = tmp_path / "short_lived.py"
+    path.write_text("import diffgpu as dg\n\n\n@dg.func\ndef g(v):\n    return v * 2.0\n\n\n"
+                    "@dg.kernel\ndef k(X):\n    X[0] = g(X[0])\n")
+    spec = importlib.util.spec_from_file_location("short_lived", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    X = np.ones(1)
+    mod.k[1, 1](X)
+    dg.autodiff(mod.k[1, 1], dg.Duplicated(X, np.ones(1)))
+    assert X[0] == 4.0
+    refs = [weakref.ref(mod.k), weakref.ref(mod.k.py_func), weakref.ref(mod.g.py_func)]
+    del mod, spec
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]

@@ -29,7 +29,8 @@ class FunctionSource:
     """The parsed `def` of a Python function, with its file and lines."""
 
     def __init__(self, py_func):
-        self.py_func = py_func
+        # (no reference to py_func: module.py caches sources in a dict weakly
+        # keyed by the function, which a strong reference would keep alive)
         self.filename = py_func.__code__.co_filename
         try:
             lines, start = inspect.getsourcelines(py_func)
