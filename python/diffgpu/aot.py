@@ -57,7 +57,13 @@ def _check_target(target: str) -> str:
 
 @user_facing
 def compile(kernel, signature, target: str = "host") -> "CompiledKernel":  # noqa: A001
-    """Compile `kernel` for `signature` on `target` (also fills the cache)."""
+    """Compile `kernel` for `signature` on `target` without running it.
+
+    `signature`: a tuple of type specs, one per parameter ("float32[:]",
+    "float64[:, :]", "int64", ...) or one comma-separated string; `target`:
+    "host" or a chip such as "sm_90" (no GPU needed). Returns a
+    CompiledKernel (and fills the disk cache); ValueError on a bad
+    signature or target, CompileError on a bad kernel."""
     from diffgpu.api import Kernel
     from diffgpu.launch import get_program
 

@@ -141,7 +141,14 @@ def _close(got, want, atol, rtol):
 
 def gradcheck(launcher, *activities, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-4, seed: int = 0, max_elements: int = 64) -> bool:
-    """Check reverse and forward mode of `launcher` against finite differences."""
+    """Check reverse and forward mode of `launcher` against finite differences.
+
+    Takes `kernel[grid, block]` and one activity per parameter (at least one
+    Duplicated float array; float64 recommended). Compares the full Jacobian
+    when inputs and outputs have at most `max_elements` elements, and random
+    directions (seeded by `seed`) always, with central differences of step
+    `eps` and tolerances `atol`/`rtol`. Returns True; raises GradcheckError
+    naming what disagrees."""
     p = _Problem(launcher, activities)
     if not p.dup:
         raise GradcheckError("gradcheck needs at least one Duplicated float array "
