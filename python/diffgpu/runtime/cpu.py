@@ -254,9 +254,8 @@ class HostProgram:
             self._dirty = False
             if regions is not None:
                 report = self._race_end()
-                race = racecheck.race_error(
-                    kernel_name, report, regions, self._race[0],
-                    racecheck.shared_names(self._race[1], kernel_name), grid, block)
+                race = racecheck.race_error(kernel_name, report, regions, self._race[0],
+                                            self._race[1], grid, block)
         if race is not None:
             raise race
         if bad:

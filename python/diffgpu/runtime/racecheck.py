@@ -152,11 +152,14 @@ def _ids(linear: int, dims) -> str:
     return f"({x}, {y}, {z})"
 
 
-def race_error(kernel: str, report, regions: Regions, sites, shared, grid, block):
-    """The RaceError of a module's report (numpy int64[16]), or None."""
+def race_error(kernel: str, report, regions: Regions, sites, shared_entries, grid, block):
+    """The RaceError of a module's report (numpy int64[16]), or None;
+    `sites`, `shared_entries`: the module's `diffgpu.race_sites` and
+    `diffgpu.race_shared`."""
     count = int(report[0])
     if count == 0:
         return None
+    shared = shared_names(shared_entries, kernel)
     addr, rid, elem = int(report[1]), int(report[2]), int(report[3])
     if rid >= 0:
         name, index = regions.element(addr, rid)
