@@ -17,9 +17,15 @@ import diffgpu as dg  # noqa: E402
 import diffgpu.jax as dgj  # noqa: E402
 from interop_kernels import OPS, reference, wrap  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
 OPS_J = {name: wrap(dgj, name) for name in OPS}
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(autouse=True)
+def _x64():
+    """float64 arrays in these tests only (JAX's switch is process-wide)."""
+    with jax.enable_x64(True):
+        yield
 
 
 @pytest.fixture(autouse=True)
