@@ -118,8 +118,9 @@ def vjp(launcher, names, arguments: dict, cotangents: dict, wrt, zeros_like,
     wrap = wrap or (lambda x: x)
     args = [x if isinstance(x, (int, float)) else view(x)
             for x in (arguments[n] for n in names)]
-    grads = functional_vjp(launcher, *args,
-                           cotangents={n: view(c) for n, c in cotangents.items()})
+    floats = {n: view(c) for n, c in cotangents.items()  # integer outputs have none
+              if dtype_name(getattr(arguments[n], "dtype", "")) in FLOAT_DTYPES}
+    grads = functional_vjp(launcher, *args, cotangents=floats)
     return {n: wrap(grads[n]) if n in grads else zeros_like(arguments[n]) for n in wrt}
 
 

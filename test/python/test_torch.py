@@ -166,6 +166,22 @@ def test_no_gradient_for_scalars_and_int_tensors():
     assert x.grad.tolist() == [2.0, 2.0, 4.0]
 
 
+def test_integer_output_next_to_a_float_one():
+    @dg.kernel
+    def split(y, k, x):
+        i = dg.global_id(0)
+        if i < len(x):
+            y[i] = x[i] * x[i]
+            k[i] = int(x[i] > 0)
+    op = dgt.op(split, outputs={"y": "x", "k": lambda x, **_: (x.shape, torch.int64)},
+                grid=1, block=32)
+    x = torch.tensor([-1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    y, k = op(x)
+    assert k.tolist() == [0, 1, 1] and not k.requires_grad
+    y.sum().backward()
+    assert x.grad.tolist() == [-2.0, 4.0, 6.0]
+
+
 def test_double_backward_is_an_error_not_a_silent_none():
     op = OPS_T["square_scale"]
     x = torch.rand(5, dtype=torch.float64, requires_grad=True)
