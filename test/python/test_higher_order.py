@@ -173,6 +173,16 @@ def g_while_data(X, G):
 
 
 @dg.kernel
+def g_twice(X, G):
+    # one generated derivative inlined twice: its tape tags appear twice
+    i = dg.global_id(0)
+    if i < len(X):
+        (a,) = dg.autodiff(f_while, dg.Active(X[i]))
+        (b,) = dg.autodiff(f_while, dg.Active(a * 0.5))
+        G[i] = a * b
+
+
+@dg.kernel
 def g_if(X, G):
     i = dg.global_id(0)
     if i < len(X):
@@ -308,6 +318,7 @@ CASES = {
     "reverse_while": lambda: (g_while[1, N], [_dup(_x()), _dup(_z())]),
     # x in (0.56, 0.7): 3 iterations for every x, away from the jumps
     "reverse_while_data": lambda: (g_while_data[1, N], [_dup(_x(0.56, 0.7)), _dup(_z())]),
+    "reverse_same_derivative_twice": lambda: (g_twice[1, N], [_dup(_x()), _dup(_z())]),
     "reverse_if": lambda: (g_if[1, N], [_dup(_x(-0.9, 0.9)), _dup(_z())]),
     "reverse_early_return": lambda: (g_early_return[1, N],
                                      [_dup(_x(0.5, 4.0)), _dup(_z()), dg.Const(4)]),
