@@ -17,6 +17,12 @@ Only where the semantics are provably unchanged. `eligible(fn)` (run by
   threads 4t .. 4t+3 one after the other in one thread is one of the
   executions the original launch allowed.
 
+A kernel whose body is one `diffgpu.autodiff` of an eligible kernel (no
+results; its arrays distinct arguments of the kernel) is eligible too when
+the launch proved its arrays disjoint: the derivative function then has one
+guard (`diffgpu-specialize` fuses the forward and reverse `scf.if`s of
+`noalias` functions), and the pass inlines it into the kernel first.
+
 The launch facts must also hold: a 1-D launch (`unit_dims = [1, 2]`) whose
 grid x extent is a multiple of COARSEN (`grid_div`). Then the runtime
 launches grid x / COARSEN blocks (the payload's "coarsen") and the pass
@@ -41,6 +47,8 @@ from diffgpu.lowering.registry import ModulePass, register_pass
 
 COARSEN = 4
 COARSEN_ATTR = "diffgpu.coarsen"
+#: a function LLVM must not inline (lowering/gpu_nvvm.py sets `no_inline`)
+NOINLINE_ATTR = "diffgpu.noinline"
 _GEOM0 = ("diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim", "diffgpu.grid_dim")
 _FORBIDDEN = ("diffgpu.barrier", "diffgpu.shared_alloc", "diffgpu.atomic_add", "func.call",
               "diffgpu.autodiff", "diffgpu.fwddiff", "memref.atomic_rmw", "gpu.barrier")
@@ -99,7 +107,8 @@ def analyze(fn):
                 return None
             if any(u.owner.operation not in chain for u in o.results[0].uses):
                 return None  # block_dim(0) (or thread_id(0)) used outside g
-        elif not (o.name.startswith(_PREFIX_OK) or o.name in ("memref.dim",) or o.name in _GEOM0):
+        elif not (o.name.startswith(_PREFIX_OK) or o.name in ("memref.dim", "memref.alloca")
+                  or o.name in _GEOM0):
             return None
     for o in _walk(guard):
         if o.name in _FORBIDDEN or (o.name in _GEOM0 and _dim(o) == 0):
@@ -162,8 +171,61 @@ def _depends_on(v, gids) -> bool:
     return bool(todo)
 
 
-def eligible(fn) -> bool:
-    return analyze(fn) is not None
+def eligible(fn, module=None, noalias=False) -> bool:
+    """Is kernel `fn` eligible? (a derivative wrapper: only with `noalias`
+    facts, its callee looked up in `module`)."""
+    if analyze(fn) is not None:
+        return True
+    callee = _autodiff_callee(fn, module) if noalias and module is not None else None
+    return callee is not None and analyze(callee) is not None
+
+
+def _autodiff_callee(fn, module):
+    """The function a lone `diffgpu.autodiff` (no results, distinct argument
+    operands) of kernel `fn` differentiates, else None."""
+    from diffgpu._mlir import ir
+
+    block = fn.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(ops) != 2 or ops[0].name != "diffgpu.autodiff" or len(ops[0].results):
+        return None
+    args = list(block.arguments)
+    operands = list(ops[0].operands)
+    if not all(any(v == a for a in args) for v in operands) or any(
+            operands[i] == operands[j] for i in range(len(operands)) for j in range(i)):
+        return None
+    name = ir.FlatSymbolRefAttr(ops[0].attributes["callee"]).value
+    for o in module.body.operations:
+        o = o.operation
+        if o.name == "func.func" and o.attributes["sym_name"].value == name:
+            return o if o.regions[0].blocks else None
+    return None
+
+
+def inline_lone_call(fn, module) -> None:
+    """A kernel whose body is one `func.call` (a derivative wrapper after
+    autodiff) gets the callee's body instead."""
+    from diffgpu._mlir import ir
+
+    block = fn.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(ops) != 2 or ops[0].name != "func.call" or len(ops[0].results):
+        return
+    call = ops[0]
+    name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+    src = next((o.operation for o in module.regions[0].blocks[0].operations
+                if o.operation.name == "func.func"
+                and o.operation.attributes["sym_name"].value == name), None)
+    if src is None or not src.regions[0].blocks:
+        return
+    copy = src.clone(ip=ir.InsertionPoint(fn))
+    body = copy.regions[0].blocks[0]
+    for arg, v in zip(list(body.arguments), list(call.operands)):
+        arg.replace_all_uses_with(v)
+    for o in [x.operation for x in body.operations][:-1]:
+        o.move_before(call)
+    call.erase()
+    copy.erase()
 
 
 @register_pass
@@ -179,6 +241,7 @@ class Coarsen(ModulePass):
         for op in module.regions[0].blocks[0].operations:
             op = op.operation
             if op.name == "func.func" and COARSEN_ATTR in op.attributes:
+                inline_lone_call(op, module)
                 found = analyze(op)
                 if found is None:
                     self.error(op, "internal: a kernel marked for coarsening is not eligible")
@@ -207,20 +270,56 @@ def coarsen(fn, found, factor: int) -> None:
         pred = arith.CmpIPredicate(ir.IntegerAttr(cond.attributes["predicate"]).value)
         all_in = arith.cmpi(pred, last_a, n)
         branch = scf.IfOp(all_in, [], has_else=True)
-        for blk, fast in ((branch.then_block, True), (branch.else_block, False)):
-            with ir.InsertionPoint(blk):
-                for k in range(factor):
-                    gk = [arith.addi(b, arith.constant(index, k)) for b in bases]
-                    mapping = list(zip(gids, gk))
-                    for o in rest:
-                        if o == guard and fast:  # the guard holds: its body, inlined
-                            for inner in [x.operation for x in
-                                          guard.regions[0].blocks[0].operations][:-1]:
-                                _clone(inner, mapping)
-                        else:
-                            _clone(o, mapping)
-                scf.YieldOp([])
+        with ir.InsertionPoint(branch.then_block):  # the whole group in range
+            for k in range(factor):
+                mapping = [(g, arith.addi(b, arith.constant(index, k))) for g, b in zip(gids, bases)]
+                for o in rest:
+                    if o == guard:  # the guard holds: its body, inlined
+                        for inner in [x.operation for x in
+                                      guard.regions[0].blocks[0].operations][:-1]:
+                            _clone(inner, mapping)
+                    else:
+                        _clone(o, mapping)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):  # the tail: a call (see _tail_function)
+            from diffgpu._mlir import func
+            tail = _tail_function(fn, gids, rest, factor)
+            func.CallOp([], ir.FlatSymbolRefAttr.get(tail),
+                        list(block.arguments) + bases)
+            scf.YieldOp([])
     guard.erase()
+
+
+def _tail_function(fn, gids, rest, factor: int) -> str:
+    """A device function doing the guarded copies of the group (the launch's
+    last, partly out-of-range group): `@<kernel>__dg_tail(kernel arguments...,
+    bases...)`, kept out of line (`diffgpu.noinline`): inlined, LLVM would
+    merge its last copy with the in-range path's and split their vector
+    accesses."""
+    from diffgpu._mlir import arith, func, ir
+
+    from diffgpu.lowering import targets
+
+    name = fn.attributes["sym_name"].value + "__dg_tail"
+    index = ir.IndexType.get()
+    ins = [a.type for a in fn.regions[0].blocks[0].arguments] + [index] * len(gids)
+    with ir.InsertionPoint(fn), fn.location:
+        tail = func.FuncOp(name, ir.FunctionType.get(ins, []))
+    tail.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    targets.set_target(tail, targets.get_target(fn))
+    tail.attributes[NOINLINE_ATTR] = ir.UnitAttr.get()
+    entry = tail.add_entry_block()
+    targs = list(entry.arguments)
+    kargs = list(fn.regions[0].blocks[0].arguments)
+    with ir.InsertionPoint(entry), fn.location:
+        for k in range(factor):
+            mapping = list(zip(kargs, targs))
+            mapping += [(g, arith.addi(b, arith.constant(index, k)))
+                        for g, b in zip(gids, targs[len(kargs):])]
+            for o in rest:
+                _clone(o, mapping)
+        func.ReturnOp([])
+    return name
 
 
 def _in_gid_chain(op, gids) -> bool:

@@ -36,6 +36,7 @@ from typing import ClassVar
 
 from diffgpu.lowering.llvm_flags import WRAP_OPS, replace_op
 from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.coarsen import NOINLINE_ATTR
 from diffgpu.lowering.specialize import FACTS_ATTR, READONLY_ATTR, read_facts
 
 CIFACE_PREFIX = "_mlir_ciface_"
@@ -71,6 +72,8 @@ class NvvmCleanup(ModulePass):
                     continue
                 if not any(k in f.attributes for k in KERNEL_ATTRS):
                     f.attributes["linkage"] = internal
+                    if NOINLINE_ATTR in f.attributes:  # lowering/coarsen.py's tails
+                        f.attributes["no_inline"] = ir.UnitAttr.get()
                     if "sym_visibility" in f.attributes:
                         del f.attributes["sym_visibility"]
                 _rewrite_body(f)

@@ -67,7 +67,7 @@ def mark_facts(text: str, entry: str, facts) -> str:
                     op.attributes[NOALIAS_ATTR] = ir.UnitAttr.get()
                 if getattr(facts, "grid_div", False) and facts.unit_dims == (1, 2):
                     from diffgpu.lowering import coarsen
-                    if coarsen.eligible(op):
+                    if coarsen.eligible(op, module, facts.noalias):
                         op.attributes[coarsen.COARSEN_ATTR] = ir.IntegerAttr.get(
                             ir.IntegerType.get_signless(64), coarsen.COARSEN)
                 break

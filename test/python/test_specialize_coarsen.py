@@ -31,6 +31,16 @@ def poly(y, x, w, a):
 
 
 @dg.kernel
+def scale_shift_grad(y, dy, x, dx):
+    dg.autodiff(scale_shift, dg.Duplicated(y, dy), dg.Duplicated(x, dx))
+
+
+@dg.kernel
+def poly_grad(y, dy, x, dx, w, dw, a):
+    dg.autodiff(poly, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(w, dw), a)
+
+
+@dg.kernel
 def uses_tid(y, x):  # thread_id alone: depends on the thread mapping
     i = dg.global_id(0)
     if i < len(x):
@@ -81,6 +91,7 @@ def _module_fn(kernel, args):
 
 @pytest.mark.parametrize("kernel,nargs,ok", [
     (scale_shift, 2, True), (poly, 3, True), (neighbour, 2, True),
+    (scale_shift_grad, 4, False),  # a derivative wrapper: only with noalias facts
     (uses_tid, 2, False), (grid_stride, 2, False), (with_atomic, 2, False),
     (two_statements, 2, False),
 ])
@@ -106,8 +117,10 @@ def _coarsened_host_program(kernel, args):
     facts = S.Facts(True, (), (1, 2), (), True)
     src = build_module(kernel, types, "host", facts=facts)
     assert coarsen_factor(src.text) == S.COARSEN
-    text = run_pipeline(src.text, ["diffgpu-coarsen"])
-    assert "diffgpu.coarsen" in text and text.count("memref.store") == 2 * S.COARSEN
+    # as in the GPU pipeline: differentiate, apply the facts, then coarsen
+    text = run_pipeline(src.text, ["diffgpu-verify-targets", "diffgpu-autodiff",
+                                   "diffgpu-specialize", "diffgpu-coarsen"])
+    assert "diffgpu.coarsen" in text and "__dg_tail" in text
     return compile_host(text), types
 
 
@@ -115,9 +128,12 @@ def _coarsened_host_program(kernel, args):
 def test_coarsened_equals_plain_on_the_cpu(n):
     rng = np.random.default_rng(n)
     x, w = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    d1, d2, d3 = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     for kernel, args in ((scale_shift, [np.zeros(n, np.float32), x]),
                          (poly, [np.zeros(n, np.float32), x, w, 0.5]),
-                         (neighbour, [np.zeros(n, np.float32), x])):
+                         (neighbour, [np.zeros(n, np.float32), x]),
+                         (scale_shift_grad, [np.zeros(n, np.float32), d1, x, d2]),
+                         (poly_grad, [np.zeros(n, np.float32), d1, x, d2, w, d3, 0.5])):
         block = 32
         grid = -(-n // block)
         grid += -grid % S.COARSEN  # a multiple of COARSEN, as the fact requires
@@ -150,6 +166,14 @@ def test_ptx_vector_access():
     ptx = scale_shift.ir(y, x, stage="ptx", target="sm_90", grid=16, block=256)
     assert re.search(r"ld\.global\.nc\.v4\.(b|f)32", ptx)
     assert re.search(r"st\.global\.v4\.(b|f)32", ptx)
+    # the gradient too: its derivative function inlined, all loads first
+    d, dx = np.zeros(4096, np.float32), np.zeros(4096, np.float32)
+    if d.ctypes.data % 16 == 0 and dx.ctypes.data % 16 == 0:
+        ptx = scale_shift_grad.ir(y, d, x, dx, stage="ptx", target="sm_90", grid=16,
+                                  block=256)
+        fast = ptx[:ptx.index("__dg_tail,")] if "__dg_tail," in ptx else ptx
+        assert len(re.findall(r"st\.global\.v4", fast)) == 3, fast
+        assert len(re.findall(r"ld\.global(\.nc)?\.v4", fast)) == 3
     # an unaligned view: no vector access, still coarsened
     ptx = scale_shift.ir(y[1:], x[1:], stage="ptx", target="sm_90", grid=16, block=256)
     assert ".v4." not in ptx and "ld.global.nc" in ptx
