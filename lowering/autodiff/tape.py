@@ -16,6 +16,10 @@ the buffer by doubling, with memref.alloc/dealloc), a pop is emitted at the
 start of the matching reverse block; since the reverse sweep replays every
 block in exactly the reverse order, pushes and pops match LIFO.
 
+Loops with a small constant trip count never reach the stack: the function
+being differentiated gets them unrolled first (unroll.py), so their values
+use one-value slots, which LLVM keeps in registers.
+
 A float word is tagged at both ends with the same number: the op encoding it
 carries `diffgpu.tape_push = N`, the op decoding it `diffgpu.tape_pop = N`.
 When the function is differentiated again (higher order), the tags tell the
