@@ -175,9 +175,11 @@ def compiler_available() -> bool:
 
 
 def _import_compiler():
+    from diffgpu.runtime.host_signal import deferred_sigint
     try:
-        from diffgpu import _mlir  # noqa: F401  (compiling needs MLIR)
-        from diffgpu import frontend
+        with deferred_sigint():  # a half-done import of MLIR crashes the process later
+            from diffgpu import _mlir  # noqa: F401  (compiling needs MLIR)
+            from diffgpu import frontend
     except ImportError as exc:
         raise CompileError(
             "this kernel signature is not in the cache "
@@ -187,9 +189,13 @@ def _import_compiler():
 
 
 def _compiler_call(fn, what: str):
-    """Run a compiler step; internal failures become a CompileError."""
+    """Run a compiler step; internal failures become a CompileError. Ctrl-C
+    waits for the step's end (runtime/host_signal.py: an interrupted MLIR
+    pass manager or JIT would crash the process later)."""
+    from diffgpu.runtime.host_signal import deferred_sigint
     try:
-        return fn()
+        with deferred_sigint():
+            return fn()
     except DiffgpuError:
         raise
     except Exception as exc:
@@ -275,9 +281,9 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
     res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
     abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
     payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))
-    if facts is not None:
-        from diffgpu.lowering.specialize import coarsen_factor
-        payload["coarsen"] = coarsen_factor(src.text)
+    if facts is not None:  # did lowering/coarsen.py rewrite it?
+        from diffgpu.lowering.coarsen import factor_in_ptx
+        payload["coarsen"] = factor_in_ptx(res.ptx, src.entry)
     return payload, None
 
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PRELUDE = textwrap.dedent("""
@@ -223,4 +225,32 @@ def test_worker_thread_fallback(tmp_path):
         print("NEXT OK", flush=True)
     """))
     interrupted_within(out)
+    assert "NEXT OK" in out
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3])
+def test_ctrl_c_during_the_first_compile(tmp_path, delay):
+    """Ctrl-C while the first launch imports MLIR and compiles: the step
+    finishes first (an interrupted import or pass manager crashed the
+    process later), then KeyboardInterrupt; the next launch works."""
+    env_cache = tmp_path / "cache"
+    out = run_script(tmp_path, f"""
+        os.environ["DIFFGPU_CACHE_DIR"] = {str(env_cache)!r}
+        @dg.kernel
+        def k(x, out):
+            i = dg.global_id(0)
+            if i < len(x):
+                out[i] = x[i] * 2.0 + dg.sin(x[i]) * dg.exp(x[i])
+
+        x = np.ones(4); out = np.zeros(4)
+        threading.Timer({delay}, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        try:
+            k[1, 4](x, out)
+        except KeyboardInterrupt:
+            print("INTERRUPTED", flush=True)
+        time.sleep(0.3)
+        k[1, 4](x, out)
+        assert np.allclose(out, 2.0 + np.sin(1.0) * np.exp(1.0))
+        print("NEXT OK", flush=True)
+    """)
     assert "NEXT OK" in out

@@ -31,7 +31,9 @@ does the waiting instead (runtime/host_worker.py).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import signal
 import sys
 import threading
 import time
@@ -198,3 +200,32 @@ def run(fn, packed, flag) -> None:
 
 _get_ident = threading.get_ident
 _addressof = ctypes.addressof
+
+
+_deferring = [0]  # depth of deferred_sigint blocks (main thread only)
+
+
+@contextlib.contextmanager
+def deferred_sigint():
+    """Hold Ctrl-C back while the block runs (compiling: MLIR's pass manager
+    and JIT must not be left half-way by a KeyboardInterrupt raised inside
+    them, which corrupts their state and crashes the process later). A SIGINT
+    that arrives meanwhile is recorded and handed to the previous handler
+    when the block ends (KeyboardInterrupt then, for Python's default)."""
+    if _get_ident() != _S.main or _deferring[0]:
+        yield
+        return
+    prev = signal.getsignal(signal.SIGINT)
+    if not callable(prev):  # SIG_IGN, SIG_DFL, or not installed from Python
+        yield
+        return
+    got: list = []
+    signal.signal(signal.SIGINT, lambda sig, frame: got.append(frame))
+    _deferring[0] += 1
+    try:
+        yield
+    finally:
+        _deferring[0] -= 1
+        signal.signal(signal.SIGINT, prev)
+        if got:
+            prev(signal.SIGINT, got[0])
