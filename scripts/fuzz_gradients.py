@@ -282,6 +282,14 @@ def run(n, seed, do_shrink=False, verbose=False, out=sys.stdout, shrink_budget=6
     return counts, failures
 
 
+def run_quiet(seeds):
+    """Worker entry (a process pool): (counts, printed reproducers)."""
+    import io
+    out = io.StringIO()
+    counts, _ = run(len(seeds), seeds[0], out=out)
+    return counts, out.getvalue()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100, help="number of cases")
