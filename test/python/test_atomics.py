@@ -100,6 +100,9 @@ def gpu_cases():
          lambda r: [np.zeros(1, np.int32), np.zeros(1), r.standard_normal(3001)], None),
         ("atomics 3-D blocks", sum_2d, (2, 13, 1), (4, 4, 2), "launch",
          lambda r: [np.zeros(1, np.float32), f32(r, 37 * 6).reshape(37, 6)], None),
+        ("atomics divergent loop (partial warps)", divergent_loop, 300, 64, "launch",
+         lambda r: [np.zeros(4, np.float32), np.zeros(1, np.int32), 19_111],
+         divergent_loop_ref),
         ("atomics reverse Active + shared weight", scale_loss, 8, 128, "reverse",
          lambda r: [dg.Duplicated(np.zeros(1, np.float32), np.ones(1, np.float32)),
                     dg.Active(np.float32(1.3)),
@@ -108,11 +111,36 @@ def gpu_cases():
     ]
 
 
+def test_divergent_loop_counts_exactly():
+    out, cnt = np.zeros(4, np.float32), np.zeros(1, np.int32)
+    divergent_loop[300, 64](out, cnt, 19_111)
+    ref, rcnt = np.zeros(4, np.float32), np.zeros(1, np.int32)
+    divergent_loop_ref(ref, rcnt, 19_111)
+    assert cnt[0] == rcnt[0] and np.array_equal(out, ref)  # halves: exact in float32
+    text = ptx(divergent_loop, out, cnt, 5)
+    assert text.count("activemask.b32") == 2 and text.count("bar.sync") == 0
+
+
 def test_generated_sum_of_squares_matches_its_reference():
     out, ref = np.zeros(1, np.float32), np.zeros(1)
     sumsq_gen[40, 256](out, 10_000)
     sumsq_gen_ref(ref, 10_000)
     assert np.isclose(out[0], ref[0], rtol=1e-6)
+
+
+@dg.kernel
+def divergent_loop(out, cnt, n):  # warp-aggregated adds under divergent trip counts
+    i = dg.global_id(0)
+    if i < n:
+        for k in range(i % 5):
+            dg.atomic_add(out, dg.block_id(0) % 4, 0.5)
+            dg.atomic_add(cnt, 0, 1)
+
+
+def divergent_loop_ref(out, cnt, n):
+    i = np.arange(n)
+    np.add.at(out, (i // 64) % 4, 0.5 * (i % 5))
+    cnt[0] += np.sum(i % 5)
 
 
 def rand(n, dtype=np.float32, seed=0):
