@@ -464,3 +464,15 @@ def test_interrupting_a_checked_launch(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          env=env, timeout=120)
     assert "INTERRUPTED" in out.stdout and "RACE out 0" in out.stdout, out.stdout + out.stderr
+
+
+def test_checked_variant_from_the_disk_cache():
+    x, out = np.arange(4.0), np.zeros(1)
+    assert checked(lambda: loss_no_atomic[1, 4](x, out)) is not None
+    loss_no_atomic._programs.clear()  # forget the in-memory programs
+    getattr(loss_no_atomic, "_fast", {}).clear()
+    hits = STATS["disk_hit"]
+    err = checked(lambda: loss_no_atomic[1, 4](x, out))
+    assert STATS["disk_hit"] == hits + 1
+    assert err is not None and f":{line_of('# RACY-LOSS')}:" in str(err)
+    loss_no_atomic[1, 4](x, out)  # and the unchecked one stays unchecked
