@@ -25,7 +25,10 @@ It applies to the adds into one array `dx` of a function (all of them) when
 2. nothing else in that function uses `dx` (but `memref.dim`);
 3. each is at a site where a barrier can follow (lowering/hoist.py: in a
    kernel's body or the derivative function it calls once, under `scf.if`s
-   only) and no later op of the thread can observe the moved add.
+   only) and no later op of the thread can observe the moved add;
+4. the shared arrays (1024 values and 1024 flags per add) fit, with the
+   kernel's own, in SHARED_BUDGET bytes (a 3-point float32 stencil takes
+   15 KiB; a 9-point float64 one would not fit and keeps its atomics).
 
 At run time the dimensions the index does not name must have one thread and
 one block (a 1-D stencil needs a 1-D launch), so the index is unique per
@@ -61,6 +64,9 @@ from diffgpu.lowering.uniform import Uniformity, walk
 
 #: marks the adds this pass emits (never transformed again)
 STENCIL = "diffgpu.stencil"
+#: static shared memory a kernel may use with the transposition's arrays (the
+#: GPU's static limit is 48 KiB per block; the rest stays for the other passes)
+SHARED_BUDGET = 40 * 1024
 
 
 def _op(v):
@@ -188,8 +194,30 @@ def plan(fn, uniform):
             continue
         if not all(H.unobserved(op, target, s) for (op, _), s in zip(group, sites)):
             continue
+        need = len(group) * MAX_THREADS * (_bytes(group[0][0].operands[1].type) + 1)
+        if shared_bytes(first.kernel) + need > SHARED_BUDGET:
+            continue  # would not fit in a block's static shared memory
         return target, dims, group
     return None
+
+
+def _bytes(t) -> int:
+    return max(1, ir.FloatType(t).width // 8) if isinstance(t, ir.FloatType) else 8
+
+
+def shared_bytes(kernel) -> int:
+    """Bytes of the shared arrays `kernel` allocates already."""
+    total = 0
+    for op in walk(kernel):
+        if op.name == "diffgpu.shared_alloc":
+            m = ir.MemRefType(op.results[0].type)
+            n = 1
+            for d in m.shape:
+                n *= d
+            et = m.element_type
+            width = et.width if hasattr(et, "width") else 64
+            total += n * max(1, width // 8)
+    return total
 
 
 def _position(v) -> int:

@@ -109,13 +109,17 @@ def laplace_grad(dy):
 
 @pytest.mark.parametrize("block", [(16, 8), (4, 4), (1, 1), (7, 3), (32, 1)])
 def test_2d_stencil_gradient(block):
+    # float32: five float64 adds would need 45 KiB of shared memory, over the
+    # pass's budget (they keep their atomics)
     r = np.random.default_rng(4)
-    x, dy = r.standard_normal((37, 29)), r.standard_normal((37, 29))
+    x = r.standard_normal((37, 29)).astype(np.float32)
+    dy = r.standard_normal((37, 29)).astype(np.float32)
     grid = ((29 + block[0] - 1) // block[0], (37 + block[1] - 1) // block[1])
     dx, dyc = np.zeros_like(x), dy.copy()
     dg.autodiff(laplace[grid, block], dg.Duplicated(np.zeros_like(x), dyc),
                 dg.Duplicated(x, dx))
-    np.testing.assert_allclose(dx, laplace_grad(dy), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(dx, laplace_grad(dy.astype(np.float64)), rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_2d_stencil_ir_gathers():

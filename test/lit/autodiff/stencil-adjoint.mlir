@@ -233,3 +233,41 @@ func.func @same_dim(%dx: !B, %v: f32) attributes {diffgpu.kernel, diffgpu.target
 // CHECK-NOT: diffgpu.barrier
 // CHECK-NOT: diffgpu.stencil
 // CHECK: return
+
+// -----
+
+// Kept: eight float64 adds need 8 x (8 KiB values + 1 KiB flags) of shared
+// memory, more than a block's static shared memory allows.
+!A = memref<?xf64, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @too_wide(%dx: !A, %v: f64) attributes {diffgpu.kernel, diffgpu.target = #host} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m = arith.muli %b, %n : index
+  %g = arith.addi %m, %t : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %i1 = arith.addi %g, %c1 : index
+  %i2 = arith.addi %g, %c2 : index
+  %i3 = arith.addi %g, %c3 : index
+  %i4 = arith.addi %g, %c4 : index
+  %j1 = arith.subi %g, %c1 : index
+  %j2 = arith.subi %g, %c2 : index
+  %j3 = arith.subi %g, %c3 : index
+  %o1 = "diffgpu.atomic_add"(%dx, %v, %i1) : (!A, f64, index) -> f64
+  %o2 = "diffgpu.atomic_add"(%dx, %v, %i2) : (!A, f64, index) -> f64
+  %o3 = "diffgpu.atomic_add"(%dx, %v, %i3) : (!A, f64, index) -> f64
+  %o4 = "diffgpu.atomic_add"(%dx, %v, %i4) : (!A, f64, index) -> f64
+  %o5 = "diffgpu.atomic_add"(%dx, %v, %g) : (!A, f64, index) -> f64
+  %o6 = "diffgpu.atomic_add"(%dx, %v, %j1) : (!A, f64, index) -> f64
+  %o7 = "diffgpu.atomic_add"(%dx, %v, %j2) : (!A, f64, index) -> f64
+  %o8 = "diffgpu.atomic_add"(%dx, %v, %j3) : (!A, f64, index) -> f64
+  return
+}
+// CHECK-LABEL: func.func @too_wide
+// CHECK-NOT: diffgpu.barrier
+// CHECK-NOT: diffgpu.stencil
+// CHECK: return
