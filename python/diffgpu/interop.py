@@ -185,8 +185,12 @@ def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:
 
 def dtype_name(dtype) -> str:
     """'float32' for torch.float32, jnp.float32, np.float32, 'float32'."""
-    text = str(dtype)
-    return text.rsplit(".", 1)[-1]
+    import numpy as np
+
+    try:
+        return np.dtype(dtype).name
+    except TypeError:  # torch dtypes: "torch.float32"
+        return str(dtype).rsplit(".", 1)[-1]
 
 
 __all__ = ["KernelOp", "vjp", "compile_only", "prepare", "dtype_name", "DTYPES", "FLOAT_DTYPES"]

@@ -116,14 +116,16 @@ class KernelFunction:
         wrt = self._wrt(arrays)
         structs = [jax.ShapeDtypeStruct(a.shape, a.dtype)
                    for n, a in zip(self.spec.arrays, arrays) if n in wrt]
+        out_structs = self._out_structs(arrays)
+        cots = {n: c for n, c, st in zip(self.spec.outputs, cotangents, out_structs)
+                if dtype_name(st.dtype) in FLOAT_DTYPES}  # integer outputs: float0
         if _on_gpu():
             from diffgpu.jax_gpu import vjp_call
-            grads = vjp_call(self.spec, dict(scalars), arrays, cotangents, wrt,
-                             self._out_structs(arrays))
+            grads = vjp_call(self.spec, dict(scalars), arrays, cots, wrt, out_structs)
         else:
             grads = jax.pure_callback(
-                lambda *xs: self._host_vjp(scalars, xs, wrt),
-                tuple(structs), *arrays, *cotangents, vmap_method="sequential")
+                lambda *xs: self._host_vjp(scalars, xs, wrt, list(cots)),
+                tuple(structs), *arrays, *cots.values(), vmap_method="sequential")
         by_name = dict(zip(wrt, grads))
         return tuple(by_name.get(n) for n in self.spec.arrays)
 
@@ -143,11 +145,11 @@ class KernelFunction:
         s.launcher(arguments)(*s.ordered(arguments))
         return tuple(arguments[n] for n in s.outputs)
 
-    def _host_vjp(self, scalars, xs, wrt):
+    def _host_vjp(self, scalars, xs, wrt, outputs):
         s = self.spec
         arrays, cts = xs[:len(s.arrays)], xs[len(s.arrays):]
         arguments = self._host_arguments(scalars, arrays)
-        cotangents = dict(zip(s.outputs, (np.asarray(c) for c in cts)))
+        cotangents = dict(zip(outputs, (np.asarray(c) for c in cts)))
         grads = vjp(s.launcher(arguments), s.kernel.arg_names, arguments, cotangents, wrt,
                     zeros_like=np.zeros_like)
         return tuple(grads[n] for n in wrt)

@@ -115,10 +115,10 @@ def _types(spec, arguments: dict) -> tuple:
     return infer_signature(sample, names, spec.kernel.name).types
 
 
-def _kinds(spec, wrt) -> tuple:
-    """Activities of the reverse kernel: outputs and `wrt` arrays dup."""
-    return tuple("const" if n in spec.scalars or (n not in wrt and n not in spec.outputs)
-                 else "dup" for n in spec.kernel.arg_names)
+def _kinds(spec, wrt, float_outputs) -> tuple:
+    """Activities of the reverse kernel: float outputs and `wrt` arrays dup."""
+    return tuple("dup" if n in wrt or n in float_outputs else "const"
+                 for n in spec.kernel.arg_names)
 
 
 def prepare(spec, chip: str, inputs: dict) -> None:
@@ -134,8 +134,9 @@ def prepare(spec, chip: str, inputs: dict) -> None:
         arguments[n] = np.zeros(shape, dtype_name(dtype))
     types = _types(spec, arguments)
     wrt = [n for n in spec.arrays if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
+    outs = [n for n in spec.outputs if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
     get_program(spec.kernel, types, chip)
-    get_program(spec.kernel, types, chip, ("reverse", _kinds(spec, wrt)))
+    get_program(spec.kernel, types, chip, ("reverse", _kinds(spec, wrt, outs)))
 
 
 def _launch(spec, arguments: dict, flat: list, written: list, diff=None) -> list:
@@ -183,15 +184,15 @@ def forward_call(spec, scalars: dict, arrays, structs) -> list:
     return _launch(spec, arguments, flat, written)
 
 
-def vjp_call(spec, scalars: dict, arrays, cotangents, wrt, structs) -> list:
-    """Gradients of the arrays `wrt` (zero shadows in, J^T cotangents out)."""
+def vjp_call(spec, scalars: dict, arrays, cots: dict, wrt, structs) -> list:
+    """Gradients of the arrays `wrt` (zero shadows in, J^T cotangents out);
+    `cots`: the cotangents of the float outputs, by name."""
     arguments = dict(scalars)
     arguments.update(zip(spec.arrays, arrays))
-    cots = dict(zip(spec.outputs, cotangents))
     for n, st in zip(spec.outputs, structs):
         arguments[n] = jnp.zeros(st.shape, st.dtype)
     flat, written, grads = [], [], []
-    kinds = _kinds(spec, wrt)
+    kinds = _kinds(spec, wrt, list(cots))
     for n, kind in zip(spec.kernel.arg_names, kinds):
         if n in spec.scalars:
             flat.append((n, None, arguments[n]))
@@ -200,7 +201,7 @@ def vjp_call(spec, scalars: dict, arrays, cotangents, wrt, structs) -> list:
             written.append(len(flat))
         flat.append((n, arguments[n], None))
         if kind == "dup":
-            shadow = (jnp.asarray(cots[n], arguments[n].dtype) if n in spec.outputs
+            shadow = (jnp.asarray(cots[n], arguments[n].dtype) if n in cots
                       else jnp.zeros(arguments[n].shape, arguments[n].dtype))
             if n in wrt:
                 grads.append(len(written))

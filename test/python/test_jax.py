@@ -120,6 +120,22 @@ def test_grad_inside_a_training_step():
     assert losses[-1] < losses[0]
 
 
+def test_integer_output_next_to_a_float_one():
+    @dg.kernel
+    def split(y, k, x):
+        i = dg.global_id(0)
+        if i < len(x):
+            y[i] = x[i] * x[i]
+            k[i] = int(x[i] > 0)
+    op = dgj.op(split, outputs={"y": "x", "k": lambda x, **_: (x.shape, np.int64)},
+                grid=1, block=32)
+    x = jnp.array([-1.0, 2.0, 3.0])
+    y, k = jax.jit(op)(x)
+    assert k.tolist() == [0, 1, 1] and k.dtype == jnp.int64
+    g = jax.jit(jax.grad(lambda x: op(x)[0].sum()))(x)
+    assert g.tolist() == [-2.0, 4.0, 6.0]
+
+
 def test_clear_errors():
     op = OPS_J["square_scale"]
     with pytest.raises(dg.LaunchError, match="input 'x' has dtype float16"):
