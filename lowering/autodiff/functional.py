@@ -158,9 +158,14 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
     (key,) = keys
     elem = B.memref_elem(sh.type)
     first, last = list(entry.operations)[0], list(entry.operations)[-1]
+    guards = _bounds_guards(entry, prim, sh) if [c[1] for c in key] == [0] else None
     with ir.InsertionPoint(first), fn.location:
         acc = memref.alloca(ir.MemRefType.get([], elem), [], [])
-        memref.store(B.zero(elem), acc, [])
+        if guards is None:
+            memref.store(B.zero(elem), acc, [])
+    if guards is not None:  # the kernel's own guard is `x` in bounds: reuse it
+        with ir.InsertionPoint.at_block_begin(guards[0].regions[0].blocks[0]), fn.location:
+            memref.store(B.zero(elem), acc, [])
     for op, i in _uses(sh):
         if op.name == "memref.dim":
             continue
@@ -174,8 +179,75 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
             else:
                 return _bad(pas, op, k, "grad", f"its shadow is used by '{op.name}'")
         op.erase()
+    if guards is not None:
+        then = guards[-1].regions[0].blocks[0]
+        gid = _strip_cast(_cmp(guards[-1])[0])
+        with ir.InsertionPoint(list(then.operations)[-1]), fn.location:
+            memref.store(memref.load(acc, []), sh, [gid])
+        return
     with ir.InsertionPoint(last), fn.location:
         _write_back(prim, sh, acc, [c[1] for c in key])
+
+
+def _strip_cast(v):
+    while not isinstance(v.owner, ir.Block) and v.owner.operation.name == "arith.index_cast":
+        v = v.owner.operation.operands[0]
+    return v
+
+
+def _cmp(if_op):
+    """(lhs, rhs) of the `arith.cmpi slt` that `if_op` branches on, or None."""
+    c = if_op.operands[0]
+    if isinstance(c.owner, ir.Block) or c.owner.operation.name != "arith.cmpi":
+        return None
+    cmp = c.owner.operation
+    if ir.IntegerAttr(cmp.attributes["predicate"]).value != 2:  # slt
+        return None
+    return cmp.operands[0], cmp.operands[1]
+
+
+def _bounds_guards(entry, prim, sh):
+    """The top-level `scf.if`s of the function branching on the kernel's
+    guard `g < dim(prim, 0)` (g the global id of dimension 0, through
+    index_casts), when every use of the shadow is inside one of them; else
+    None. Inside them the gradient's zero and its write-back add no guard of
+    their own: the function keeps the kernel's one guard (what
+    diffgpu-coarsen needs to vectorise it)."""
+    from .elision import global_dim
+
+    guards, cond = [], None
+    for op in entry.operations:
+        op = op.operation
+        if op.name != "scf.if" or len(op.regions[1].blocks):
+            continue
+        if cond is not None and cond != op.operands[0]:
+            continue
+        lr = _cmp(op)
+        if lr is None:
+            continue
+        lhs, rhs = _strip_cast(lr[0]), _strip_cast(lr[1])
+        dim = None if isinstance(rhs.owner, ir.Block) else rhs.owner.operation
+        if (global_dim(lhs) != 0 or str(lhs.type) != "index" or dim is None
+                or dim.name != "memref.dim" or dim.operands[0] != prim
+                or _const_index(dim.operands[1]) != 0):
+            continue
+        cond = op.operands[0]
+        guards.append(op)
+    if not guards:
+        return None
+    for use in sh.uses:
+        p = _owner(use)
+        while p is not None and p.parent is not None and p.parent.name != "func.func":
+            p = p.parent
+        if p is None or all(p != g for g in guards):
+            return None
+    return guards
+
+
+def _const_index(v):
+    if isinstance(v.owner, ir.Block) or v.owner.operation.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(v.owner.operation.attributes["value"]).value
 
 
 def _write_back(prim, sh, acc, dims) -> None:
