@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.specialize import NOALIAS_ATTR, order_function
 
 COARSEN = 4
 COARSEN_ATTR = "diffgpu.coarsen"
@@ -231,7 +232,10 @@ def inline_lone_call(fn, module) -> None:
 @register_pass
 @dataclass
 class Coarsen(ModulePass):
-    """See the module docstring: kernels marked `diffgpu.coarsen = N`."""
+    """See the module docstring: kernels marked `diffgpu.coarsen = N` (by
+    `mark_facts`) are rewritten when the analysis of the differentiated
+    module still accepts them; otherwise the mark is dropped (the runtime
+    reads the outcome from the PTX: `factor_in_ptx`)."""
     name: ClassVar[str] = "diffgpu-coarsen"
     summary: ClassVar[str] = ("give each thread of an eligible elementwise kernel COARSEN "
                               "consecutive elements (launch facts decide)")
@@ -241,12 +245,30 @@ class Coarsen(ModulePass):
         for op in module.regions[0].blocks[0].operations:
             op = op.operation
             if op.name == "func.func" and COARSEN_ATTR in op.attributes:
-                inline_lone_call(op, module)
+                factor = ir.IntegerAttr(op.attributes[COARSEN_ATTR]).value
+                del op.attributes[COARSEN_ATTR]  # a request; done below or not at all
+                if _autodiff_free(op):
+                    inline_lone_call(op, module)
                 found = analyze(op)
-                if found is None:
-                    self.error(op, "internal: a kernel marked for coarsening is not eligible")
-                    continue
-                coarsen(op, found, ir.IntegerAttr(op.attributes[COARSEN_ATTR]).value)
+                if found is not None:
+                    coarsen(op, found, factor)
+                    op.attributes[COARSEN_ATTR] = ir.IntegerAttr.get(
+                        ir.IntegerType.get_signless(64), factor)
+                    if NOALIAS_ATTR in op.attributes:  # the copies' loads first, too
+                        order_function(op)
+
+
+def _autodiff_free(fn) -> bool:
+    """No diffgpu.autodiff/fwddiff left (the pass runs after autodiff)."""
+    return not any(o.name in ("diffgpu.autodiff", "diffgpu.fwddiff") for o in _walk(fn))
+
+
+def factor_in_ptx(ptx: str, entry: str) -> int:
+    """The coarsening a compiled kernel got: its tail function (always
+    called, never inlined) is in the PTX exactly when the pass rewrote it."""
+    import re
+    return COARSEN if re.search(rf"\.func\s+(\([^)]*\)\s*)?{re.escape(entry)}__dg_tail\b",
+                                ptx) else 1
 
 
 def coarsen(fn, found, factor: int) -> None:

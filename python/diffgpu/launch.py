@@ -281,9 +281,9 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
     res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
     abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
     payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))
-    if facts is not None:
-        from diffgpu.lowering.specialize import coarsen_factor
-        payload["coarsen"] = coarsen_factor(src.text)
+    if facts is not None:  # did lowering/coarsen.py rewrite it?
+        from diffgpu.lowering.coarsen import factor_in_ptx
+        payload["coarsen"] = factor_in_ptx(res.ptx, src.entry)
     return payload, None
 
 
