@@ -3,7 +3,9 @@
 Each kernel runs twice on the GPU: as a plain launch, which selects the
 program specialised for its launch facts (disjoint arrays: noalias pointers,
 ld.global.nc, loads before stores, several shadows without atomics;
-contiguous arrays: folded strides; 1-D launches: no geometry guard), and
+contiguous arrays: folded strides; 1-D launches: no geometry guard; a grid
+divisible by 4: coarsened, 4 elements per thread, vector accesses, and the
+last partial group through the tail function since N is odd), and
 with the specialisation switched off (mode "generic"), the program every
 launch could use. Both are compared with the CPU's result, so the two GPU
 programs agree with each other too. The aliasing cases pass one array
@@ -19,7 +21,7 @@ import numpy as np
 
 import diffgpu as dg
 
-N = 3000
+N = 3001  # not a multiple of 4: the coarsened kernels run their tail too
 
 
 @dg.kernel
