@@ -26,7 +26,7 @@ from diffgpu.lowering.uniform import walk
 _PURE_PREFIX = ("arith.", "math.", "scf.")
 _PURE = ("memref.dim", "memref.alloca", "diffgpu.thread_id", "diffgpu.block_id",
          "diffgpu.block_dim", "diffgpu.grid_dim", "func.return", "diffgpu.barrier",
-         "diffgpu.shared_alloc")
+         "diffgpu.shared_alloc", "gpu.shuffle", "gpu.lane_id")
 _ACCESS = {"memref.load": 0, "memref.store": 1}
 
 
@@ -91,10 +91,17 @@ def _harmless(o, target, noalias) -> bool:
         return not len(list(o.results[0].uses))
     if name in _ACCESS:
         mem = o.operands[_ACCESS[name]]
+        if _space(mem) != _space(target):
+            return True  # shared memory and a global array never overlap
         if not is_arg(mem):
             return mem.owner.operation.name == "memref.alloca"
         return noalias and is_arg(target) and mem != target
     return False
+
+
+def _space(v):
+    ms = ir.MemRefType(v.type).memory_space
+    return None if ms is None else str(ms)
 
 
 def silent_after(op, target, noalias, stop) -> bool:

@@ -232,6 +232,14 @@ def test_ptx_sum_of_squares_one_atomic_per_block():
     assert 1 <= text.count("atom.global.add.f32") <= 3
 
 
+def test_ptx_two_sums_in_one_guard_both_per_block():
+    """The first add of the guard is moved too once the second one's block sum
+    follows the guard (shared memory, shuffles and a barrier observe nothing
+    of a global array)."""
+    text = ptx(count_and_sum, np.zeros(1, np.int32), np.zeros(1), np.zeros(64))
+    assert text.count("bar.sync") == 2
+
+
 def test_ptx_shared_weight_gradient_is_warp_aggregated():
     from diffgpu.launch import build_module, check_launch_args
     from diffgpu.stages import run_pipeline, stage_pipeline
