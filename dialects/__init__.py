@@ -1,7 +1,9 @@
-"""The diffgpu dialect: IRDL definition (diffgpu.irdl.mlir) and op builders.
+"""The diffgpu dialect: IRDL definition (diffgpu.irdl.mlir), op names and
+layouts (names.py, no MLIR), typed op classes and builders (ops.py).
 
 `make_context()` returns an MLIR context with every upstream dialect and the
-diffgpu dialect loaded; all of diffgpu's compiler code uses it.
+diffgpu dialect loaded, and the typed op classes registered; all of diffgpu's
+compiler code uses it. Importing this package imports no MLIR.
 """
 from __future__ import annotations
 
@@ -9,9 +11,6 @@ import os
 
 IRDL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "diffgpu.irdl.mlir")
 
-#: names of the ops our dialect defines (without the `diffgpu.` prefix)
-GEOMETRY_OPS = ("thread_id", "block_id", "block_dim", "grid_dim")
-MAX_DIFF_ARGS = 16  # argument groups of diffgpu.autodiff / diffgpu.fwddiff
 
 
 def irdl_source() -> str:
@@ -22,6 +21,7 @@ def irdl_source() -> str:
 def make_context():
     """A fresh `ir.Context` with upstream dialects and `diffgpu` loaded."""
     from diffgpu._mlir import ir, irdl
+    from diffgpu.dialects import ops  # noqa: F401  (registers the typed op classes)
 
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = False

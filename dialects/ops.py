@@ -1,8 +1,13 @@
-"""Python builders for the diffgpu ops (dialects/diffgpu.irdl.mlir).
+"""Typed op classes and Python builders for the diffgpu ops (diffgpu.irdl.mlir).
 
-IRDL ops have no generated Python classes, so these build them generically at
-the current insertion point and location (`with ir.InsertionPoint(...),
-loc:`), the way the upstream dialect builders do:
+IRDL gives no generated Python classes, so this module defines them the way
+upstream's generated `_<dialect>_ops_gen.py` files do: one `OpView` subclass per
+op, registered with the bindings, so that every diffgpu op a pass meets is
+already an instance of its class and passes test `isinstance(op, AutodiffOp)`
+and read `op.callee`, never a name string or a segment layout. Names and layouts
+come from `dialects/names.py` (no MLIR there, so the frontend shares them).
+
+The builders create ops at the current insertion point and location:
 
     with ir.InsertionPoint(block), loc:
         tid = ops.thread_id(0)                     # index
@@ -12,7 +17,162 @@ loc:`), the way the upstream dialect builders do:
 from __future__ import annotations
 
 from diffgpu._mlir import ir
-from diffgpu.dialects import GEOMETRY_OPS, MAX_DIFF_ARGS
+from diffgpu.dialects import names
+from diffgpu.dialects.names import MAX_DIFF_ARGS
+from mlir._mlir_libs import _mlir as _cext
+
+
+@_cext.register_dialect
+class _Dialect(ir.Dialect):
+    DIALECT_NAMESPACE = names.DIALECT
+
+
+def _op(name):
+    """Register an OpView subclass for the op `name`."""
+    def wrap(cls):
+        cls.OPERATION_NAME = name
+        cls._ODS_REGIONS = (0, True)
+        return _cext.register_operation(_Dialect)(cls)
+    return wrap
+
+
+def opview(op):
+    """The typed view of `op` (an `ir.Operation` or an `OpView`)."""
+    return op.operation.opview
+
+
+class GeometryOp(ir.OpView):
+    """Base of the thread-geometry ops: `%i = "diffgpu.thread_id"() {dim = 0 : i64}`."""
+
+    @property
+    def dim(self) -> int | None:
+        """The dimension (0, 1, 2 = x, y, z), or None when `dim` is not an integer."""
+        a = self.operation.attributes["dim"]
+        return a.value if isinstance(a, ir.IntegerAttr) else None
+
+
+@_op(names.THREAD_ID)
+class ThreadIdOp(GeometryOp):
+    """Index of the thread in its block along `dim`."""
+
+
+@_op(names.BLOCK_ID)
+class BlockIdOp(GeometryOp):
+    """Index of the block in the grid along `dim`."""
+
+
+@_op(names.BLOCK_DIM)
+class BlockDimOp(GeometryOp):
+    """Threads per block along `dim`."""
+
+
+@_op(names.GRID_DIM)
+class GridDimOp(GeometryOp):
+    """Blocks per grid along `dim`."""
+
+
+GEOMETRY_CLASSES = (ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp)
+
+
+@_op(names.BARRIER)
+class BarrierOp(ir.OpView):
+    """`"diffgpu.barrier"()`: no thread of the block passes before all reach it."""
+
+
+@_op(names.ATOMIC_ADD)
+class AtomicAddOp(ir.OpView):
+    """`%old = "diffgpu.atomic_add"(%A, %v, %i...)`: A[i...] += v atomically."""
+
+    @property
+    def memref(self):
+        return self.operation.operands[names.ATOMIC_MEMREF]
+
+    @property
+    def value(self):
+        return self.operation.operands[names.ATOMIC_VALUE]
+
+    @property
+    def indices(self):
+        return list(self.operation.operands)[names.ATOMIC_FIRST_INDEX:]
+
+    @property
+    def old(self):
+        return self.operation.results[0]
+
+
+@_op(names.SHARED_ALLOC)
+class SharedAllocOp(ir.OpView):
+    """`%s = "diffgpu.shared_alloc"() : () -> memref<16x16xf32, #gpu.address_space<workgroup>>`."""
+
+    @property
+    def memref_type(self):
+        return ir.MemRefType(self.operation.results[0].type)
+
+    @property
+    def shape(self):
+        return list(self.memref_type.shape)
+
+
+class DiffOp(ir.OpView):
+    """Base of `diffgpu.autodiff` / `diffgpu.fwddiff` (docs/IR.md)."""
+
+    #: index of the first argument group in operandSegmentSizes
+    _FIRST_ARG_GROUP = 0
+
+    @property
+    def callee(self) -> str:
+        return ir.FlatSymbolRefAttr(self.operation.attributes["callee"]).value
+
+    @property
+    def activities(self) -> list:
+        return [ir.StringAttr(a).value
+                for a in ir.ArrayAttr(self.operation.attributes["activity"])]
+
+    @property
+    def operand_segments(self) -> list:
+        return list(ir.DenseI32ArrayAttr(self.operation.attributes["operandSegmentSizes"]))
+
+    @property
+    def arg_segments(self) -> list:
+        """Operand count of each argument group (MAX_DIFF_ARGS entries)."""
+        return self.operand_segments[self._FIRST_ARG_GROUP:]
+
+    @property
+    def arg_groups(self) -> list:
+        """Per callee argument, its operands: the primal, then its shadow if any."""
+        segs = self.operand_segments
+        groups = names.split_groups(list(self.operation.operands), segs, self._FIRST_ARG_GROUP)
+        return groups[:len(self.activities)]
+
+
+@_op(names.AUTODIFF)
+class AutodiffOp(DiffOp):
+    """Reverse-mode derivative request: operands seed?, arg0..arg15; results grad0..grad15."""
+    _FIRST_ARG_GROUP = 1
+
+    @property
+    def seed(self) -> list:
+        """The seed group: [] or [the adjoint seed of the callee's scalar result]."""
+        return list(self.operation.operands)[:self.operand_segments[0]]
+
+    @property
+    def grads(self) -> list:
+        """Per argument, its gradient results ([g] for an "active" one, else [])."""
+        segs = list(ir.DenseI32ArrayAttr(self.operation.attributes["resultSegmentSizes"]))
+        return names.split_groups(list(self.operation.results), segs)
+
+
+@_op(names.FWDDIFF)
+class FwddiffOp(DiffOp):
+    """Forward-mode derivative request: operands arg0..arg15; optional result tangent."""
+
+    @property
+    def tangent(self):
+        res = self.operation.results
+        return res[0] if len(res) else None
+
+
+DIFF_CLASSES = (AutodiffOp, FwddiffOp)
 
 
 def _dim_attr(dim: int):
@@ -23,9 +183,11 @@ def _dim_attr(dim: int):
 
 def geometry(name: str, dim: int):
     """`diffgpu.<name> {dim}` -> index; name in thread_id, block_id, block_dim, grid_dim."""
-    if name not in GEOMETRY_OPS:
-        raise ValueError(f"unknown geometry op {name!r}; expected one of {GEOMETRY_OPS}")
-    op = ir.Operation.create(f"diffgpu.{name}", results=[ir.IndexType.get()],
+    full = f"{names.DIALECT}.{name}"
+    if full not in names.GEOMETRY:
+        short = tuple(names.short(n) for n in names.GEOMETRY)
+        raise ValueError(f"unknown geometry op {name!r}; expected one of {short}")
+    op = ir.Operation.create(full, results=[ir.IndexType.get()],
                              attributes={"dim": _dim_attr(dim)})
     return op.results[0]
 
@@ -48,24 +210,19 @@ def grid_dim(dim: int):
 
 def barrier():
     """`diffgpu.barrier`: every thread of the block reaches it before any passes."""
-    return ir.Operation.create("diffgpu.barrier")
+    return ir.Operation.create(names.BARRIER)
 
 
 def atomic_add(memref, value, indices):
     """`memref[indices] += value` atomically; returns the old value."""
-    op = ir.Operation.create("diffgpu.atomic_add", results=[value.type],
+    op = ir.Operation.create(names.ATOMIC_ADD, results=[value.type],
                              operands=[memref, value] + list(indices))
     return op.results[0]
 
 
 def shared_alloc(memref_type):
     """A block-shared array of static shape (`memref<... , workgroup>`)."""
-    return ir.Operation.create("diffgpu.shared_alloc", results=[memref_type]).results[0]
-
-
-def _segments(groups, n: int):
-    sizes = [len(g) for g in groups] + [0] * (n - len(groups))
-    return ir.DenseI32ArrayAttr.get(sizes)
+    return ir.Operation.create(names.SHARED_ALLOC, results=[memref_type]).results[0]
 
 
 def differentiate(name: str, callee: str, activity, args, target, *,
@@ -85,18 +242,18 @@ def differentiate(name: str, callee: str, activity, args, target, *,
         "diffgpu.target": target,
     }
     operands = [v for g in args for v in g]
-    if name == "autodiff":
-        groups = [[seed] if seed is not None else []] + list(args)
-        attrs["operandSegmentSizes"] = _segments(groups, MAX_DIFF_ARGS + 1)
+    sizes = [len(g) for g in args]
+    full = f"{names.DIALECT}.{name}"
+    if full == names.AUTODIFF:
+        ops, res = names.autodiff_segments(sizes, seed is not None,
+                                           ["active" if t is not None else "" for t in result_types])
         results = [t for t in result_types if t is not None]
-        attrs["resultSegmentSizes"] = _segments(
-            [[t] if t is not None else [] for t in result_types], MAX_DIFF_ARGS)
         operands = ([seed] if seed is not None else []) + operands
-    elif name == "fwddiff":
-        attrs["operandSegmentSizes"] = _segments(list(args), MAX_DIFF_ARGS)
+    elif full == names.FWDDIFF:
         results = [result_types] if result_types not in ((), None) else []
-        attrs["resultSegmentSizes"] = ir.DenseI32ArrayAttr.get([len(results)])
+        ops, res = names.fwddiff_segments(sizes, len(results))
     else:
         raise ValueError(f"expected 'autodiff' or 'fwddiff', got {name!r}")
-    return ir.Operation.create(f"diffgpu.{name}", results=results, operands=operands,
-                               attributes=attrs)
+    attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(ops)
+    attrs["resultSegmentSizes"] = ir.DenseI32ArrayAttr.get(res)
+    return ir.Operation.create(full, results=results, operands=operands, attributes=attrs)

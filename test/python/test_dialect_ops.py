@@ -74,3 +74,47 @@ def test_bad_builder_arguments_raise(bad):
     with make_context(), ir.Location.unknown():
         with pytest.raises(ValueError):
             bad()
+
+
+def test_ops_come_back_as_their_typed_classes():
+    """Every diffgpu op a pass meets is an instance of its OpView class, with
+    named accessors decoding its attributes and operand segments."""
+    def body(A, dA, x):
+        tid = ops.block_dim(2)
+        ops.atomic_add(A, x, [tid])
+        ops.barrier()
+        ops.shared_alloc(ir.Type.parse("memref<4x8xf32, #gpu.address_space<workgroup>>"))
+        tgt = ir.Attribute.parse(HOST_TARGET)
+        ops.differentiate("autodiff", "f", ["dup", "active"], [[A, dA], [x]], tgt,
+                          seed=x, result_types=[None, x.type])
+        ops.differentiate("fwddiff", "f", ["dup", "dup"], [[A, dA], [x, x]], tgt,
+                          result_types=x.type)
+        seen = {type(op): op for op in tid.owner.operation.block.operations}
+        geo = seen[ops.BlockDimOp]
+        assert isinstance(geo, ops.GeometryOp) and geo.dim == 2
+        add = seen[ops.AtomicAddOp]
+        assert add.memref == A and add.value == x and list(add.indices) == [tid]
+        assert str(add.old.type) == "f32"
+        assert ops.BarrierOp in seen
+        assert seen[ops.SharedAllocOp].shape == [4, 8]
+        ad = seen[ops.AutodiffOp]
+        assert isinstance(ad, ops.DiffOp) and not isinstance(ad, ops.FwddiffOp)
+        assert ad.callee == "f" and ad.activities == ["dup", "active"]
+        assert ad.arg_groups == [[A, dA], [x]] and ad.seed == [x]
+        assert [len(g) for g in ad.grads[:3]] == [0, 1, 0]
+        fd = seen[ops.FwddiffOp]
+        assert fd.arg_groups == [[A, dA], [x, x]] and not hasattr(fd, "seed")
+        assert fd.tangent is not None and str(fd.tangent.type) == "f32"
+    _build(body)
+
+
+def test_names_module_imports_no_mlir():
+    """The frontend reads op names and layouts from dialects/names.py, which
+    must work without the MLIR bindings."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['mlir'] = None\n"
+            "from diffgpu.dialects import names\n"
+            "assert names.autodiff_segments([2, 1], True, ['dup', 'active'])[0][:4] == [1, 2, 1, 0]\n"
+            "assert 'mlir' not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
