@@ -75,8 +75,8 @@ def _ptr_array(x) -> bool:
 class Entry:
     """What the full checks established for one token."""
 
-    __slots__ = ("sig", "layout", "ints", "scalars", "no_contiguity", "programs", "last_key",
-                 "last_packed", "dtypes")
+    __slots__ = ("sig", "layout", "ints", "scalars", "no_contiguity", "programs", "last",
+                 "dtypes")
 
     def __init__(self, sig, args):
         self.sig = sig
@@ -88,8 +88,7 @@ class Entry:
         self.scalars = [i for i, t in enumerate(sig.types) if not isinstance(t, ArrayType)]
         self.no_contiguity = (False,) * len(args)
         self.programs: dict = {}  # (raw facts, unit dims, gpu id) -> program
-        self.last_key = None
-        self.last_packed = None
+        self.last = None  # (values, packed GPU arguments) of the previous launch
 
 
 def remember(kernel, args, sig) -> None:

@@ -221,11 +221,12 @@ class GpuProgram:
             fn = self._fns[device_id] = _load_function(self.ptx, self.entry, device_id)
         if self.uses_malloc:
             ensure_malloc_heap(device_id)
-        if key == cache.last_key:
-            packed = cache.last_packed
+        last = cache.last  # (key, packed), replaced as one object: thread-safe
+        if last is not None and last[0] == key:
+            packed = last[1]
         else:
             packed = pack_fast(args, arg_types)
-            cache.last_key, cache.last_packed = key, packed
+            cache.last = (key, packed)
         cupy = cupy_module()
         if cupy.cuda.runtime.getDevice() == device_id:
             fn(grid, block, packed)
