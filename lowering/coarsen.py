@@ -4,8 +4,9 @@ consecutive elements, so that its loads and stores become vector accesses.
 Only where the semantics are provably unchanged. `eligible(fn)` (run by
 `mark_facts` on the frontend's IR, before any pass) accepts a kernel when:
 
-- its body is pure index arithmetic (arith, `memref.dim`, geometry) ending
-  in ONE guard `scf.if %c` (no else, no results) followed by `return`, with
+- its body is pure index arithmetic (arith, `memref.dim`, geometry, local
+  `memref.alloca` slots and stores into them) and guards `scf.if %c` (no
+  else, no results; the last op before `return` is one), each with
   `%c = arith.cmpi slt, A, N`, A computed from the global id `g` of
   dimension 0 (`block_id(0) * block_dim(0) + thread_id(0)`) by adding
   constants and `index_cast`s only (A grows with g: A(4t'+3) < N implies
@@ -15,7 +16,9 @@ Only where the semantics are provably unchanged. `eligible(fn)` (run by
 - the guarded body has no barrier, shared memory, atomic, call or
   derivative op: threads never communicate, so running the bodies of
   threads 4t .. 4t+3 one after the other in one thread is one of the
-  executions the original launch allowed.
+  executions the original launch allowed;
+- it is memory-bound work: no loop, at most MAX_BODY_OPS ops (a longer
+  computation gains nothing from vector access and would grow COARSEN-fold).
 
 A kernel whose body is one `diffgpu.autodiff` of an eligible kernel (no
 results; its arrays distinct arguments of the kernel) is eligible too when
@@ -34,7 +37,8 @@ original threads):
     scf.if %c { S(%g) }                     =>       scf.if (%b + 3 < %n) { S(%b); S(%b + 1); S(%b + 2); S(%b + 3) }
                                                      else { scf.if (%b < %n) { S(%b) } ... 4 guarded copies }
 
-The unguarded copies sit in one block: with contiguous, 16-byte aligned
+With several guards, the fast path needs each guard to hold for the last
+element. The unguarded copies sit in one block: with contiguous, 16-byte aligned
 arrays (launch facts) LLVM merges their accesses into `ld.global.v4` /
 `st.global.v4`.
 """
@@ -54,6 +58,9 @@ _GEOM0 = ("diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim", "diffgpu
 _FORBIDDEN = ("diffgpu.barrier", "diffgpu.shared_alloc", "diffgpu.atomic_add", "func.call",
               "diffgpu.autodiff", "diffgpu.fwddiff", "memref.atomic_rmw", "gpu.barrier")
 _PREFIX_OK = ("arith.", "index.")
+_LOOPS = ("scf.for", "scf.while")
+#: larger guarded bodies are compute-bound: coarsening buys no vector access
+MAX_BODY_OPS = 256
 
 
 def _op(v):
@@ -80,16 +87,15 @@ def _walk(op) -> list:
 
 
 def analyze(fn):
-    """(gids, guard, A, N) of an eligible kernel `fn`, else None (see the
-    module docstring). gids: the results forming g; A: the compared value."""
+    """(gids, guards) of an eligible kernel `fn`, else None (see the module
+    docstring). gids: the results forming g; guards: [(scf.if, A, N)], the
+    top-level guards in order (a derivative function may have several)."""
+    from diffgpu._mlir import ir
     from diffgpu.lowering.autodiff.elision import global_dim
 
     block = fn.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]
     if len(ops) < 2 or ops[-1].name != "func.return" or ops[-2].name != "scf.if":
-        return None
-    guard = ops[-2]
-    if len(guard.results) or len(guard.regions[1].blocks):
         return None
     gids = [o.results[0] for o in ops if o.name == "arith.addi" and global_dim(o.results[0]) == 0]
     if not gids:
@@ -102,29 +108,47 @@ def analyze(fn):
             chain.add(_op(v))
             if _op(v).name == "arith.muli":
                 chain.update(_op(w) for w in _op(v).operands)
-    for o in ops[:-2]:
-        if o.name in _GEOM0 and _dim(o) == 0:
+    guards = []
+    for o in ops[:-1]:
+        if o.name == "scf.if":
+            if len(o.results) or len(o.regions[1].blocks):
+                return None
+            guards.append(o)
+        elif o.name in _GEOM0 and _dim(o) == 0:
             if o not in chain:
                 return None
             if any(u.owner.operation not in chain for u in o.results[0].uses):
                 return None  # block_dim(0) (or thread_id(0)) used outside g
         elif not (o.name.startswith(_PREFIX_OK) or o.name in ("memref.dim", "memref.alloca")
-                  or o.name in _GEOM0):
+                  or o.name in _GEOM0 or _local_store(o)):
             return None
-    for o in _walk(guard):
-        if o.name in _FORBIDDEN or (o.name in _GEOM0 and _dim(o) == 0):
+    out = []
+    body = [o for guard in guards for o in _walk(guard)]
+    if len(body) > MAX_BODY_OPS or any(o.name in _LOOPS for o in body):
+        return None  # compute-heavy: nothing to vectorise, code size x COARSEN
+    for guard in guards:
+        for o in _walk(guard):
+            if o.name in _FORBIDDEN or (o.name in _GEOM0 and _dim(o) == 0):
+                return None
+        cond = _op(guard.operands[0])
+        if cond is None or cond.name != "arith.cmpi":
             return None
-    cond = _op(guard.operands[0])
-    if cond is None or cond.name != "arith.cmpi":
-        return None
-    from diffgpu._mlir import ir
-    pred = ir.IntegerAttr(cond.attributes["predicate"]).value
-    if pred != 2:  # slt (arith::CmpIPredicate): A grows with g as a signed value
-        return None
-    a, n = cond.operands[0], cond.operands[1]
-    if _monotone_chain(a, gids) is None or _depends_on(n, gids):
-        return None
-    return gids, guard, a, n
+        if ir.IntegerAttr(cond.attributes["predicate"]).value != 2:
+            return None  # slt (arith::CmpIPredicate): A grows with g as a signed value
+        a, n = cond.operands[0], cond.operands[1]
+        if _monotone_chain(a, gids) is None or _depends_on(n, gids):
+            return None
+        out.append((guard, a, n))
+    return gids, out
+
+
+def _local_store(op) -> bool:
+    """A store into a `memref.alloca` (a per-thread slot: derivative
+    functions zero their adjoint slots up front)."""
+    if op.name != "memref.store":
+        return False
+    o = _op(op.operands[1])
+    return o is not None and o.name == "memref.alloca"
 
 
 def _monotone_chain(a, gids):
@@ -272,44 +296,70 @@ def factor_in_ptx(ptx: str, entry: str) -> int:
 
 
 def coarsen(fn, found, factor: int) -> None:
-    from diffgpu._mlir import arith, ir, scf
+    from diffgpu._mlir import arith, func, ir, scf
 
-    gids, guard, a, n = found
+    gids, guards = found
     block = fn.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]
     rest = [o for o in ops[:-1] if not _in_gid_chain(o, gids)]
     index = ir.IndexType.get()
-    with ir.InsertionPoint(guard), guard.location:
+    first = guards[0][0]
+    for g in gids:  # a later guard's g (pure geometry arithmetic) moves up
+        _hoisted(g, first)
+    with ir.InsertionPoint(first), first.location:
         c = arith.constant(index, factor)
         bases = [arith.muli(g, c) for g in gids]
-        g_a, chain = _monotone_chain(a, gids)
-        base_a = bases[[i for i, g in enumerate(gids) if g == g_a][0]]
-        mapping = [(g_a, arith.addi(base_a, arith.constant(index, factor - 1)))]
-        for o in chain:  # a of the last element: the fast path's condition
-            _clone(o, mapping)
-        last_a = [r for v, r in mapping if v == a][0]
-        cond = _op(guard.operands[0])
-        pred = arith.CmpIPredicate(ir.IntegerAttr(cond.attributes["predicate"]).value)
-        all_in = arith.cmpi(pred, last_a, n)
+        all_in = None
+        for guard, a, n in guards:  # every guard holds for the group's last element
+            g_a, chain = _monotone_chain(a, gids)
+            base_a = bases[[i for i, g in enumerate(gids) if g == g_a][0]]
+            mapping = [(g_a, arith.addi(base_a, arith.constant(index, factor - 1)))]
+            for o in chain:
+                _clone(o, mapping)
+            last_a = [r for v, r in mapping if v == a][0]
+            cond = _op(guard.operands[0])
+            pred = arith.CmpIPredicate(ir.IntegerAttr(cond.attributes["predicate"]).value)
+            ok = arith.cmpi(pred, last_a, _hoisted(n, first))
+            all_in = ok if all_in is None else arith.andi(all_in, ok)
         branch = scf.IfOp(all_in, [], has_else=True)
         with ir.InsertionPoint(branch.then_block):  # the whole group in range
             for k in range(factor):
                 mapping = [(g, arith.addi(b, arith.constant(index, k))) for g, b in zip(gids, bases)]
                 for o in rest:
-                    if o == guard:  # the guard holds: its body, inlined
+                    if any(o == guard for guard, _a, _n in guards):  # it holds: its body
                         for inner in [x.operation for x in
-                                      guard.regions[0].blocks[0].operations][:-1]:
+                                      o.regions[0].blocks[0].operations][:-1]:
                             _clone(inner, mapping)
                     else:
                         _clone(o, mapping)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):  # the tail: a call (see _tail_function)
-            from diffgpu._mlir import func
             tail = _tail_function(fn, gids, rest, factor)
-            func.CallOp([], ir.FlatSymbolRefAttr.get(tail),
-                        list(block.arguments) + bases)
+            func.CallOp([], ir.FlatSymbolRefAttr.get(tail), list(block.arguments) + bases)
             scf.YieldOp([])
-    guard.erase()
+    for guard, _a, _n in guards:  # (the pure ops left unused go in LLVM's DCE)
+        guard.erase()
+
+
+def _hoisted(n, before):
+    """`n` (not computed from g), available before op `before`: its defining
+    ops (pure, operands not from g) move up when they come later."""
+    o = _op(n)
+    if o is None or o.block != before.block or _before(o, before):
+        return n
+    for v in o.operands:
+        _hoisted(v, before)
+    o.move_before(before)
+    return n
+
+
+def _before(a, b) -> bool:
+    for o in a.block.operations:
+        if o.operation == a:
+            return True
+        if o.operation == b:
+            return False
+    return False
 
 
 def _tail_function(fn, gids, rest, factor: int) -> str:
