@@ -46,6 +46,14 @@ def short(name: str) -> str:
     return name[len(DIALECT) + 1:]
 
 
+def full(short_name: str) -> str:
+    """`thread_id` -> `diffgpu.thread_id`; ValueError for a name the dialect lacks."""
+    name = f"{DIALECT}.{short_name}"
+    if name not in ALL:
+        raise ValueError(f"diffgpu has no op {short_name!r}")
+    return name
+
+
 def _pad(sizes, n):
     if len(sizes) > n:
         raise ValueError(f"at most {MAX_DIFF_ARGS} arguments can be differentiated")

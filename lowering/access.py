@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from diffgpu._mlir import ir
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering import targets
 from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff.activity import walk_ops
@@ -89,7 +90,7 @@ def _visit(value, fn, funcs, info: _Param, depth: int, seen) -> None:
                 info.stores.append((op, index_key(list(op.operands)[2:]), fn))
             else:
                 info.nested = True
-        elif name == "diffgpu.atomic_add" and use.operand_number == 0:
+        elif name == N.ATOMIC_ADD and use.operand_number == N.ATOMIC_MEMREF:
             info.read = info.write = info.atomic = True
             if depth == 0 and not list(op.results[0].uses):
                 info.adds.append(op)

@@ -41,6 +41,7 @@ from typing import ClassVar
 from diffgpu._mlir import ir
 
 from diffgpu.dialects import ops as dg
+from diffgpu.dialects.ops import AtomicAddOp
 from diffgpu.lowering import hoist as H
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.block_sum import block_sum_gpu, block_sum_host
@@ -56,7 +57,7 @@ AGGREGATED = "diffgpu.aggregated"
 
 def candidate(op, uniform):
     """The op's Site when it can be block-aggregated (rules 1 to 4), else None."""
-    if (op.name != "diffgpu.atomic_add" or len(list(op.results[0].uses))
+    if (not isinstance(op.operation.opview, AtomicAddOp) or len(list(op.results[0].uses))
             or AGGREGATED in op.attributes or str(op.operands[1].type) not in SHUFFLE_TYPES):
         return None
     site = H.site_of(op, uniform)

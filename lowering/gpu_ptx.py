@@ -30,12 +30,11 @@ The kernel ABI is documented in lowering/to_gpu.py.
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering import targets as T
-from diffgpu.lowering.registry import (PipelineError, PipelineRunError, format_diagnostics,
-                                       register_pipeline, register_upstream_check, run_passes)
+from diffgpu.lowering.registry import PipelineError, register_pipeline, register_upstream_check
 
 #: upstream steps from `diffgpu-lower-to-gpu`'s output to the NVVM dialect
 GPU_TO_NVVM = (
@@ -231,56 +230,19 @@ def _descriptor(t, kernel: str, i: int) -> tuple:
                      "cannot pass")
 
 
-def compile_ptx(module_text, chip: str, context=None) -> PtxResult:
+def compile_ptx(module_text, chip: str) -> PtxResult:
     """Compile diffgpu IR (text, or an `ir.Module`, which is consumed) to PTX
-    for `chip` with `diffgpu-to-ptx{chip=...}`.
+    for `chip` with `diffgpu-to-ptx{chip=...}`, through the compile driver
+    (python/diffgpu/compiler.py: this thread's context and pass manager).
 
     Raises `diffgpu.errors.CompileError` with the diagnostics (`loc: error:
     message` lines) when a pass fails, and `diffgpu.lowering.targets.TargetError`
-    for an unknown chip. Text is parsed in `context`, by default one context
-    per thread kept for later calls (a new context costs ~10 ms).
+    for an unknown chip.
     """
-    from diffgpu._mlir import MLIRError, ir
-    from diffgpu.errors import CompileError
-    from diffgpu.lowering.registry import build_pass_manager
+    from diffgpu import compiler
 
-    T.check_chip(chip)
-    if isinstance(module_text, str):
-        ctx = context or _thread_context()
-        with ctx, ir.Location.unknown():
-            try:
-                module = ir.Module.parse(module_text)
-            except MLIRError as exc:
-                raise CompileError(format_diagnostics(exc)) from None
-    else:
-        module = module_text
-        ctx = module.context
-    with ctx, ir.Location.unknown():
-        try:
-            kernels = kernel_abi(module, chip)
-        except ValueError as exc:
-            raise CompileError(str(exc)) from None
-        try:
-            run_passes(build_pass_manager(f"diffgpu-to-ptx{{chip={chip}}}", ctx), module)
-        except PipelineRunError as exc:
-            raise CompileError(str(exc)) from None
-        ptxs = extract_ptx(module)
-    if not ptxs:
-        raise CompileError(f"the module has no GPU kernel or function for {chip}")
-    if len(ptxs) != 1:
-        raise CompileError(f"the GPU functions have {len(ptxs)} different targets for "
-                           f"{chip} (e.g. different O levels); compile_ptx needs one")
-    (ptx,) = ptxs.values()
-    externs = [name.removeprefix("_mlir_ciface_") for name in
-               re.findall(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", ptx, re.M)
-               if name not in SYSTEM_CALLS]
-    if externs:
-        raise CompileError(f"the PTX calls functions it does not define: {', '.join(externs)}")
-    entries = ptx_entries(ptx)
-    missing = [k for k in kernels if k not in entries]
-    if missing:
-        raise CompileError(f"kernels missing from the PTX: {', '.join(missing)}")
-    return PtxResult(chip, ptx, kernels, entries)
+    res = compiler.compile(module_text, chip)
+    return PtxResult(chip, res.text, res.kernels, res.entries)
 
 
 def has_nvptx() -> bool:
@@ -296,27 +258,17 @@ def has_nvptx() -> bool:
 
 
 _HAS_NVPTX = None
-_LOCAL = threading.local()
 
 
-def _thread_context():
-    """This thread's MLIR context for compile_ptx (created on first use)."""
-    ctx = getattr(_LOCAL, "ctx", None)
-    if ctx is None:
-        from diffgpu.dialects import make_context
-        ctx = _LOCAL.ctx = make_context()
-    return ctx
-
-
-_PROBE = """
-func.func @probe(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {diffgpu.kernel,
-    diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">} {
-  %i = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+_PROBE = f"""
+func.func @probe(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {{diffgpu.kernel,
+    diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">}} {{
+  %i = "{N.THREAD_ID}"() {{dim = 0 : i64}} : () -> index
   %x = memref.load %A[%i] : memref<?xf32, strided<[?], offset: ?>>
   %y = math.exp %x : f32
   memref.store %y, %A[%i] : memref<?xf32, strided<[?], offset: ?>>
   return
-}
+}}
 """
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from diffgpu._mlir import ir, scf
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.block_sum import zero
 from diffgpu.lowering.specialize import NOALIAS_ATTR
@@ -24,9 +25,8 @@ from diffgpu.lowering.uniform import walk
 
 #: ops that may follow the moved add (no memory effects)
 _PURE_PREFIX = ("arith.", "math.", "scf.")
-_PURE = ("memref.dim", "memref.alloca", "diffgpu.thread_id", "diffgpu.block_id",
-         "diffgpu.block_dim", "diffgpu.grid_dim", "func.return", "diffgpu.barrier",
-         "diffgpu.shared_alloc", "gpu.shuffle", "gpu.lane_id")
+_PURE = ("memref.dim", "memref.alloca", "func.return", N.BARRIER, N.SHARED_ALLOC,
+         "gpu.shuffle", "gpu.lane_id") + N.GEOMETRY
 _ACCESS = {"memref.load": 0, "memref.store": 1}
 
 
@@ -87,7 +87,7 @@ def _harmless(o, target, noalias) -> bool:
     name = o.name
     if name.startswith(_PURE_PREFIX) or name in _PURE:
         return True
-    if name == "diffgpu.atomic_add":
+    if name == N.ATOMIC_ADD:
         return not len(list(o.results[0].uses))
     if name in _ACCESS:
         mem = o.operands[_ACCESS[name]]

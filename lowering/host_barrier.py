@@ -38,11 +38,12 @@ region ops, and values of other types live across a barrier, are errors.
 """
 from __future__ import annotations
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering import host_racecheck
 from diffgpu.lowering.host_barrier_control import ControlFlowMixin
 from diffgpu.lowering.host_ops import isa, walk_ops
 
-BARRIER = "diffgpu.barrier"
+BARRIER = N.BARRIER
 STRUCTURED = ("scf.if", "scf.for", "scf.while")
 SLOT_BYTES = 8
 

@@ -20,12 +20,13 @@ frontend emits it); recursion through barriers is an error.
 """
 from __future__ import annotations
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering.host_ops import walk_ops
 
 MAX_ROUNDS = 64
 #: a call reaching one of these is inlined (shared memory: a kernel called as
 #: a function allocates it in its caller, once per block)
-NEEDS_INLINE = ("diffgpu.barrier", "diffgpu.shared_alloc")
+NEEDS_INLINE = (N.BARRIER, N.SHARED_ALLOC)
 
 
 class InlineError(Exception):

@@ -23,11 +23,12 @@
 """
 from __future__ import annotations
 
+from diffgpu.dialects import names as N
+
 GEOMETRY_GLOBAL = "__dg_host_geometry"
 GEOMETRY_TYPE = "memref<12xindex>"
 #: op name -> first slot in the geometry global (the slot is base + dim)
-GEOMETRY_BASE = {"diffgpu.thread_id": 0, "diffgpu.block_id": 3,
-                 "diffgpu.block_dim": 6, "diffgpu.grid_dim": 9}
+GEOMETRY_BASE = {N.THREAD_ID: 0, N.BLOCK_ID: 3, N.BLOCK_DIM: 6, N.GRID_DIM: 9}
 
 
 def isa(cls, t) -> bool:
@@ -133,19 +134,19 @@ def check_atomic_add(op) -> str | None:
     from diffgpu._mlir import ir
 
     if len(op.operands) < 2 or len(op.results) != 1:
-        return "diffgpu.atomic_add takes a memref, a value and indices and returns one value"
+        return f"{N.ATOMIC_ADD} takes a memref, a value and indices and returns one value"
     ref_t = op.operands[0].type
     if not isa(ir.MemRefType, ref_t):
-        return "diffgpu.atomic_add expects a memref operand"
+        return f"{N.ATOMIC_ADD} expects a memref operand"
     ref_t = ir.MemRefType(ref_t)
     val_t = op.operands[1].type
     if ref_t.element_type != val_t or op.results[0].type != val_t:
-        return (f"diffgpu.atomic_add: value type {val_t} does not match the element "
+        return (f"{N.ATOMIC_ADD}: value type {val_t} does not match the element "
                 f"type {ref_t.element_type} of the array")
     if len(op.operands) - 2 != ref_t.rank:
-        return f"diffgpu.atomic_add: {len(op.operands) - 2} indices for a rank-{ref_t.rank} array"
+        return f"{N.ATOMIC_ADD}: {len(op.operands) - 2} indices for a rank-{ref_t.rank} array"
     if not (isa(ir.FloatType, val_t) or isa(ir.IntegerType, val_t)):
-        return f"diffgpu.atomic_add: unsupported element type {val_t}"
+        return f"{N.ATOMIC_ADD}: unsupported element type {val_t}"
     return None
 
 

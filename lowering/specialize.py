@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 FACTS_ATTR = "diffgpu.launch_facts"
@@ -107,10 +108,9 @@ def read_facts(fn) -> dict | None:
 #: ops that neither write memory nor synchronise
 _PURE_PREFIXES = ("arith.", "math.", "index.")
 _PURE = frozenset(("memref.load", "memref.dim", "memref.alloca", "memref.cast",
-                   "diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim",
-                   "diffgpu.grid_dim", "scf.yield"))
+                   "scf.yield") + N.GEOMETRY)
 #: op -> position of the memref it writes
-_WRITES = {"memref.store": 1, "diffgpu.atomic_add": 0, "memref.atomic_rmw": 1}
+_WRITES = {"memref.store": 1, N.ATOMIC_ADD: N.ATOMIC_MEMREF, "memref.atomic_rmw": 1}
 
 
 @register_pass
@@ -271,8 +271,7 @@ def _is_local(root) -> bool:
     owner = root.owner
     if isinstance(owner, ir.Block):
         return False
-    return owner.operation.name in ("memref.alloca", "memref.alloc",
-                                        "diffgpu.shared_alloc")
+    return owner.operation.name in ("memref.alloca", "memref.alloc", N.SHARED_ALLOC)
 
 
 def _writes(op, args):

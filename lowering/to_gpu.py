@@ -63,11 +63,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.gpu_ops import bad_memref, expand_ipowi, fresh, rewrite_ops, walk
 from diffgpu.lowering.registry import ModulePass, register_pass
 
-DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
+DIFF_OPS = N.DIFF
 DEVICE_SUFFIX = "__dg_device"
 _FUNC_PROPS = ("sym_name", "function_type", "sym_visibility", "res_attrs")
 #: NVPTX64's data layout (LLVM 22). Without it the MLIR -> LLVM translation
@@ -114,7 +115,7 @@ class LowerToGpu(ModulePass):
         called = {c for f in gpu for c in _callees(f)}
         for f in gpu:
             if _is_kernel(f) and _sym(f) in called and any(
-                    op.name == "diffgpu.shared_alloc" for op in walk(f)):
+                    op.name == N.SHARED_ALLOC for op in walk(f)):
                 self.error(f, f"kernel '@{_sym(f)}' allocates shared memory, so it cannot "
                               "also be called from another function")
         if self._failed:
@@ -176,8 +177,8 @@ class LowerToGpu(ModulePass):
                     self.error(op, f"'@{name}' ({T.describe(target)}) calls '@{callee}' "
                                    f"({T.describe(T.get_target(g))}): a call across targets "
                                    "(see diffgpu-verify-targets)")
-            elif op.name == "diffgpu.shared_alloc" and not _is_kernel(f):
-                self.error(op, f"diffgpu.shared_alloc in '@{name}': shared memory can only "
+            elif op.name == N.SHARED_ALLOC and not _is_kernel(f):
+                self.error(op, f"{N.SHARED_ALLOC} in '@{name}': shared memory can only "
                                "be allocated in a kernel")
             for v in list(op.results) + list(op.operands):
                 bad = bad_memref(v.type)

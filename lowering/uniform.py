@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from diffgpu._mlir import ir
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering import targets
 
-_ALWAYS = frozenset({"arith.constant", "diffgpu.block_id", "diffgpu.block_dim",
-                     "diffgpu.grid_dim", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim"})
+_ALWAYS = frozenset({"arith.constant", N.BLOCK_ID, N.BLOCK_DIM, N.GRID_DIM,
+                     "gpu.block_id", "gpu.block_dim", "gpu.grid_dim"})
 _PURE_PREFIX = ("arith.",)
 _PURE = frozenset({"memref.dim"})
 

@@ -28,10 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering import targets
 from diffgpu.lowering.registry import ModulePass, register_pass
 
-DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
+DIFF_OPS = N.DIFF
 FUNC_OPS = ("func.func", "gpu.func")
 SYMBOL_TABLES = ("builtin.module", "gpu.module")
 

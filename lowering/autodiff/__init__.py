@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 
@@ -48,7 +49,7 @@ class Autodiff(ModulePass):
     derivative functions (see the module docstring for an example)."""
 
     name: ClassVar[str] = "diffgpu-autodiff"
-    summary: ClassVar[str] = "generate derivative functions for diffgpu.autodiff/fwddiff"
+    summary: ClassVar[str] = f"generate derivative functions for {N.AUTODIFF}/fwddiff"
 
     def run(self, module):
         from .functional import finish

@@ -14,6 +14,8 @@ when a generated derivative is differentiated again): a local float buffer
 """
 from __future__ import annotations
 
+from diffgpu.dialects import names as N
+
 from . import build as B
 from . import rules_arith, rules_math
 from .locals import is_local
@@ -91,7 +93,7 @@ class Activity:
             return False
         if name in rules_arith.INACTIVE or name in rules_math.INACTIVE:
             return False
-        if name in ("memref.load", "diffgpu.atomic_add"):
+        if name in ("memref.load", N.ATOMIC_ADD):
             if op.operands[0] in self.dup:
                 ch |= self._mark(op.results[0])
             return ch

@@ -7,6 +7,7 @@ import hashlib
 import itertools
 
 from diffgpu._mlir import func, ir
+from diffgpu.dialects.ops import AutodiffOp, DiffOp, SharedAllocOp
 
 from diffgpu.lowering import targets
 
@@ -20,8 +21,6 @@ from .inline import inline_generated
 from .reverse import ReverseSweep
 from .rules_func import rewrite_calls
 from .unroll import unroll_constant_loops
-
-DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
 
 
 class Generator:
@@ -79,11 +78,11 @@ class Generator:
         if not len(fn.regions[0].blocks):
             return
         for op in walk_ops(fn.regions[0].blocks[0]):
-            if op.operation.name in DIFF_OPS:
+            if isinstance(op, DiffOp):
                 self.lower_op(op)
 
     def lower_op(self, op):
-        mode = "rev" if op.operation.name == "diffgpu.autodiff" else "fwd"
+        mode = "rev" if isinstance(op, AutodiffOp) else "fwd"
         spec = S.parse(self.pas, op, self, mode)
         if spec is None:
             return
@@ -111,7 +110,7 @@ class Generator:
         arguments (only for functions called from a kernel's own op)."""
         self.lower_in(ir.StringAttr(src.attributes["sym_name"]).value)
         for op in walk_ops(src.regions[0].blocks[0]):
-            if op.operation.name == "diffgpu.shared_alloc" and not shared:
+            if isinstance(op, SharedAllocOp) and not shared:
                 self.pas.fail(op, "cannot differentiate a call to a function that allocates "
                                   "shared memory (dg.shared_array): not supported yet")
         new = src.operation.clone(ip=ir.InsertionPoint(self.body))

@@ -12,6 +12,7 @@ through `need(v)` (directly, via a slot, or via the tape: see tape.py).
 from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, memref
+from diffgpu.dialects import names as N
 
 from . import build as B
 from . import rules_arith, rules_diffgpu, rules_func, rules_math, rules_memref, rules_scf
@@ -25,8 +26,7 @@ STRUCTURED = {**rules_memref.REVERSE, **rules_scf.REVERSE, **rules_diffgpu.REVER
 INACTIVE = (rules_arith.INACTIVE | rules_math.INACTIVE | rules_memref.INACTIVE
             | rules_diffgpu.INACTIVE)
 #: pure ops that the reverse sweep recomputes instead of taping
-REMAT = ("arith.constant", "diffgpu.thread_id", "diffgpu.block_id",
-         "diffgpu.block_dim", "diffgpu.grid_dim")
+REMAT = ("arith.constant",) + N.GEOMETRY
 
 
 class Frame:

@@ -9,15 +9,15 @@ shadow yet: an active value stored into one is an error (rules_memref).
 from __future__ import annotations
 
 from diffgpu._mlir import memref
+from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 
 from .partials import Rule
 
 #: ops that carry no derivative -> why
 INACTIVE = {
-    **{"diffgpu." + n: "thread geometry: an index result, no operands"
-       for n in ("thread_id", "block_id", "block_dim", "grid_dim")},
-    "diffgpu.shared_alloc": "creates a shared array (its shadow: shared.py)",
+    **{n: "thread geometry: an index result, no operands" for n in N.GEOMETRY},
+    N.SHARED_ALLOC: "creates a shared array (its shadow: shared.py)",
 }
 
 
@@ -27,7 +27,7 @@ def _atomic_needs(R, op):
         R.error(op, "active value added atomically into an array without a shadow")
         return False
     if R.is_dup(mem) and R.is_active(op.results[0]) and len(list(op.results[0].uses)):
-        R.error(op, "the value returned by diffgpu.atomic_add is used: its derivative "
+        R.error(op, f"the value returned by {N.ATOMIC_ADD} is used: its derivative "
                     "is not supported")
         return False
     return R.is_active(value) and R.is_dup(mem)
@@ -51,6 +51,6 @@ def _barrier_reverse(R, op):
 
 
 REVERSE = {
-    "diffgpu.atomic_add": Rule(_atomic_needs, _atomic_reverse, _atomic_tangent),
-    "diffgpu.barrier": Rule(lambda R, op: True, _barrier_reverse, lambda F, op: None),
+    N.ATOMIC_ADD: Rule(_atomic_needs, _atomic_reverse, _atomic_tangent),
+    N.BARRIER: Rule(lambda R, op: True, _barrier_reverse, lambda F, op: None),
 }

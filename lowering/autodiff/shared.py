@@ -17,6 +17,7 @@ from diffgpu._mlir import arith, ir, memref, scf
 
 from diffgpu.lowering import targets
 from diffgpu.dialects import ops as dg_ops
+from diffgpu.dialects.ops import DiffOp, SharedAllocOp
 
 from . import build as B
 from .activity import walk_ops
@@ -26,10 +27,10 @@ from .tape import at_begin
 def shared_allocs(pas, fn):
     """The shared_alloc ops of `fn` (they must sit in its entry block)."""
     entry = fn.regions[0].blocks[0]
-    found = [op for op in walk_ops(entry) if op.operation.name == "diffgpu.shared_alloc"]
+    found = [op for op in walk_ops(entry) if isinstance(op, SharedAllocOp)]
     for op in found:
         if op.operation.block != entry:
-            pas.fail(op, "diffgpu.shared_alloc must be in the kernel's entry block")
+            pas.fail(op, f"{op.name} must be in the kernel's entry block")
     return found
 
 
@@ -102,7 +103,6 @@ def _differentiated(fn):
         for region in f.regions:
             for block in region.blocks:
                 for op in walk_ops(block):
-                    if op.operation.name in ("diffgpu.autodiff", "diffgpu.fwddiff") \
-                            and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == name:
+                    if isinstance(op, DiffOp) and op.callee == name:
                         return True
     return False

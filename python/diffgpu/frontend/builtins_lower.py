@@ -12,6 +12,7 @@ import builtins as py_builtins
 import math
 
 from diffgpu import activities
+from diffgpu.dialects import names as N
 from diffgpu.builtins import MATH_FUNCTIONS
 from diffgpu.frontend.emitter import I64, INDEX
 from diffgpu.frontend.source import FrontendError
@@ -299,7 +300,7 @@ class BuiltinMixin:
 
     # diffgpu builtins ------------------------------------------------------
     def _geometry(self, name, dim):
-        return self.em.op(f'"diffgpu.{name}"() {{dim = {dim} : i64}} : () -> index', INDEX)
+        return self.em.op(f'"{N.full(name)}"() {{dim = {dim} : i64}} : () -> index', INDEX)
 
     def _geometry_builtin(self, node, name):
         return self.em.cast(self._geometry(name, self.axis(node, name)), I64)
@@ -325,7 +326,7 @@ class BuiltinMixin:
 
     def builtin_syncthreads(self, node):
         self.call_args(node, 0, 0, "syncthreads")
-        self.em.line('"diffgpu.barrier"() : () -> ()')
+        self.em.line(f'"{N.BARRIER}"() : () -> ()')
         return PyObj(None)
 
     def builtin_atomic_add(self, node):
@@ -340,7 +341,7 @@ class BuiltinMixin:
         x = self.em.value(v, et)
         operands = ", ".join([arr.ref, x.ref] + [i.ref for i in idx])
         types = ", ".join([arr.type.mlir(), et.ty] + ["index"] * len(idx))
-        return self.em.op(f'"diffgpu.atomic_add"({operands}) : ({types}) -> {et.ty}', et)
+        return self.em.op(f'"{N.ATOMIC_ADD}"({operands}) : ({types}) -> {et.ty}', et)
 
     def builtin_shared_array(self, node):
         shape_node, dtype_node = self.call_args(node, 2, 2, "shared_array")
@@ -373,7 +374,7 @@ class BuiltinMixin:
             return known
         self.count_shared(t, node)
         name = self.em.fresh()
-        self.prologue.append(f'{name} = "diffgpu.shared_alloc"() : () -> {t.mlir()} '
+        self.prologue.append(f'{name} = "{N.SHARED_ALLOC}"() : () -> {t.mlir()} '
                              f'{self.em.loc}')
         sites[id(node)] = Value(name, t)
         return Value(name, t)

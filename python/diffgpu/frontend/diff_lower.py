@@ -17,11 +17,12 @@ from __future__ import annotations
 import ast
 
 from diffgpu import activities
+from diffgpu.dialects import names as N
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import ArrayT, Scalar
 from diffgpu.frontend.values import Const, PyObj, TupleV, Value, describe
 
-MAX_ARGS = 16
+MAX_ARGS = N.MAX_DIFF_ARGS
 KINDS = {activities.Const: "const", activities.Duplicated: "dup",
          activities.DuplicatedNoNeed: "dupnoneed", activities.Active: "active"}
 CLASS_OF = {"const": "Const", "dup": "Duplicated", "dupnoneed": "DuplicatedNoNeed",
@@ -61,17 +62,17 @@ def check_activity(kind: str, t, mode: str, k: int) -> None:
                             "forward mode pass Duplicated(x, dx) with a tangent")
 
 
-def diff_op(op, callee, kinds, groups, seed, result_types, target, with_seed_group):
-    """Generic text of a diffgpu.autodiff/fwddiff op (without results/loc).
+def diff_op(op, callee, kinds, groups, seed, result_types, target):
+    """Generic text of a diffgpu.autodiff/fwddiff op (`op`: N.AUTODIFF or
+    N.FWDDIFF) without results/loc; the layout is dialects/names.py's.
 
     groups: per argument a list of Values; seed: a Value or None."""
     operands = ([seed] if seed is not None else []) + [v for g in groups for v in g]
-    seg = [len(g) for g in groups] + [0] * (MAX_ARGS - len(groups))
-    if with_seed_group:
-        seg = [1 if seed is not None else 0] + seg
-        rseg = [1 if k == "active" else 0 for k in kinds] + [0] * (MAX_ARGS - len(kinds))
+    sizes = [len(g) for g in groups]
+    if op == N.AUTODIFF:
+        seg, rseg = N.autodiff_segments(sizes, seed is not None, kinds)
     else:
-        rseg = [len(result_types)]
+        seg, rseg = N.fwddiff_segments(sizes, len(result_types))
     acts = ", ".join(f'"{k}"' for k in kinds)
     attrs = (f"activity = [{acts}], callee = @{callee}, diffgpu.target = {target}, "
              f"operandSegmentSizes = array<i32: {', '.join(map(str, seg))}>, "
@@ -79,7 +80,7 @@ def diff_op(op, callee, kinds, groups, seed, result_types, target, with_seed_gro
     refs = ", ".join(v.ref for v in operands)
     types = ", ".join(v.type.mlir() for v in operands)
     rtypes = ", ".join(t.mlir() for t in result_types)
-    return f'"diffgpu.{op}"({refs}) {{{attrs}}} : ({types}) -> ({rtypes})'
+    return f'"{op}"({refs}) {{{attrs}}} : ({types}) -> ({rtypes})'
 
 
 class DiffMixin:
@@ -142,8 +143,8 @@ class DiffMixin:
             rtypes = [g[0].type for g, k in zip(groups, kinds) if k == "active"]
         else:
             rtypes = list(info.results)
-        text = diff_op("autodiff" if mode == "reverse" else "fwddiff", info.symbol, kinds,
-                       groups, seed, rtypes, self.target, mode == "reverse")
+        text = diff_op(N.AUTODIFF if mode == "reverse" else N.FWDDIFF, info.symbol, kinds,
+                       groups, seed, rtypes, self.target)
         res = self.em.multi(text, rtypes)
         if mode == "reverse":
             return TupleV(tuple(res))
@@ -166,6 +167,24 @@ class DiffMixin:
         if isinstance(v, Const) or isinstance(v, Value):
             return v
         raise FrontendError(f"cannot differentiate with respect to a {describe(v)}", node)
+
+
+#: the block's linear index %blk: each block adds its share of an Active
+#: scalar's gradient to slot %blk % len(slots) of the gradient buffer (the
+#: runtime sums the slots, diff.ACTIVE_SLOTS of them), so the adds of many
+#: blocks do not all queue on one address (diffgpu-aggregate-atomics sums
+#: each block's threads first, docs/atomics.md)
+BLOCK_INDEX = (
+    '%bx = "diffgpu.block_id"() {dim = 0 : i64} : () -> index',
+    '%by = "diffgpu.block_id"() {dim = 1 : i64} : () -> index',
+    '%bz = "diffgpu.block_id"() {dim = 2 : i64} : () -> index',
+    '%gx = "diffgpu.grid_dim"() {dim = 0 : i64} : () -> index',
+    '%gy = "diffgpu.grid_dim"() {dim = 1 : i64} : () -> index',
+    "%bzy = arith.muli %gy, %bz : index",
+    "%byz = arith.addi %by, %bzy : index",
+    "%bxyz = arith.muli %gx, %byz : index",
+    "%blk = arith.addi %bx, %bxyz : index",
+)
 
 
 def build_diff_text(defn, mode, kinds, arg_types, target):
@@ -203,16 +222,19 @@ def build_diff_text(defn, mode, kinds, arg_types, target):
         groups.append(g)
     bufs = [param(ArrayT(t.ty, 1)) for kind, t in zip(kinds, types) if kind == "active"]
     rtypes = [t for kind, t in zip(kinds, types) if kind == "active"]
-    op = "autodiff" if mode == "reverse" else "fwddiff"
-    text = diff_op(op, info.symbol, kinds, groups, None, rtypes, target, mode == "reverse")
+    op = N.AUTODIFF if mode == "reverse" else N.FWDDIFF
+    text = diff_op(op, info.symbol, kinds, groups, None, rtypes, target)
     body = []
     if rtypes:
         grads = f"%g:{len(rtypes)}" if len(rtypes) > 1 else "%g"
         body.append(f"{grads} = {text} {loc}")
         body.append(f"%c0 = arith.constant 0 : index {loc}")
+        body += [f"{line} {loc}" for line in BLOCK_INDEX]
         for k, (b, t) in enumerate(zip(bufs, rtypes)):
             g = f"%g#{k}" if len(rtypes) > 1 else "%g"
-            body.append(f'%old{k} = "diffgpu.atomic_add"({b.ref}, {g}, %c0) : '
+            body.append(f"%n{k} = memref.dim {b.ref}, %c0 : {b.type.mlir()} {loc}")
+            body.append(f"%s{k} = arith.remui %blk, %n{k} : index {loc}")
+            body.append(f'%old{k} = "{N.ATOMIC_ADD}"({b.ref}, {g}, %s{k}) : '
                         f"({b.type.mlir()}, {t.ty}, index) -> {t.ty} {loc}")
     else:
         body.append(f"{text} {loc}")
