@@ -476,3 +476,33 @@ def test_checked_variant_from_the_disk_cache():
     assert STATS["disk_hit"] == hits + 1
     assert err is not None and f":{line_of('# RACY-LOSS')}:" in str(err)
     loss_no_atomic[1, 4](x, out)  # and the unchecked one stays unchecked
+
+
+@dg.kernel
+def grid_2d_race(out):
+    # every thread of the 2-D grid writes out[0]
+    out[0] = dg.thread_id(0) + 10 * dg.thread_id(1) + 100 * dg.block_id(1)  # RACY-2DGRID
+
+
+def test_2d_geometry_in_report():
+    err = checked(lambda: grid_2d_race[(1, 2), (2, 3)](np.zeros(1)))
+    assert err is not None
+    msg = str(err)
+    # the first two threads in emulation order: thread (0, 0, 0) then (1, 0, 0)
+    assert "write by block (0, 0, 0) thread (0, 0, 0)" in msg
+    assert "write by block (0, 0, 0) thread (1, 0, 0)" in msg
+    assert "(11 racing accesses in all)" in msg  # 12 writes: each after the first
+
+
+@dg.kernel
+def atomic_then_plain(out, x):
+    i = dg.global_id(0)
+    dg.atomic_add(out, 0, x[i])
+    if i == 0:
+        x[1] = 0.0  # RACY-AFTER-ATOMIC: thread 1 reads x[1]
+
+
+def test_atomics_are_not_checked_plain_accesses_still_are():
+    err = checked(lambda: atomic_then_plain[1, 4](np.zeros(1), np.ones(4)))
+    assert err is not None and "data race on x[1]" in str(err)
+    assert f":{line_of('# RACY-AFTER-ATOMIC')}:" in str(err)
