@@ -22,6 +22,12 @@ from diffgpu.errors import LaunchError
 from diffgpu.runtime.args import arg_type, describe_arg, infer_signature, is_device_array
 from diffgpu.types import ScalarType, is_float
 
+#: slots of an Active scalar's gradient buffer: the reverse kernel's block b
+#: adds its share at slot b % ACTIVE_SLOTS (frontend/diff_lower.py), so the
+#: blocks' adds spread over that many addresses instead of queueing on one;
+#: the gradient is their sum (docs/atomics.md)
+ACTIVE_SLOTS = 256
+
 
 @user_facing
 def autodiff(launcher, *activities):
@@ -160,7 +166,7 @@ def _diff_launch(mode: str, launcher, activities):
     if mode == "reverse":
         for t, k in zip(types, kinds):
             if k == "active":
-                grads.append(_zeros(1, t.dtype, sig))
+                grads.append(_zeros(ACTIVE_SLOTS, t.dtype, sig))
     diff = (mode, tuple(kinds))
     facts = facts_for(flat + grads, flat_types(types, diff), target, launcher.grid,
                       launcher.block)  # specialised for the launch (runtime/specialize.py)
@@ -181,8 +187,9 @@ def _zeros(n: int, dtype: str, sig):
 
 
 def _scalar(arr):
+    """An Active scalar's gradient: the sum of its slots (in float64)."""
     host = arr if isinstance(arr, np.ndarray) else arr.get()
-    return host[0]
+    return host.dtype.type(host.sum(dtype=np.float64))
 
 
 __all__ = ["autodiff", "fwddiff", "split_activities"]

@@ -339,7 +339,7 @@ class Call:
 
     def launch(self, mode: str, kinds, primals, shadows) -> list:
         """Run the derivative kernel; returns the Active gradient slots."""
-        from diffgpu.diff import _zeros
+        from diffgpu.diff import ACTIVE_SLOTS, _scalar, _zeros
         from diffgpu.launch import facts_for, flat_types, get_program, run_program, target_for
 
         flat = []
@@ -350,14 +350,14 @@ class Call:
         diff = (mode, tuple(kinds))
         ftypes = tuple(flat_types(self.types, diff))
         sig = Signature(ftypes, self.sig.device, self.sig.gpu_id)
-        slots = [_zeros(1, t.dtype, sig) for t, k in zip(self.types, kinds) if k == "active"]
+        slots = [_zeros(ACTIVE_SLOTS, t.dtype, sig) for t, k in zip(self.types, kinds)
+                 if k == "active"]
         target = target_for(sig)
         grid, block = self.launcher.grid, self.launcher.block
         facts = facts_for(flat + slots, ftypes, target, grid, block)
         program = get_program(self.kernel, self.types, target, diff=diff, facts=facts)
         run_program(program, flat + slots, sig, grid, block)
-        return [s[0] if hasattr(s, "shape") and not hasattr(s, "get") else s.get()[0]
-                for s in slots]
+        return [_scalar(s) for s in slots]
 
 
 __all__ = ["Call", "access_facts"]

@@ -213,6 +213,22 @@ def test_active_scalar_and_shared_weight_gradients():
     np.testing.assert_allclose(dx, 2 * r * a * w[0], rtol=1e-12)
 
 
+@pytest.mark.parametrize("grid, block", [(8, 128), ((3, 5), (16, 2)), (1, 1), (300, 7)])
+def test_active_gradient_over_slots(grid, block):
+    """Each block adds its share at slot block % ACTIVE_SLOTS of the gradient
+    buffer; the gradient is the slots' sum (any grid shape, more blocks than
+    slots too)."""
+    from diffgpu.diff import ACTIVE_SLOTS
+    x = rand(1000, np.float64, seed=5)
+    (da,) = dg.autodiff(scale_loss[grid, block], dg.Duplicated(np.zeros(1), np.ones(1)),
+                        dg.Active(1.3), dg.Const(np.array([0.7])), dg.Const(x))
+    g, b = np.atleast_1d(grid), np.atleast_1d(block)
+    nx, reps = g[0] * b[0], np.prod(g[1:]) * np.prod(b[1:])  # threads sharing gid x
+    r = 1.3 * 0.7 * x[:nx]
+    want = reps * np.sum(2 * r * 0.7 * x[:nx])
+    assert ACTIVE_SLOTS > 1 and np.isclose(da, want, rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------
 # The GPU code (PTX for sm_90, compiled here without a GPU)
 # ---------------------------------------------------------------------------
@@ -242,13 +258,13 @@ def test_ptx_two_sums_in_one_guard_both_per_block():
 
 def test_ptx_shared_weight_gradient_is_warp_aggregated():
     from diffgpu.launch import build_module, check_launch_args
-    from diffgpu.stages import run_pipeline, stage_pipeline
+    from diffgpu.lowering.gpu_ptx import compile_ptx
 
     args = (np.zeros(1, np.float32), np.float32(1), np.zeros(1, np.float32),
             np.zeros(8, np.float32))
     types = check_launch_args(scale_loss, args).types
     src = build_module(scale_loss, types, "sm_90", ("reverse", ("dup", "active", "dup", "dup")))
-    text = run_pipeline(src.text, stage_pipeline("sm_90", "ptx"))
+    text = compile_ptx(src.text, "sm_90").ptx
     # dw[0] += ... in the derivative function (under the guard): shuffle tree per
     # full warp; da: the wrapper kernel's block sum
     assert text.count("activemask.b32") >= 1
@@ -270,9 +286,9 @@ def _reverse_with_facts(kernel, primals, shadows, grid, block, target="host"):
     diff = ("reverse", ("dup",) * len(primals))
     if target != "host":
         from diffgpu.launch import build_module
-        from diffgpu.stages import run_pipeline, stage_pipeline
+        from diffgpu.lowering.gpu_ptx import compile_ptx
         src = build_module(kernel, types, target, diff, facts)
-        return run_pipeline(src.text, stage_pipeline(target, "ptx"))
+        return compile_ptx(src.text, target).ptx
     run_program(get_program(kernel, types, target, diff=diff, facts=facts), flat, sig, grid,
                 block)
     return None
