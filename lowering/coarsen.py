@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.specialize import NOALIAS_ATTR, order_function
 
@@ -54,9 +55,9 @@ COARSEN = 4
 COARSEN_ATTR = "diffgpu.coarsen"
 #: a function LLVM must not inline (lowering/gpu_nvvm.py sets `no_inline`)
 NOINLINE_ATTR = "diffgpu.noinline"
-_GEOM0 = ("diffgpu.thread_id", "diffgpu.block_id", "diffgpu.block_dim", "diffgpu.grid_dim")
-_FORBIDDEN = ("diffgpu.barrier", "diffgpu.shared_alloc", "diffgpu.atomic_add", "func.call",
-              "diffgpu.autodiff", "diffgpu.fwddiff", "memref.atomic_rmw", "gpu.barrier")
+_GEOM0 = N.GEOMETRY
+_FORBIDDEN = (N.BARRIER, N.SHARED_ALLOC, N.ATOMIC_ADD, "func.call",
+              "memref.atomic_rmw", "gpu.barrier") + N.DIFF
 _PREFIX_OK = ("arith.", "index.")
 _LOOPS = ("scf.for", "scf.while")
 #: larger guarded bodies are compute-bound: coarsening buys no vector access
@@ -208,18 +209,18 @@ def eligible(fn, module=None, noalias=False) -> bool:
 def _autodiff_callee(fn, module):
     """The function a lone `diffgpu.autodiff` (no results, distinct argument
     operands) of kernel `fn` differentiates, else None."""
-    from diffgpu._mlir import ir
+    from diffgpu.dialects.ops import AutodiffOp
 
     block = fn.regions[0].blocks[0]
-    ops = [o.operation for o in block.operations]
-    if len(ops) != 2 or ops[0].name != "diffgpu.autodiff" or len(ops[0].results):
+    ops = list(block.operations)
+    if len(ops) != 2 or not isinstance(ops[0], AutodiffOp) or len(ops[0].results):
         return None
     args = list(block.arguments)
     operands = list(ops[0].operands)
     if not all(any(v == a for a in args) for v in operands) or any(
             operands[i] == operands[j] for i in range(len(operands)) for j in range(i)):
         return None
-    name = ir.FlatSymbolRefAttr(ops[0].attributes["callee"]).value
+    name = ops[0].callee
     for o in module.body.operations:
         o = o.operation
         if o.name == "func.func" and o.attributes["sym_name"].value == name:
@@ -284,7 +285,7 @@ class Coarsen(ModulePass):
 
 def _autodiff_free(fn) -> bool:
     """No diffgpu.autodiff/fwddiff left (the pass runs after autodiff)."""
-    return not any(o.name in ("diffgpu.autodiff", "diffgpu.fwddiff") for o in _walk(fn))
+    return not any(o.name in N.DIFF for o in _walk(fn))
 
 
 def factor_in_ptx(ptx: str, entry: str) -> int:

@@ -10,8 +10,10 @@
 """
 from __future__ import annotations
 
-GEOMETRY = {"diffgpu.thread_id": "gpu.thread_id", "diffgpu.block_id": "gpu.block_id",
-            "diffgpu.block_dim": "gpu.block_dim", "diffgpu.grid_dim": "gpu.grid_dim"}
+from diffgpu.dialects import names as N
+
+GEOMETRY = {N.THREAD_ID: "gpu.thread_id", N.BLOCK_ID: "gpu.block_id",
+            N.BLOCK_DIM: "gpu.block_dim", N.GRID_DIM: "gpu.grid_dim"}
 #: memref.atomic_rmw kinds (arith::AtomicRMWKind)
 _RMW_ADDF, _RMW_ADDI = 0, 1
 #: kept on memref.atomic_rmw for diffgpu-warp-atomics (lowering/gpu_atomics.py)
@@ -39,17 +41,17 @@ def rewrite_ops(f, kernel, error) -> None:
             new = ir.Operation.create(
                 GEOMETRY[name], results=[index], loc=loc, ip=ip,
                 attributes={"dimension": ir.Attribute.parse(f"#gpu<dim {'xyz'[dim]}>")})
-        elif name == "diffgpu.barrier":
+        elif name == N.BARRIER:
             new = ir.Operation.create("gpu.barrier", loc=loc, ip=ip)
-        elif name == "diffgpu.atomic_add":
+        elif name == N.ATOMIC_ADD:
             new = _atomic(op, ip, error)
             if new is None:
                 continue
-        elif name == "diffgpu.shared_alloc":
+        elif name == N.SHARED_ALLOC:
             mtype = op.results[0].type
             problem = _shared_problem(mtype)
             if problem:
-                error(op, f"diffgpu.shared_alloc: {problem}")
+                error(op, f"{N.SHARED_ALLOC}: {problem}")
                 continue
             arg = kernel.regions[0].blocks[0].add_argument(mtype, loc)
             op.results[0].replace_all_uses_with(arg)
@@ -73,17 +75,17 @@ def _atomic(op, ip, error):
 
     operands = list(op.operands)
     if len(operands) < 2:
-        error(op, "diffgpu.atomic_add takes a memref, a value and indices")
+        error(op, f"{N.ATOMIC_ADD} takes a memref, a value and indices")
         return None
     mem, val, idx = operands[0], operands[1], operands[2:]
     mtype = ir.MemRefType(mem.type)
     elem = mtype.element_type
     if val.type != elem:
-        error(op, f"diffgpu.atomic_add: value of type {val.type} added to a memref "
+        error(op, f"{N.ATOMIC_ADD}: value of type {val.type} added to a memref "
                        f"of {elem}")
         return None
     if len(idx) != mtype.rank:
-        error(op, f"diffgpu.atomic_add: {len(idx)} indices for a memref of rank "
+        error(op, f"{N.ATOMIC_ADD}: {len(idx)} indices for a memref of rank "
                        f"{mtype.rank}")
         return None
     if isinstance(elem, ir.FloatType):
@@ -91,7 +93,7 @@ def _atomic(op, ip, error):
     elif isinstance(elem, ir.IntegerType):
         kind = _RMW_ADDI
     else:
-        error(op, f"diffgpu.atomic_add: unsupported element type {elem}")
+        error(op, f"{N.ATOMIC_ADD}: unsupported element type {elem}")
         return None
     attributes = {"kind": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), kind)}
     if AGGREGATED in op.attributes:  # lowering/aggregate_atomics.py's mark

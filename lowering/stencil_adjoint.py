@@ -55,6 +55,7 @@ from typing import ClassVar
 
 from diffgpu._mlir import arith, ir, memref, scf
 
+from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg
 from diffgpu.lowering import hoist as H
 from diffgpu.lowering.autodiff.elision import global_dim
@@ -152,7 +153,7 @@ def _adds(fn):
     add maps to None."""
     groups, dims_of = {}, {}
     for op in walk(fn):
-        if op.name != "diffgpu.atomic_add" or STENCIL in op.attributes:
+        if op.name != N.ATOMIC_ADD or STENCIL in op.attributes:
             continue
         target = op.operands[0]
         key = _key(op)
@@ -209,7 +210,7 @@ def shared_bytes(kernel) -> int:
     """Bytes of the shared arrays `kernel` allocates already."""
     total = 0
     for op in walk(kernel):
-        if op.name == "diffgpu.shared_alloc":
+        if op.name == N.SHARED_ALLOC:
             m = ir.MemRefType(op.results[0].type)
             n = 1
             for d in m.shape:

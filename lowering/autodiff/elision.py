@@ -60,13 +60,16 @@ from __future__ import annotations
 from diffgpu._mlir import arith, ir, memref, scf
 
 from diffgpu.lowering import targets
+from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
+from diffgpu.dialects.ops import BlockDimOp, BlockIdOp, ThreadIdOp
 
 from . import build as B
 from .activity import walk_ops
 
 #: op -> (position of the memref, position of the first index)
-_ACCESS = {"memref.load": (0, 1), "memref.store": (1, 2), "diffgpu.atomic_add": (0, 2)}
+_ACCESS = {"memref.load": (0, 1), "memref.store": (1, 2),
+           N.ATOMIC_ADD: (N.ATOMIC_MEMREF, N.ATOMIC_FIRST_INDEX)}
 
 
 def _op(v):
@@ -74,12 +77,12 @@ def _op(v):
     return None if isinstance(owner, ir.Block) else owner.operation
 
 
-def _geom(v, name):
-    """The `dim` of `v` when it is the result of geometry op `name`."""
+def _geom(v, cls):
+    """The `dim` of `v` when it is the result of a geometry op of class `cls`."""
     op = _op(_strip(v))
-    if op is None or op.name != name:
+    if op is None or not isinstance(op.opview, cls):
         return None
-    return ir.IntegerAttr(op.attributes["dim"]).value
+    return op.opview.dim
 
 
 def _strip(v):
@@ -103,13 +106,13 @@ def global_dim(v):
         return None
     a, b = op.operands[0], op.operands[1]
     for m, t in ((a, b), (b, a)):
-        d = _geom(t, "diffgpu.thread_id")
+        d = _geom(t, ThreadIdOp)
         mul = _op(_strip(m))
         if d is None or mul is None or mul.name != "arith.muli":
             continue
         x, y = mul.operands[0], mul.operands[1]
-        if ((_geom(x, "diffgpu.block_id") == d and _geom(y, "diffgpu.block_dim") == d)
-                or (_geom(y, "diffgpu.block_id") == d and _geom(x, "diffgpu.block_dim") == d)):
+        if ((_geom(x, BlockIdOp) == d and _geom(y, BlockDimOp) == d)
+                or (_geom(y, BlockIdOp) == d and _geom(x, BlockDimOp) == d)):
             return d
     return None
 
@@ -252,7 +255,7 @@ def whole_launch(op, funcs):
             continue
         if o.name == "memref.dim":
             continue
-        if o.name != "diffgpu.atomic_add" or o.operands[0] in mine:
+        if o.name != N.ATOMIC_ADD or o.operands[0] in mine:
             return False
     return _launch_facts(op, fn)
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, memref, scf
 
+from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 
 from . import build as B
@@ -105,7 +106,7 @@ def _cot(pas, fn, k, prim, sh) -> None:
     for op, i in _uses(prim):
         if op.name == "memref.dim":
             continue
-        if op.name == "diffgpu.atomic_add" and i == 0 and not list(op.results[0].uses):
+        if op.name == N.ATOMIC_ADD and i == N.ATOMIC_MEMREF and not list(op.results[0].uses):
             adds.append(op)
             continue
         if op.name != "memref.store" or i != 1:
@@ -174,7 +175,7 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
                 op.results[0].replace_all_uses_with(memref.load(acc, []))
             elif op.name == "memref.store" and i == 1:
                 memref.store(op.operands[0], acc, [])
-            elif op.name == "diffgpu.atomic_add" and i == 0 and not list(op.results[0].uses):
+            elif op.name == N.ATOMIC_ADD and i == N.ATOMIC_MEMREF and not list(op.results[0].uses):
                 memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
             else:
                 return _bad(pas, op, k, "grad", f"its shadow is used by '{op.name}'")

@@ -12,6 +12,7 @@ re-reads memory that a later store may have overwritten.
 from __future__ import annotations
 
 from diffgpu._mlir import ir, memref
+from diffgpu.dialects.ops import SharedAllocOp
 
 from . import build as B
 from .elision import accumulate
@@ -35,7 +36,7 @@ def _store_needs(R, op):
     value, mem = op.operands[0], op.operands[1]
     if R.is_active(value) and not R.is_dup(mem):
         owner = mem.owner
-        if not isinstance(owner, ir.Block) and owner.operation.name == "diffgpu.shared_alloc":
+        if isinstance(owner, SharedAllocOp):
             R.error(op, "active value stored into shared memory: differentiating through "
                         "dg.shared_array is not supported yet")
         else:

@@ -175,11 +175,11 @@ class DiffMixin:
 #: blocks do not all queue on one address (diffgpu-aggregate-atomics sums
 #: each block's threads first, docs/atomics.md)
 BLOCK_INDEX = (
-    '%bx = "diffgpu.block_id"() {dim = 0 : i64} : () -> index',
-    '%by = "diffgpu.block_id"() {dim = 1 : i64} : () -> index',
-    '%bz = "diffgpu.block_id"() {dim = 2 : i64} : () -> index',
-    '%gx = "diffgpu.grid_dim"() {dim = 0 : i64} : () -> index',
-    '%gy = "diffgpu.grid_dim"() {dim = 1 : i64} : () -> index',
+    f'%bx = "{N.BLOCK_ID}"() {{dim = 0 : i64}} : () -> index',
+    f'%by = "{N.BLOCK_ID}"() {{dim = 1 : i64}} : () -> index',
+    f'%bz = "{N.BLOCK_ID}"() {{dim = 2 : i64}} : () -> index',
+    f'%gx = "{N.GRID_DIM}"() {{dim = 0 : i64}} : () -> index',
+    f'%gy = "{N.GRID_DIM}"() {{dim = 1 : i64}} : () -> index',
     "%bzy = arith.muli %gy, %bz : index",
     "%byz = arith.addi %by, %bzy : index",
     "%bxyz = arith.muli %gx, %byz : index",
