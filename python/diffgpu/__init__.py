@@ -12,6 +12,9 @@ machine with only numpy + CuPy runs cached kernels and bundles.
     f[1, 1](A)                                   # numpy: CPU; CuPy: GPU
     dg.autodiff(f[1, 1], dg.Duplicated(A, dA))   # reverse mode on the host
 """
+import sys as _sys
+from types import ModuleType as _ModuleType
+
 from diffgpu._version import __version__  # noqa: F401
 from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed  # noqa: F401
 from diffgpu.api import Func, Kernel, func, kernel  # noqa: F401
@@ -23,7 +26,8 @@ _API = [
     "Const", "Duplicated", "DuplicatedNoNeed", "Active",
     "autodiff", "fwddiff", "vjp", "jvp", "gradcheck", "GradcheckError",
     "compile", "CompiledKernel", "save_bundle", "load_bundle", "BundleError", "synchronize",
-    "CompileError", "DiffgpuError", "LaunchError", "RaceError", "racecheck",
+    "CompileError", "DiffgpuError", "LaunchError", "RaceError", "OutOfBoundsError",
+    "racecheck",
 ]
 
 #: names loaded on first use: name -> (module, attribute)
@@ -39,6 +43,7 @@ _LAZY = {
     "BundleError": ("diffgpu.runtime.bundle", "BundleError"),
     "synchronize": ("diffgpu.runtime.gpu", "synchronize"),
     "racecheck": ("diffgpu.runtime.racecheck", "racecheck"),
+    "OutOfBoundsError": ("diffgpu.runtime.cpu", "OutOfBoundsError"),
 }
 
 #: framework bridges, imported on first use (they import torch / JAX):
@@ -58,12 +63,39 @@ def _builtins() -> dict:
             if not k.startswith("_") and getattr(v, "__diffgpu_builtin__", None)}
 
 
+def _bind_lazy(module) -> None:
+    """Bind every lazy name `module` provides, so no later import can leave a
+    module object where the user expects the function of the same name."""
+    for name, (mod, attr) in _LAZY.items():
+        if mod == module.__name__:
+            globals()[name] = getattr(module, attr)
+
+
+class _Package(_ModuleType):
+    """diffgpu's module type. Importing a submodule binds it on its package
+    (`import diffgpu.gradcheck` sets `diffgpu.gradcheck` to the module); where
+    that submodule's name is also a lazy name (`dg.gradcheck`, the function),
+    the package keeps the lazy names instead, whoever imported it and when."""
+
+    def __setattr__(self, name, value):
+        if (name in _LAZY and isinstance(value, _ModuleType)
+                and value.__name__ == f"{__name__}.{name}"):
+            _bind_lazy(value)
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
+
 def __getattr__(name):
     if name in _LAZY:
         import importlib
 
         mod, attr = _LAZY[name]
-        value = getattr(importlib.import_module(mod), attr)
+        module = importlib.import_module(mod)
+        _bind_lazy(module)
+        value = getattr(module, attr)
     elif name in _SUBMODULES:
         import importlib
 
