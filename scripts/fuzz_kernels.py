@@ -51,8 +51,9 @@ class Case:
 
 
 class _Gen:
-    def __init__(self, rng: random.Random, floats, leaves, in_func, funcs, max_depth=2):
-        self.rng, self.floats, self.leaves = rng, floats, leaves
+    def __init__(self, rng: random.Random, floats, leaves, in_func, funcs, max_depth=2,
+                 hard=False):
+        self.rng, self.floats, self.leaves, self.hard = rng, floats, leaves, hard
         self.in_func, self.funcs, self.max_depth = in_func, funcs, max_depth
         self.loop_vars: list[str] = []
         self.n_counters = 0
@@ -71,6 +72,8 @@ class _Gen:
             return self.leaf()
         c = r.random()
         sub = lambda: self.expr(d + 1)  # noqa: E731
+        if self.hard and r.random() < 0.3:
+            return self.hard_expr(sub)
         if c < 0.35:
             return f"({sub()} {r.choice(['+', '-', '*', '+', '*'])} {sub()})"
         if c < 0.42:
@@ -95,6 +98,21 @@ class _Gen:
             return f"{g}({sub()}, {sub()}, {self.int_bound()})"
         return f"(-{sub()})"
 
+    def hard_expr(self, sub):
+        """--hard: piecewise and integer-valued functions, powf, gathers
+        through the int array, 3-argument max. (An atomic's old value is not
+        used: its derivative is refused with a CompileError, by design.)"""
+        r = self.rng
+        forms = [lambda: f"abs({sub()}) ** 1.5", lambda: f"math.pow(1.0 + abs({sub()}), 0.75)",
+                 lambda: f"({sub()} % 1.5)", lambda: f"({sub()} // 0.7)",
+                 lambda: f"float(math.floor({sub()}))", lambda: f"round({sub()})",
+                 lambda: f"max({sub()}, {sub()}, {sub()})", lambda: f"math.expm1(dg.tanh({sub()}))",
+                 lambda: f"math.copysign({sub()}, {sub()})"]
+        if not self.in_func:
+            forms += [lambda: "x[m[i] % len(x)]",
+                      lambda: f"float(int({sub()} * 2.0))"]
+        return r.choice(forms)()
+
     def cond(self, d=0):
         r = self.rng
         c = r.random()
@@ -111,11 +129,20 @@ class _Gen:
 
     def int_bound(self):
         opts = ["k", "2", "k + 1"] if self.in_func else ["n", "m[i]", "2", "m[i] + 1"]
+        if self.hard:
+            opts = opts + [f"int(abs({self.leaf()})) % 3", "max(k, 1)" if self.in_func
+                           else "min(m[i], n)"]
         return self.rng.choice(opts)
 
     # statements -------------------------------------------------------------
     def assign(self, p):
         r = self.rng
+        if self.hard and r.random() < 0.2:
+            v1, v2 = r.sample(self.floats, 2)
+            forms = [f"{v1}, {v2} = {v2}, {v1}", f"{v1} /= 1.0 + {self.expr(1)} ** 2"]
+            if not self.in_func:
+                forms += [f"dg.atomic_add(w, i, {self.expr(1)})", f"y[i] -= {self.expr(1)}"]
+            return [p + r.choice(forms)]
         if not self.in_func and r.random() < 0.35:
             tgt = r.choice(["y[i]", "w[i]", "w[i]", "y[i]"])
         else:
@@ -165,22 +192,25 @@ class _Gen:
         return out
 
 
-def _func_source(rng, name, others):
-    g = _Gen(rng, FUNC_FLOATS, [], True, others, max_depth=2)
+def _func_source(rng, name, others, hard=False):
+    g = _Gen(rng, FUNC_FLOATS, [], True, others, max_depth=2, hard=hard)
     body = g.block(0, 1)
     return ["@dg.func", f"def {name}(p, q, k):", "    r = p * 0.5 + q", *body,
             f"    return {g.expr(1)}", "", ""]
 
 
-def random_case(seed: int) -> Case:
-    rng = random.Random(seed)
+def random_case(seed: int, hard: bool = False) -> Case:
+    """The case of `seed`; `hard` adds piecewise functions (%, //, floor,
+    round), powf, atomic adds, gathers through m, swaps."""
+    rng = random.Random(seed * 2 + 1 if hard else seed)
     funcs: list[str] = []
     src = ["import math", "", "import numpy as np", "", "import diffgpu as dg", "", ""]
     for k in range(rng.choice([0, 1, 1, 2])):
         name = f"g{k}"
-        src += _func_source(rng, name, list(funcs))
+        src += _func_source(rng, name, list(funcs), hard)
         funcs.append(name)
-    g = _Gen(rng, KERNEL_FLOATS, ["x[i]", "x[(i + 1) % len(x)]", "y[i]", "f"], False, funcs)
+    g = _Gen(rng, KERNEL_FLOATS, ["x[i]", "x[(i + 1) % len(x)]", "y[i]", "f"], False, funcs,
+             hard=hard)
     body = g.block(0, 1)
     src += ["@dg.kernel", "def kk(x, y, w, m, n, f):", "    i = dg.global_id(0)",
             "    if i >= len(x):", "        return", "    a = x[i]", "    b = f * y[i]",
