@@ -287,11 +287,13 @@ def run(n, seed, do_shrink=False, verbose=False, out=sys.stdout, shrink_budget=6
     return counts, failures
 
 
-def run_quiet(seeds):
-    """Worker entry (a process pool): (counts, printed reproducers)."""
+def run_quiet(job):
+    """Worker entry (a process pool): job = (seeds, hard) -> (counts, printed
+    reproducers)."""
     import io
+    seeds, hard = job
     out = io.StringIO()
-    counts, _ = run(len(seeds), seeds[0], out=out)
+    counts, _ = run(len(seeds), seeds[0], out=out, hard=hard)
     return counts, out.getvalue()
 
 
