@@ -103,6 +103,7 @@ class CompiledKernel:
     def __repr__(self) -> str:
         return f"<compiled {self.name}({self.signature}) for {self.target}>"
 
+    @user_facing
     def __getitem__(self, config):
         if not isinstance(config, tuple) or len(config) != 2:
             raise LaunchError(f"launch configuration must be [grid, block], got {config!r}")
@@ -120,9 +121,12 @@ class CompiledKernel:
     def launch(self, args, grid, block) -> None:
         """Run on `args` (a sequence matching the signature: same types, and
         numpy arrays for "host", CUDA arrays for a chip) with `grid` blocks of
-        `block` threads; LaunchError, before anything runs, on a mismatch."""
+        `block` threads, each an int or a tuple of 1 to 3 ints as in
+        `compiled[grid, block]`; LaunchError, before anything runs, on a
+        mismatch."""
         from diffgpu.launch import Program, run_program, target_for
 
+        grid, block = check_geometry(grid, block)
         check_arity(args, self.arg_names, self.name)
         sig = infer_signature(args, self.arg_names, self.name)
         if sig.types != self.types:

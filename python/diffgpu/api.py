@@ -21,14 +21,23 @@ from diffgpu.errors import DiffgpuError, LaunchError
 from diffgpu.runtime.args import check_geometry
 
 
-def user_facing(fn):
-    """Errors diffgpu raises on purpose reach the user without the frames of
-    diffgpu's internals (DIFFGPU_DEBUG=1 keeps them)."""
+def user_facing(fn=None, *, also: tuple = ()):
+    """Errors diffgpu raises on purpose (DiffgpuError, and the classes in
+    `also`) reach the user without the frames of diffgpu's internals
+    (DIFFGPU_DEBUG=1 keeps them): the traceback is the user's frames, then
+    this one re-raise at the public API boundary. Every entry point a user
+    calls (launches, `kernel[grid, block]`, dg.compile, dg.autodiff,
+    dg.gradcheck, ...) is wrapped; nested wrapped calls re-raise once more
+    at the outermost one."""
+    if fn is None:
+        return functools.partial(user_facing, also=also)
+    caught = (DiffgpuError,) + tuple(also)
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except DiffgpuError as exc:
+        except caught as exc:
             if os.environ.get("DIFFGPU_DEBUG"):
                 raise
             raise exc.with_traceback(None) from None
@@ -60,6 +69,7 @@ class Definition:
     def __repr__(self) -> str:
         return f"<diffgpu {self.kind} {self.name}({', '.join(self.arg_names)})>"
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         raise LaunchError(
             f"{self.kind} '{self.name}' cannot be called from Python; "
@@ -72,6 +82,7 @@ class Kernel(Definition):
 
     kind = "kernel"
 
+    @user_facing
     def __getitem__(self, config) -> "Launcher":
         if not isinstance(config, tuple) or len(config) != 2:
             raise LaunchError(f"launch configuration must be {self.name}[grid, block], "
@@ -104,6 +115,7 @@ class Func(Definition):
 
     kind = "func"
 
+    @user_facing
     def __getitem__(self, config):
         raise LaunchError(f"func '{self.name}' is a device function and cannot be launched; "
                           "call it from a @dg.kernel, or decorate it with @dg.kernel")

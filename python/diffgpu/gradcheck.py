@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed
+from diffgpu.api import user_facing
 from diffgpu.diff import _launcher_of, autodiff, fwddiff, split_activities
 from diffgpu.runtime.args import arg_type, is_device_array
 from diffgpu.types import ArrayType, is_float
@@ -139,6 +140,7 @@ def _close(got, want, atol, rtol):
     return abs(got - want) <= atol + rtol * abs(want)
 
 
+@user_facing(also=(GradcheckError,))
 def gradcheck(launcher, *activities, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-4, seed: int = 0, max_elements: int = 64) -> bool:
     """Check reverse and forward mode of `launcher` against finite differences.

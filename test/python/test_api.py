@@ -363,3 +363,30 @@ def test_gpu_bundle_loads_without_mlir(tmp_path):
                          env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("grid, block", [(1, 8), ((1,), (8,)), ((1, 1), (8, 1)),
+                                         ((1, 1, 1), (8, 1, 1)), (np.int64(1), [8])])
+def test_compiled_launch_geometry_like_brackets(grid, block):
+    # compiled.launch(args, grid, block) takes what compiled[grid, block] takes
+    c = dg.compile(axpy, "float64[:], float64[:], float64")
+    A = np.zeros(8)
+    c.launch((A, np.ones(8), 2.0), grid, block)
+    assert A.tolist() == [2.0] * 8
+    B = np.zeros(8)
+    c[grid, block](B, np.ones(8), 2.0)
+    assert B.tolist() == A.tolist()
+
+
+@pytest.mark.parametrize("grid, block, match", [
+    (0, 8, "grid\\[0\\] must be positive"), (1, (1, 1, 1, 1), "tuple of 1 to 3 ints"),
+    (1, (8, 8, 32), "at most 1024 per block"), ("1", 8, "tuple of 1 to 3 ints"),
+    (1, True, "got a bool")])
+def test_compiled_launch_bad_geometry(grid, block, match):
+    c = dg.compile(axpy, "float64[:], float64[:], float64")
+    A = np.zeros(8)
+    for launch in (lambda: c.launch((A, np.ones(8), 2.0), grid, block),
+                   lambda: c[grid, block](A, np.ones(8), 2.0)):
+        with pytest.raises(dg.LaunchError, match=match):
+            launch()
+    assert not A.any()

@@ -191,6 +191,9 @@ class BundledKernel:
         self.name, self.entries = name, entries
 
     def __getitem__(self, config):
+        from diffgpu.api import user_facing
+
+        @user_facing
         def run(*args):
             for e in self.entries:
                 if e.matches(args):
