@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from diffgpu._mlir import ir
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering import targets
 
 from . import build as B
@@ -19,7 +20,7 @@ from . import build as B
 KINDS = ("const", "dup", "dupnoneed", "active", "cot", "grad")
 #: functional kinds (reverse mode only): shadowed, differentiated as "dup"
 FUNCTIONAL = ("cot", "grad")
-MAX_ARGS = 16
+MAX_ARGS = N.MAX_DIFF_ARGS
 
 
 @dataclass
@@ -53,7 +54,8 @@ class DiffSpec:
 
 
 def is_shadowed(act: str) -> bool:
-    return act in ("dup", "dupnoneed") + FUNCTIONAL
+    """Whether the operand group of an argument of activity `act` holds a shadow."""
+    return act in N.SHADOWED
 
 
 def func_types(fn):
@@ -62,14 +64,15 @@ def func_types(fn):
 
 
 def parse(pas, op, gen, mode):
-    """A DiffSpec for `op`, or None after reporting what is wrong."""
+    """A DiffSpec for `op` (an AutodiffOp or FwddiffOp), or None after
+    reporting what is wrong."""
     opname = op.operation.name
     attrs = op.attributes
     if "callee" not in attrs or "activity" not in attrs:
         pas.error(op, f"'{opname}' needs 'callee' and 'activity' attributes")
         return None
-    callee = ir.FlatSymbolRefAttr(attrs["callee"]).value
-    acts = [ir.StringAttr(a).value for a in ir.ArrayAttr(attrs["activity"])]
+    callee = op.callee
+    acts = op.activities
     target = targets.get_target(op)
     if target is None:
         pas.error(op, f"'{opname}' has no {targets.TARGET_ATTR}")
@@ -90,18 +93,16 @@ def parse(pas, op, gen, mode):
         pas.error(op, f"cannot differentiate @{callee}: at most {MAX_ARGS} arguments "
                       "and one result are supported")
         return None
-    seg = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
-    operands = list(op.operands)
+    seg, groups = op.arg_segments, op.arg_groups
     spec = DiffSpec(mode, callee, acts, ins, outs, target)
     spec.functional = {k: a for k, a in enumerate(acts) if a in FUNCTIONAL}
-    pos = 0
     if mode == "rev":
         want_seed = 1 if outs else 0
-        if seg[0] != want_seed:
-            pas.error(op, f"'{opname}' of @{callee} needs {want_seed} seed operand(s), got {seg[0]}")
+        if len(op.seed) != want_seed:
+            pas.error(op, f"'{opname}' of @{callee} needs {want_seed} seed operand(s), "
+                          f"got {len(op.seed)}")
             return None
-        spec.seed = operands[:want_seed]
-        pos, seg = want_seed, seg[1:]
+        spec.seed = op.seed
     for k, (act, t) in enumerate(zip(acts, ins)):
         bad = _check_act(act, t, mode)
         if bad:
@@ -112,10 +113,9 @@ def parse(pas, op, gen, mode):
             pas.error(op, f"'{opname}' argument {k} of @{callee} is '{act}': expected "
                           f"{n} operand(s), got {seg[k]}")
             return None
-        group = operands[pos:pos + n]
-        pos += n
+        group = groups[k]
         for v in group:
-            if str(v.type) != str(t):
+            if v.type != t:
                 pas.error(op, f"'{opname}' argument {k} of @{callee}: operand type "
                               f"{v.type} does not match parameter type {t}")
                 return None
@@ -126,7 +126,7 @@ def parse(pas, op, gen, mode):
     want = [t for a, t in zip(acts, ins) if a == "active"] if mode == "rev" else \
         (list(outs) if outs and op.results and len(list(op.results)) else [])
     got = [r.type for r in op.results]
-    if [str(t) for t in got] != [str(t) for t in want]:
+    if got != want:
         pas.error(op, f"'{opname}' of @{callee} must return "
                       f"({', '.join(str(t) for t in want)}), not ({', '.join(str(t) for t in got)})")
         return None
