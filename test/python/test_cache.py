@@ -193,6 +193,26 @@ def test_unwritable_cache_dir_still_runs(tmp_path, monkeypatch):
     assert np.array_equal(A, np.arange(8, dtype=np.float32) + 1.0)
 
 
+def test_unwritable_cache_dir_warns_once_at_the_user_line(tmp_path, monkeypatch):
+    # three kernels that cannot be cached give one warning, naming the line
+    # of this file that launched the first, not a line inside diffgpu
+    import warnings
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(blocker / "sub"))
+    mods = [load(tmp_path, f"w{k}", scale=k + 1.0) for k in range(3)]
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        for mod in mods:
+            mod.axpy[2, 4](np.zeros(8, np.float32), np.ones(8, np.float32), 0.5)
+            line = sys._getframe().f_lineno - 1
+    cache_warnings = [w for w in got if "cache" in str(w.message)]
+    assert len(cache_warnings) == 1, [str(w.message) for w in got]
+    (w,) = cache_warnings
+    assert "cannot write cache entry" in str(w.message)
+    assert w.filename == __file__ and w.lineno == line, (w.filename, w.lineno)
+
+
 def test_concurrent_threads_compile_once(tmp_path, cache_dir):
     # threads launching one new signature at once all succeed, one compile
     mod = load(tmp_path, "t1")

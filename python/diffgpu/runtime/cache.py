@@ -26,7 +26,6 @@ import os
 import stat
 import tempfile
 import time
-import warnings
 
 from diffgpu.runtime import cache_prune
 from diffgpu.runtime.cache_dir import FORMAT_DIR, cache_dir, usable_dir, warn_once
@@ -155,8 +154,10 @@ def store(key: str, payload: dict, directory: str | None = None) -> str | None:
                 os.unlink(tmp)
             except OSError:
                 pass
-        warnings.warn(f"diffgpu: cannot write cache entry {path}: {exc}", RuntimeWarning,
-                      stacklevel=3)
+        root = directory or cache_dir()
+        warn_once(root, f"diffgpu: cannot write cache entry {path}: {exc} (warned once per "
+                        "cache directory and reason; kernels still run, compiled in memory)",
+                  reason=exc.strerror or str(exc))
         return None
     cache_prune.account(sub, len(data))
     return path

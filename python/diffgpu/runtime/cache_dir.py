@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
 import warnings
 
@@ -34,6 +35,7 @@ FORMAT_DIR = "v1"
 
 _warned: set = set()
 _warn_lock = threading.Lock()
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def cache_dir() -> str:
@@ -46,13 +48,25 @@ def cache_dir() -> str:
     return d
 
 
-def warn_once(what: str, msg: str) -> None:
-    """One RuntimeWarning per (what, msg) per process."""
+def warn_once(what: str, msg: str, reason: str | None = None) -> None:
+    """One RuntimeWarning per (what, reason) per process (`reason` defaults to
+    `msg`), attributed to the user's line that led here (see user_stacklevel)."""
     with _warn_lock:
-        if (what, msg) in _warned:
+        if (what, msg if reason is None else reason) in _warned:
             return
-        _warned.add((what, msg))
-    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+        _warned.add((what, msg if reason is None else reason))
+    warnings.warn(msg, RuntimeWarning, stacklevel=user_stacklevel())
+
+
+def user_stacklevel() -> int:
+    """The `stacklevel` for a `warnings.warn` called by our caller that names
+    the first frame outside the diffgpu package: the user's launch, compile or
+    autodiff line, however deep in diffgpu the warning is raised. (A thread
+    of ours with no user frame names its outermost frame.)"""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _mode(st) -> str:
