@@ -19,7 +19,9 @@ Runs on the LLVM/NVVM dialect inside each `gpu.module`, before
   `diffgpu.readonly` says nothing writes the array (NVPTX then loads them
   with `ld.global.nc`); a `contiguous` array's offset parameter is 0 (the
   runtime always passes 0) and its strides are the C-order products of its
-  sizes (innermost 1), so the kernel reads no stride parameter.
+  sizes (innermost 1); those parameters and the allocated pointer (the
+  runtime passes the data pointer twice) are removed: the kernel takes
+  `ptr, size[r]` for such an array (the lean ABI, `lean_param_count`).
 
     llvm.func @f(%x: f32) -> f32 {                  llvm.func internal @f(%x: f32) -> f32 {
       %y = llvm.call @__nv_sqrtf(%x) : ...     =>     %y = llvm.intr.sqrt(%x) : (f32) -> f32
@@ -103,7 +105,7 @@ def apply_facts(f) -> None:
                 loc=first.location, ip=ip).results[0]
         return consts[v]
 
-    p = 0
+    p, drop = 0, []
     for k, rank in enumerate(facts["ranks"]):
         if rank < 0:
             p += 1
@@ -116,7 +118,9 @@ def apply_facts(f) -> None:
                 attrs[p + 1]["llvm.readonly"] = True
         if k < len(facts["contiguous"]) and facts["contiguous"][k]:
             sizes, strides = params[p + 3:p + 3 + rank], params[p + 3 + rank:p + 3 + 2 * rank]
+            params[p].replace_all_uses_with(params[p + 1])  # the runtime passes one pointer
             params[p + 2].replace_all_uses_with(const(0))
+            drop += [p, p + 2] + list(range(p + 3 + rank, p + 3 + 2 * rank))
             acc = const(1)
             for d in reversed(range(rank)):
                 strides[d].replace_all_uses_with(acc)
@@ -124,9 +128,38 @@ def apply_facts(f) -> None:
                     acc = ir.Operation.create("llvm.mul", results=[i64], operands=[acc, sizes[d]],
                                               loc=first.location, ip=ip).results[0]
         p += 3 + 2 * rank
+    # the lean ABI: a contiguous array passes its pointer and sizes only
+    for i in sorted(drop, reverse=True):
+        block.erase_argument(i)
+    attrs = [a for i, a in enumerate(attrs) if i not in set(drop)]
+    kept = [str(a.type) for a in block.arguments]
+    f.attributes["function_type"] = ir.TypeAttr.get(
+        ir.Type.parse(f"!llvm.func<void ({', '.join(kept)})>"))
     if any(attrs):
         f.attributes["arg_attrs"] = ir.ArrayAttr.get([
             ir.Attribute.parse("{" + ", ".join(sorted(a)) + "}") for a in attrs])
+    elif "arg_attrs" in f.attributes:
+        del f.attributes["arg_attrs"]
+
+
+def lean_param_count(descriptors, contiguous) -> int:
+    """PTX parameters of a kernel with argument `descriptors` (kernel_abi)
+    whose arrays flagged in `contiguous` use the lean ABI (1 + rank)."""
+    n = 0
+    for i, d in enumerate(descriptors):
+        if d[0] == "memref":
+            lean = i < len(contiguous) and contiguous[i]
+            n += 1 + d[1] if lean else 3 + 2 * d[1]
+        else:
+            n += 1
+    return n
+
+
+def entry_param_count(ptx: str, entry: str) -> int | None:
+    """The number of `.param`s of PTX entry `entry` (None if absent)."""
+    import re
+    m = re.search(rf"\.entry\s+{re.escape(entry)}\s*\((.*?)\)", ptx, re.S)
+    return None if m is None else m.group(1).count(".param")
 
 
 def _rewrite_body(f) -> None:

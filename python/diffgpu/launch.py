@@ -103,7 +103,8 @@ class Program:
         self.gpu = None
         if self.kind == "gpu":
             from diffgpu.runtime.gpu import GpuProgram
-            self.gpu = GpuProgram(payload["ptx"], self.entry, payload.get("abi"))
+            self.gpu = GpuProgram(payload["ptx"], self.entry, payload.get("abi"),
+                                  payload.get("lean"))
         elif host is None:
             from diffgpu.runtime.cpu import HostProgram
             self.host = _compiler_call(lambda: HostProgram.from_llvm_text(payload["llvm"]),
@@ -281,10 +282,30 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
     res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
     abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
     payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))
+    if facts is not None:  # the lean ABI of contiguous arrays (lowering/gpu_nvvm.py)
+        payload["lean"] = _lean_layout(res, src.entry, abi, facts)
     if facts is not None:  # did lowering/coarsen.py rewrite it?
         from diffgpu.lowering.coarsen import factor_in_ptx
         payload["coarsen"] = factor_in_ptx(res.ptx, src.entry)
     return payload, None
+
+
+def _lean_layout(res, entry: str, abi, facts):
+    """Per argument, whether the compiled entry takes the lean ABI (pointer
+    and sizes) for it: checked against the PTX's parameter count."""
+    from diffgpu.lowering.gpu_nvvm import entry_param_count, lean_param_count
+
+    ptx = getattr(res, "ptx", None) or getattr(res, "text", "")
+    got = entry_param_count(ptx, entry)
+    if abi is None or got is None:
+        return None
+    lean = [bool(c) for c in facts.contiguous]
+    if got == lean_param_count(abi, lean) and any(lean):
+        return lean
+    if got == lean_param_count(abi, ()):
+        return None
+    raise CompileError(f"internal: kernel '{entry}' has {got} PTX parameters, which matches "
+                       "neither its full nor its lean argument layout")
 
 
 def _jsonable(x):

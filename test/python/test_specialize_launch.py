@@ -130,5 +130,42 @@ def test_standin_device_launch_packs_once(monkeypatch):
         axpy[1, 64](other, dev[1], 0.5)
     finally:
         sys.modules.pop("cupy", None)
-    assert calls == [11] * 4  # 5 + 5 words for the arrays, 1 scalar
+    from diffgpu.lowering.gpu_nvvm import entry_param_count
+    (prog,) = [p for p in axpy._programs.values() if p.kind == "gpu"]
+    assert prog.gpu.lean == (True, True, False)  # contiguous arrays: pointer + size
+    assert calls == [entry_param_count(prog.gpu.ptx, "axpy")] * 4 == [5] * 4
     assert len(packs) == 2  # first fast launch, then the new array
+
+
+def test_lean_abi_matches_the_ptx_parameters():
+    """Every layout the runtime packs has as many words as the PTX entry
+    has parameters: contiguous, strided, mixed, 2-D, scalars."""
+    from diffgpu.lowering.gpu_nvvm import entry_param_count
+    from diffgpu.lowering.gpu_ptx import has_nvptx
+    from diffgpu.runtime import gpu
+    if not has_nvptx():
+        pytest.skip("these MLIR bindings have no NVPTX backend")
+
+    @dg.kernel
+    def mixed(c, a, b, s):
+        i = dg.global_id(0)
+        j = dg.global_id(1)
+        if i < c.shape[0]:
+            if j < c.shape[1]:
+                c[i, j] = a[i, j] * s + b[j]
+
+    cases = [(np.zeros((8, 6), np.float32), np.ones((8, 6), np.float32),
+              np.ones(6, np.float32), 2.0),
+             (np.zeros((8, 6), np.float32), np.ones((6, 8), np.float32).T,
+              np.ones(12, np.float32)[::2], 2.0)]
+    for args in cases:
+        from diffgpu.launch import build_payload, facts_for
+        from diffgpu.runtime.args import infer_signature
+        types = infer_signature(args).types
+        facts = facts_for(args, types, "sm_90", (1, 1, 1), (8, 8, 1))
+        payload, _ = build_payload(mixed, types, "sm_90", facts=facts)
+        prog = gpu.GpuProgram(payload["ptx"], payload["entry"], payload["abi"],
+                              payload.get("lean"))
+        dev = [LO.StandinArray(a) if isinstance(a, np.ndarray) else a for a in args]
+        packed = gpu.pack_fast(dev, types, prog.lean)
+        assert len(packed) == entry_param_count(payload["ptx"], "mixed"), payload.get("lean")

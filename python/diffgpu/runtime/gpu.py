@@ -106,13 +106,19 @@ def _load_function(ptx: str, entry: str, device_id: int):
         return fn
 
 
-def pack_args(args, arg_types) -> list:
-    """The kernel's flat argument list (numpy scalars CuPy passes by value)."""
+def pack_args(args, arg_types, lean=None) -> list:
+    """The kernel's flat argument list (numpy scalars CuPy passes by value);
+    `lean[i]`: array i uses the lean ABI of a specialised kernel (pointer
+    and sizes only, lowering/gpu_nvvm.py)."""
     from diffgpu.runtime.args import cuda_interface
 
     out = []
-    for x, t in zip(args, arg_types):
-        if isinstance(t, ArrayType):
+    for i, (x, t) in enumerate(zip(args, arg_types)):
+        if isinstance(t, ArrayType) and lean and lean[i]:
+            cai = cuda_interface(x, "array")
+            out.append(np.uint64(int(cai["data"][0])))
+            out += [np.int64(int(s)) for s in cai["shape"]]
+        elif isinstance(t, ArrayType):
             cai = cuda_interface(x, "array")
             shape = tuple(int(s) for s in cai["shape"])
             itemsize = np.dtype(cai["typestr"]).itemsize
@@ -185,11 +191,14 @@ def ensure_malloc_heap(device_id: int) -> None:
         _heap_ready.add(device_id)
 
 
-def pack_fast(args, arg_types) -> tuple:
+def pack_fast(args, arg_types, lean=None) -> tuple:
     """`pack_args` for arrays with CuPy's attributes (runtime/fastpath.py)."""
     out = []
-    for x, t in zip(args, arg_types):
-        if isinstance(t, ArrayType):
+    for i, (x, t) in enumerate(zip(args, arg_types)):
+        if isinstance(t, ArrayType) and lean and lean[i]:
+            out.append(np.uint64(x.data.ptr))
+            out += [np.int64(n) for n in x.shape]
+        elif isinstance(t, ArrayType):
             ptr = np.uint64(x.data.ptr)
             item = x.itemsize
             out += [ptr, ptr, np.int64(0)]
@@ -203,8 +212,9 @@ def pack_fast(args, arg_types) -> tuple:
 class GpuProgram:
     """A PTX module and its entry, launchable on CuPy arrays."""
 
-    def __init__(self, ptx: str, entry: str, abi=None):
+    def __init__(self, ptx: str, entry: str, abi=None, lean=None):
         self.ptx, self.entry, self.meta = ptx, entry, abi
+        self.lean = tuple(bool(x) for x in lean) if lean else None
         self._checked = False
         self.uses_malloc = uses_malloc(ptx)
         self._fns: dict = {}  # device id -> loaded function
@@ -221,12 +231,12 @@ class GpuProgram:
             fn = self._fns[device_id] = _load_function(self.ptx, self.entry, device_id)
         if self.uses_malloc:
             ensure_malloc_heap(device_id)
-        last = cache.last  # (key, packed), replaced as one object: thread-safe
-        if last is not None and last[0] == key:
-            packed = last[1]
+        last = cache.last  # (program, key, packed), replaced as one object: thread-safe
+        if last is not None and last[0] is self and last[1] == key:
+            packed = last[2]
         else:
-            packed = pack_fast(args, arg_types)
-            cache.last = (key, packed)
+            packed = pack_fast(args, arg_types, self.lean)
+            cache.last = (self, key, packed)
         cupy = cupy_module()
         if cupy.cuda.runtime.getDevice() == device_id:
             fn(grid, block, packed)
@@ -242,6 +252,6 @@ class GpuProgram:
             ensure_malloc_heap(device_id)
         fn = _load_function(self.ptx, self.entry, device_id)
         cupy = cupy_module()
-        flat = pack_args(args, arg_types)
+        flat = pack_args(args, arg_types, self.lean)
         with cupy.cuda.Device(device_id):
             fn(tuple(grid), tuple(block), tuple(flat))
