@@ -3,9 +3,11 @@
 The generated function is a clone of the callee (so it runs the primal) with
 the tangent of every active value computed right after it: elementwise ops
 by their partials (the same tables as reverse mode), loads of `dup` arrays
-read the shadow, stores write the tangent into the shadow. Loop-carried and
-branch-result tangents travel through one-value slots (memref<T> allocas,
-promoted to registers by LLVM), so structured ops keep their signature.
+read the shadow, stores write the tangent into the shadow; every other op
+by the `tangent` of its rule object (partials.Rule: rules_scf passes
+loop-carried and branch-result tangents through one-value slots, memref<T>
+allocas promoted to registers by LLVM, so structured ops keep their
+signature).
 
     %y = math.sin %x        ->  %y = math.sin %x
                                 %dy = arith.mulf %dx, (math.cos %x)
@@ -16,7 +18,7 @@ tangent of its float result.
 """
 from __future__ import annotations
 
-from diffgpu._mlir import func, ir, memref
+from diffgpu._mlir import func, ir
 
 from . import build as B
 from . import locals as L
@@ -92,8 +94,6 @@ class ForwardSweep:
                 return rules_tape.RULE.tangent(self, op)
         if name == "func.call":
             return self.call(op)
-        if name in TANGENT_STRUCTURED:
-            return TANGENT_STRUCTURED[name](self, op)
         rule = STRUCTURED.get(name)
         if rule is not None and rule.tangent is not None:
             with ir.InsertionPoint.after(op):
@@ -142,75 +142,6 @@ def tan_elementwise(F, op):
         if c is not None:
             total = c if total is None else total + c
     F.set_tangent(op.results[0], total.v if total is not None else B.zero(rt))
-
-
-# -- structured ops: tangents through slots ---------------------------------
-def _store_slots(F, slots, values):
-    for s, v in zip(slots, values):
-        memref.store(F.tangent(v), s, [])
-
-
-def _load_slots(F, slots, targets):
-    for s, v in zip(slots, targets):
-        F.set_tangent(v, memref.load(s, []))
-
-
-def tan_if(F, op):
-    act = [k for k, r in enumerate(op.results) if F.is_active(r)]
-    slots = [F.slot(op.results[k].type) for k in act]
-    for region in op.regions:
-        for block in region.blocks:
-            F.run_block(block)
-            yld = list(block.operations)[-1]
-            with ir.InsertionPoint(yld):
-                _store_slots(F, slots, [yld.operands[k] for k in act])
-    with ir.InsertionPoint.after(op):
-        _load_slots(F, slots, [op.results[k] for k in act])
-
-
-def tan_for(F, op):
-    body = op.regions[0].blocks[0]
-    iargs, inits = list(body.arguments)[1:], list(op.operands)[3:]
-    act = [k for k, a in enumerate(iargs) if F.is_active(a)]
-    slots = [F.slot(iargs[k].type) for k in act]
-    with ir.InsertionPoint(op):
-        _store_slots(F, slots, [inits[k] for k in act])
-    with ir.InsertionPoint(list(body.operations)[0]):
-        _load_slots(F, slots, [iargs[k] for k in act])
-    F.run_block(body)
-    yld = list(body.operations)[-1]
-    with ir.InsertionPoint(yld):
-        _store_slots(F, slots, [yld.operands[k] for k in act])
-    with ir.InsertionPoint.after(op):
-        _load_slots(F, slots, [op.results[k] for k in act])
-
-
-def tan_while(F, op):
-    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
-    cond, yld = list(before.operations)[-1], list(after.operations)[-1]
-    act_b = [k for k, a in enumerate(before.arguments) if F.is_active(a)]
-    act_c = [j for j, a in enumerate(after.arguments) if F.is_active(a)]
-    sb = [F.slot(before.arguments[k].type) for k in act_b]
-    sc = [F.slot(after.arguments[j].type) for j in act_c]
-    with ir.InsertionPoint(op):
-        _store_slots(F, sb, [op.operands[k] for k in act_b])
-    with ir.InsertionPoint(list(before.operations)[0]):
-        _load_slots(F, sb, [before.arguments[k] for k in act_b])
-    F.run_block(before)
-    with ir.InsertionPoint(cond):
-        _store_slots(F, sc, [cond.operands[1 + j] for j in act_c])
-    with ir.InsertionPoint(list(after.operations)[0]):
-        _load_slots(F, sc, [after.arguments[j] for j in act_c])
-    F.run_block(after)
-    with ir.InsertionPoint(yld):
-        _store_slots(F, sb, [yld.operands[k] for k in act_b])
-    with ir.InsertionPoint.after(op):
-        _load_slots(F, sc, [op.results[j] for j in act_c])
-
-
-TANGENT_STRUCTURED = {"scf.if": tan_if, "scf.for": tan_for, "scf.while": tan_while,
-                      # one region runs, as for scf.if: results through slots
-                      "scf.execute_region": tan_if, "scf.index_switch": tan_if}
 
 
 # -- generation -----------------------------------------------------------------

@@ -15,7 +15,8 @@ sweep, recursively.
     %r = scf.index_switch %k -> f32 case 1 {.. yield %a} default {.. yield %b}
       reverse: scf.index_switch %k case 1 { adj(a) += adj(r); reverse(case) }
                default { adj(b) += adj(r); reverse(default) }
-Their forward-mode rules are in forward.py (tangents through slots). Any
+Forward mode: the tangents of results and loop-carried values travel through
+one-value slots (memref<T> allocas), so the ops keep their signature. Any
 other op with regions that holds active code has no rule: an error.
 """
 from __future__ import annotations
@@ -55,10 +56,6 @@ def _if_reverse(R, op):
 
         with ir.InsertionPoint(rblock):
             R.sweep(fwd, seed=seed, finish=lambda: scf.YieldOp([]))
-
-
-def _if_tangent(F, op):
-    F.structured_if(op)
 
 
 # -- scf.for ----------------------------------------------------------------
@@ -180,10 +177,76 @@ def _index_switch_reverse(R, op):
                                      [rev.case_block(i) for i in range(len(cases))])))
 
 
+# -- forward mode: tangents of results and loop-carried values through slots --
+def _store_slots(F, slots, values):
+    for s, v in zip(slots, values):
+        memref.store(F.tangent(v), s, [])
+
+
+def _load_slots(F, slots, targets):
+    for s, v in zip(slots, targets):
+        F.set_tangent(v, memref.load(s, []))
+
+
+def _if_tangent(F, op):
+    """Also scf.execute_region and scf.index_switch: one region runs."""
+    act = [k for k, r in enumerate(op.results) if F.is_active(r)]
+    slots = [F.slot(op.results[k].type) for k in act]
+    for region in op.regions:
+        for block in region.blocks:
+            F.run_block(block)
+            yld = list(block.operations)[-1]
+            with ir.InsertionPoint(yld):
+                _store_slots(F, slots, [yld.operands[k] for k in act])
+    with ir.InsertionPoint.after(op):
+        _load_slots(F, slots, [op.results[k] for k in act])
+
+
+def _for_tangent(F, op):
+    body = op.regions[0].blocks[0]
+    iargs, inits = list(body.arguments)[1:], list(op.operands)[3:]
+    act = [k for k, a in enumerate(iargs) if F.is_active(a)]
+    slots = [F.slot(iargs[k].type) for k in act]
+    with ir.InsertionPoint(op):
+        _store_slots(F, slots, [inits[k] for k in act])
+    with ir.InsertionPoint(list(body.operations)[0]):
+        _load_slots(F, slots, [iargs[k] for k in act])
+    F.run_block(body)
+    yld = list(body.operations)[-1]
+    with ir.InsertionPoint(yld):
+        _store_slots(F, slots, [yld.operands[k] for k in act])
+    with ir.InsertionPoint.after(op):
+        _load_slots(F, slots, [op.results[k] for k in act])
+
+
+def _while_tangent(F, op):
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    cond, yld = list(before.operations)[-1], list(after.operations)[-1]
+    act_b = [k for k, a in enumerate(before.arguments) if F.is_active(a)]
+    act_c = [j for j, a in enumerate(after.arguments) if F.is_active(a)]
+    sb = [F.slot(before.arguments[k].type) for k in act_b]
+    sc = [F.slot(after.arguments[j].type) for j in act_c]
+    with ir.InsertionPoint(op):
+        _store_slots(F, sb, [op.operands[k] for k in act_b])
+    with ir.InsertionPoint(list(before.operations)[0]):
+        _load_slots(F, sb, [before.arguments[k] for k in act_b])
+    F.run_block(before)
+    with ir.InsertionPoint(cond):
+        _store_slots(F, sc, [cond.operands[1 + j] for j in act_c])
+    with ir.InsertionPoint(list(after.operations)[0]):
+        _load_slots(F, sc, [after.arguments[j] for j in act_c])
+    F.run_block(after)
+    with ir.InsertionPoint(yld):
+        _store_slots(F, sb, [yld.operands[k] for k in act_b])
+    with ir.InsertionPoint.after(op):
+        _load_slots(F, sc, [op.results[j] for j in act_c])
+
+
 REVERSE = {
-    "scf.execute_region": Rule(_one_region_needs, _execute_region_reverse),
-    "scf.index_switch": Rule(_one_region_needs, _index_switch_reverse),
+    # one region runs, as for scf.if: results through slots
+    "scf.execute_region": Rule(_one_region_needs, _execute_region_reverse, _if_tangent),
+    "scf.index_switch": Rule(_one_region_needs, _index_switch_reverse, _if_tangent),
     "scf.if": Rule(_region_needs, _if_reverse, _if_tangent),
-    "scf.for": Rule(_region_needs, _for_reverse),
-    "scf.while": Rule(_region_needs, _while_reverse),
+    "scf.for": Rule(_region_needs, _for_reverse, _for_tangent),
+    "scf.while": Rule(_region_needs, _while_reverse, _while_tangent),
 }
