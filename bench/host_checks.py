@@ -34,10 +34,7 @@ os.environ.setdefault("DIFFGPU_CACHE_DIR", tempfile.mkdtemp(prefix="diffgpu-benc
 import diffgpu as dg  # noqa: E402
 from diffgpu.errors import RaceError  # noqa: E402
 from diffgpu.runtime.args import infer_signature  # noqa: E402
-try:  # the compiler's entry point (diffgpu.compiler once the runtime imports no compiler)
-    from diffgpu.compiler import compile_host  # noqa: E402
-except ImportError:
-    from diffgpu.runtime.cpu import compile_host  # noqa: E402
+from diffgpu.compiler import compile_host  # noqa: E402
 
 
 def build(kernel, args):

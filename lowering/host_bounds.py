@@ -26,12 +26,11 @@ naming the access's source location, listed in the module attribute
 """
 from __future__ import annotations
 
+from diffgpu.abi import ACCESSES_ATTR, STATUS_FUNC
 from diffgpu.lowering.host_ops import isa, walk_ops
 
 STATUS_GLOBAL = "__dg_host_status_flag"
-STATUS_FUNC = "__dg_host_status"
 RECORD_FUNC = "__dg_host_oob"
-ACCESSES_ATTR = "diffgpu.host_accesses"
 
 
 def location_text(loc) -> str:

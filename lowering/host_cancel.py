@@ -37,11 +37,12 @@ loops have ended); loops marked `diffgpu.no_cancel` are skipped.
 """
 from __future__ import annotations
 
+from diffgpu.abi import CANCEL_ADDR_FUNC
 from diffgpu.lowering.host_ops import walk_ops
 
 FLAG = "__dg_host_cancel"
 LIVE_FUNC = "__dg_host_live"
-ADDR_FUNC = "__dg_host_cancel_addr"
+ADDR_FUNC = CANCEL_ADDR_FUNC
 #: loops read the flag once every CHECK_EVERY iterations
 CHECK_EVERY = 1024
 NO_CANCEL = "diffgpu.no_cancel"

@@ -31,15 +31,17 @@ The first race fills `@__dg_race_report`; later ones only count:
 """
 from __future__ import annotations
 
-MAX_REGIONS = 64
-REPORT_WORDS = 16
-SHADOW_WORDS = 16  # per element: four records of four words
+from diffgpu import abi
+
+MAX_REGIONS = abi.RACE_MAX_REGIONS
+REPORT_WORDS = abi.RACE_REPORT_WORDS
+SHADOW_WORDS = abi.RACE_SHADOW_WORDS  # per element: four records of four words
 
 REGIONS = "__dg_race_regions"
 COUNT = "__dg_race_count"
 REPORT = "__dg_race_report"
-BEGIN = "__dg_race_begin"
-END = "__dg_race_end"
+BEGIN = abi.RACE_BEGIN_FUNC
+END = abi.RACE_END_FUNC
 PUSH = "__dg_race_push"
 POP = "__dg_race_pop"
 BARRIER = "__dg_race_barrier"

@@ -33,12 +33,13 @@ unchecked lowering contains none of this.
 """
 from __future__ import annotations
 
+from diffgpu.abi import RACE_SHARED_ATTR, RACE_SITES_ATTR
 from diffgpu.lowering import host_race_runtime as rt
 from diffgpu.lowering.host_bounds import location_text
 from diffgpu.lowering.host_ops import GEOMETRY_GLOBAL, GEOMETRY_TYPE, isa, walk_ops
 
-SITES_ATTR = "diffgpu.race_sites"
-SHARED_ATTR = "diffgpu.race_shared"
+SITES_ATTR = RACE_SITES_ATTR
+SHARED_ATTR = RACE_SHARED_ATTR
 ATOMIC_ATTR = "diffgpu.atomic"
 
 

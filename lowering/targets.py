@@ -14,28 +14,8 @@ KERNEL_ATTR = "diffgpu.kernel"
 HOST_TRIPLE = "x86_64-unknown-linux-gnu"
 HOST_TARGET = f'#llvm.target<triple = "{HOST_TRIPLE}", chip = "generic">'
 
-#: NVIDIA chips the NVPTX backend of MLIR 22 knows (sm_XX, plus `a` variants)
-KNOWN_CHIPS = (
-    "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72",
-    "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100",
-    "sm_100a", "sm_101", "sm_101a", "sm_120", "sm_120a",
-)
-_CHIP_RE = re.compile(r"^sm_\d+a?$")
-
-
-class TargetError(ValueError):
-    """A target name or attribute that diffgpu cannot compile for."""
-
-
-def check_chip(chip: str) -> str:
-    """Return `chip` if the NVPTX backend knows it, else raise TargetError.
-
-    MLIR/LLVM abort on an unknown chip, so this runs before any pass sees it.
-    """
-    if not isinstance(chip, str) or not _CHIP_RE.match(chip) or chip not in KNOWN_CHIPS:
-        raise TargetError(
-            f"unknown NVIDIA chip {chip!r}; expected one of: {', '.join(KNOWN_CHIPS)}")
-    return chip
+#: the chips NVPTX knows and their check: ABI facts the runtime shares (abi.py)
+from diffgpu.abi import KNOWN_CHIPS, TargetError, check_chip  # noqa: E402,F401
 
 
 def nvvm_target(chip: str, opt_level: int = 3) -> str:

@@ -53,13 +53,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.abi import ENTRY_PREFIX, host_entry
 from diffgpu.lowering import (host_barrier, host_bounds, host_cancel, host_inline, host_ops,
                               host_racecheck, targets)
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
 DEVICE_PREFIX = "__dg_dev_"
-ENTRY_PREFIX = "__dg_entry_"
 _LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil",
          "copysign", "cos", "cosh", "erf", "erfc", "exp", "exp2", "expm1", "fabs", "floor",
          "fma", "fmax", "fmin", "fmod", "log", "log10", "log1p", "log2", "pow", "rint",
@@ -224,10 +224,9 @@ def _entry_block_loop(module, name: str):
 
 
 def entry_name(kernel: str) -> str:
-    """Symbol of the host entry of `kernel` (runtime.cpu mirrors this rule)."""
-    if kernel in RESERVED or kernel.startswith(("_mlir", "__mlir")):
-        return ENTRY_PREFIX + kernel
-    return kernel
+    """Symbol of the host entry of `kernel` (abi.host_entry; the runtime reads it back
+    with abi.kernel_of_entry)."""
+    return host_entry(kernel, kernel in RESERVED or kernel.startswith(("_mlir", "__mlir")))
 
 
 def _func_results(f) -> list:

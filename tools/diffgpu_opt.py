@@ -73,8 +73,8 @@ def _run(argv: list[str]) -> int:
         return 0
 
     _check_output_path(opts.output)
-    from diffgpu.dialects import make_context
-    ctx = make_context()
+    from diffgpu import compiler
+    ctx = compiler.new_context()
     ctx.allow_unregistered_dialects = opts.allow_unregistered
     if opts.disable_threading:
         ctx.enable_multithreading(False)
@@ -156,7 +156,8 @@ def _build(pipeline: str, ctx):
 
     try:
         _check_anchors(registry.parse_pipeline(pipeline), "builtin.module")
-        return registry.build_pass_manager(pipeline, ctx)
+        from diffgpu import compiler  # its own pass manager: the IR printing options
+        return compiler.pass_manager(pipeline, ctx, cached=False)
     except (registry.PipelineError, targets.TargetError) as exc:
         msg = str(exc)
         m = re.search(r"'([\w.-]+)' does not refer to a registered pass or pass pipeline", msg)

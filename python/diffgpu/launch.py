@@ -274,7 +274,7 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
                "facts": facts.key() if facts is not None else None,
                "arg_names": flat_names(defn.arg_names, diff), "racecheck": racecheck}
     if target == "host":
-        from diffgpu.runtime.cpu import compile_host
+        from diffgpu.compiler import compile_host
         host = _compiler_call(lambda: compile_host(src.text, racecheck=racecheck), defn.name)
         payload.update(kind="host", llvm=host.llvm_text)
         return payload, host

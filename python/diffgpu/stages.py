@@ -1,17 +1,8 @@
 """`kernel.ir(*args, stage=..., target=None)`: the IR text at any stage.
 
-Stages, in pipeline order (each is a prefix of the registered pipeline for
-the target, `diffgpu-to-ptx{chip=...}` or `diffgpu-to-host`, read from
-lowering/registry.py: no pass list is repeated here):
-
-| stage      | text after                                       | targets   |
-|------------|--------------------------------------------------|-----------|
-| `dialect`  | the frontend (diffgpu dialect + upstream ops)    | all       |
-| `autodiff` | `diffgpu-autodiff`                               | all       |
-| `gpu`      | `diffgpu-lower-to-gpu` / `diffgpu-lower-to-host` | all       |
-| `nvvm`     | `convert-gpu-to-nvvm`                            | GPU       |
-| `llvm`     | the whole lowering to the LLVM dialect           | all       |
-| `ptx`      | `gpu-module-to-binary`: the PTX text             | GPU       |
+The stages and the pipeline prefix each ends are the compile driver's
+(compiler.py: `dialect`, `autodiff`, `gpu`, `nvvm`, `llvm`, `ptx`); this
+module checks the arguments and builds the program a launch on them runs.
 
     k.ir(A, stage="ptx", target="sm_90")   # numpy args, no GPU needed
 """
@@ -19,14 +10,9 @@ from __future__ import annotations
 
 from diffgpu.errors import CompileError
 
+#: the driver's stages (compiler.py), importable without MLIR
 STAGES = ("dialect", "autodiff", "gpu", "nvvm", "llvm", "ptx")
 GPU_ONLY = ("nvvm", "ptx")
-#: stage -> the pipeline element it ends with, per target kind
-_MARKERS = {
-    "gpu": {"autodiff": "diffgpu-autodiff", "gpu": "diffgpu-lower-to-gpu",
-            "nvvm": "convert-gpu-to-nvvm", "llvm": "gpu-module-to-binary"},
-    "host": {"autodiff": "diffgpu-autodiff", "gpu": "diffgpu-lower-to-host"},
-}
 
 
 def _valid_targets_text() -> str:
@@ -70,74 +56,14 @@ def kernel_ir(kernel, args, stage: str = "dialect", target=None, grid=None, bloc
                                                                   grid, block))
     if stage == "dialect":
         return src.text
-    if stage == "ptx":
-        from diffgpu.lowering.gpu_ptx import compile_ptx
-        return _compiler_call(lambda: compile_ptx(src.text, target), kernel.name).ptx
-    elements = stage_pipeline(target, stage)
-    return _compiler_call(lambda: run_pipeline(src.text, elements), kernel.name)
+    from diffgpu import compiler
+    return _compiler_call(lambda: compiler.compile(src.text, target, stage).text, kernel.name)
 
 
 def stage_pipeline(target: str, stage: str) -> list[str]:
-    """Pipeline element texts that end at `stage` for `target`."""
-    from diffgpu.lowering import registry
-
-    if target == "host":
-        name, opts_text, kind = "diffgpu-to-host", None, "host"
-    else:
-        name, opts_text, kind = "diffgpu-to-ptx", f"chip={target}", "gpu"
-    info = registry.pipelines()[name]
-    opts = registry.make_options(info.options, opts_text, name)
-    elements = registry.expand([registry.parse_one(t) for t in info.expand(opts)])
-    marker = _MARKERS[kind].get(stage)
-    if marker is None:  # the whole pipeline
-        return [e.text() for e in elements]
-    out = []
-    for el in elements:
-        if el.name == marker:
-            if stage == "llvm":  # everything before the binary
-                return [e.text() for e in out]
-            out.append(el)
-            return [e.text() for e in out]
-        cut = _cut_nested(el, marker)
-        if cut is not None:
-            out.append(cut)
-            return [e.text() for e in out]
-        out.append(el)
-    raise CompileError(f"internal: pipeline {name} has no '{marker}' for stage {stage!r}")
-
-
-def _cut_nested(el, marker):
-    """`el` with its nested passes cut after `marker`, or None if absent."""
-    from diffgpu.lowering.registry import Element
-
-    if not el.nested:
-        return None
-    for i, sub in enumerate(el.nested):
-        if sub.name == marker:
-            return Element(el.name, el.options, el.nested[:i + 1])
-        cut = _cut_nested(sub, marker)
-        if cut is not None:
-            return Element(el.name, el.options, el.nested[:i] + [cut])
-    return None
-
-
-def run_pipeline(module_text: str, elements: list[str]) -> str:
-    from diffgpu._mlir import MLIRError, ir
-    from diffgpu.dialects import make_context
-    from diffgpu.lowering.registry import (PipelineRunError, build_pass_manager,
-                                           format_diagnostics, run_passes)
-
-    ctx = make_context()
-    with ctx, ir.Location.unknown():
-        try:
-            module = ir.Module.parse(module_text)
-        except MLIRError as exc:
-            raise CompileError(format_diagnostics(exc)) from None
-        try:
-            run_passes(build_pass_manager(elements, ctx), module)
-        except PipelineRunError as exc:
-            raise CompileError(str(exc)) from None
-        return str(module)
+    """Pipeline element texts that end at `stage` for `target` (compiler.py)."""
+    from diffgpu import compiler
+    return compiler.stage_pipeline(target, stage)
 
 
 __all__ = ["kernel_ir", "STAGES", "stage_pipeline"]

@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from diffgpu.lowering.targets import HOST_TARGET
-from diffgpu.runtime.cpu import compile_host as _compile_host
+from diffgpu.compiler import compile_host as _compile_host
 from diffgpu.types import ArrayType
 
 

@@ -48,11 +48,12 @@ import numpy as np
 from diffgpu._version import LLVM_TOOLS_DISTRIBUTION, MLIR_DISTRIBUTION, __version__
 
 #: packages and modules whose sources make up the compiler fingerprint: all
-#: that turns a kernel into a payload (launch.build_payload, the host
-#: lowering in runtime/cpu.py, launch specialisation); found, never imported
+#: that turns a kernel into a payload (launch.build_payload, the compile
+#: driver, the ABI, launch specialisation); found, never imported
 _COMPILER_PACKAGES = ("diffgpu.frontend", "diffgpu.dialects", "diffgpu.lowering")
 _COMPILER_MODULES = ("diffgpu.builtins", "diffgpu.types", "diffgpu.activities",
-                     "diffgpu.launch", "diffgpu.runtime.cpu", "diffgpu.runtime.specialize")
+                     "diffgpu.launch", "diffgpu.compiler", "diffgpu.abi",
+                     "diffgpu.runtime.specialize")
 #: a walk that visits more objects than this (an enormous object graph reached
 #: through attribute names the kernel uses) gives a key that never matches
 _WALK_BUDGET = 50_000

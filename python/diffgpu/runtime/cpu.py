@@ -1,18 +1,17 @@
 """CPU runtime: host-target kernels through MLIR's ExecutionEngine on numpy arrays.
 
-    prog = compile_host(module_text)          # diffgpu IR, host target
+    prog = compiler.compile_host(module_text)  # diffgpu IR, host target (compiler.py)
     prog.launch("saxpy", (2.0, x, y), (ScalarType("float32"), ArrayType("float32", 1),
                 ArrayType("float32", 1)), grid=(4, 1, 1), block=(256, 1, 1))
     text = prog.llvm_text                     # cacheable
     prog2 = HostProgram.from_llvm_text(text)  # no recompilation
 
-The entry of kernel `k` is the function `k` of the lowered module (or
-`__dg_entry_k` when `k` is a C library name such as `exp`), with the C
-interface (`_mlir_ciface_k`) of `diffgpu-lower-to-host`: the kernel's
-arguments, then grid x, y, z and block x, y, z (index). Arrays pass as memref
-descriptors: `allocated, aligned, offset, sizes[r], strides[r]`, strides in
-elements, negative and non-contiguous allowed (data pointer of element 0,
-offset 0). Every thread of the grid runs on one CPU thread, one after
+This module only loads and launches: the compiler (compiler.py) lowers the
+diffgpu IR; runtime/jit.py turns the LLVM-dialect module into machine code.
+The ABI (entry names, argument packing, status and cancel functions) is
+abi.py's: the kernel's arguments, then grid x, y, z and block x, y, z
+(index); arrays pass as memref descriptors, strides in elements, negative
+and non-contiguous allowed (data pointer of element 0, offset 0). Every thread of the grid runs on one CPU thread, one after
 another; launches of one program are serialised (the geometry lives in a
 module global). Ctrl-C stops a launch from the main thread
 (runtime/host_signal.py): KeyboardInterrupt within about a second, even
@@ -21,7 +20,7 @@ Array accesses are bounds-checked: an out-of-range index raises
 OutOfBoundsError naming the kernel's source location after the launch,
 instead of crashing the process.
 
-MLIR is imported inside functions only: importing this module does not.
+Importing this module imports no MLIR and no compiler.
 """
 from __future__ import annotations
 
@@ -30,28 +29,18 @@ import threading
 
 import numpy as np
 
-from diffgpu.errors import CompileError, DiffgpuError, LaunchError
-from diffgpu.runtime import host_signal, racecheck
+from diffgpu.abi import (ACCESSES_ATTR, CANCEL_ADDR_FUNC, CIFACE_PREFIX, ENTRY_PREFIX,
+                         HELPER_PREFIXES, RACE_BEGIN_FUNC, RACE_END_FUNC, RACE_SHARED_ATTR,
+                         RACE_SITES_ATTR, STATUS_FUNC, kernel_of_entry)
+from diffgpu.errors import DiffgpuError, LaunchError
+from diffgpu.runtime import host_signal, jit, racecheck
 from diffgpu.types import ArrayType, ScalarType
 
-PIPELINE = "diffgpu-to-host"
-#: entries of kernels named like C library functions (lowering/to_host.py)
-ENTRY_PREFIX = "__dg_entry_"
 OPT_LEVEL = 2
 _SCALAR_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double,
                   "int32": ctypes.c_int32, "int64": ctypes.c_int64}
 _INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _descriptor_classes: dict[int, type] = {}
-#: lowering/host_bounds.py: status function and the module's access locations
-STATUS_FUNC = "__dg_host_status"
-ACCESSES_ATTR = "diffgpu.host_accesses"
-#: lowering/host_cancel.py: address of the module's cancel flag
-CANCEL_ADDR_FUNC = "__dg_host_cancel_addr"
-#: lowering/host_racecheck.py: the race-checked variant's site tables
-RACE_SITES_ATTR = "diffgpu.race_sites"
-RACE_SHARED_ATTR = "diffgpu.race_shared"
-#: C-interface functions of the module that are not kernels
-_HELPER_PREFIXES = ("__dg_host_", "__dg_race_")
 
 
 class OutOfBoundsError(DiffgpuError, IndexError):
@@ -140,20 +129,20 @@ class HostProgram:
         self._entries: dict[str, object] = {}
         self._lock = threading.Lock()
         self._status = None
-        if f"@_mlir_ciface_{STATUS_FUNC}(" in llvm_text:
-            addr = _engine.raw_lookup("_mlir_ciface_" + STATUS_FUNC)
+        if f"@{CIFACE_PREFIX}{STATUS_FUNC}(" in llvm_text:
+            addr = _engine.raw_lookup(CIFACE_PREFIX + STATUS_FUNC)
             if addr:
                 self._status = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
         self._dirty = False  # a launch was interrupted before its status was read
         self._cancel = None  # ctypes.c_int64 at the module's cancel flag
-        if f"@_mlir_ciface_{CANCEL_ADDR_FUNC}(" in llvm_text:
+        if f"@{CIFACE_PREFIX}{CANCEL_ADDR_FUNC}(" in llvm_text:
             addr = self._call_i64(CANCEL_ADDR_FUNC)
             if addr:
                 self._cancel = ctypes.c_int64.from_address(addr)
 
     def _call_i64(self, name: str) -> int:
         """Call the module's C-interface function `name() -> i64` (0 if absent)."""
-        addr = self._engine.raw_lookup("_mlir_ciface_" + name)
+        addr = self._engine.raw_lookup(CIFACE_PREFIX + name)
         if not addr:
             return 0
         res = ctypes.c_int64(0)
@@ -165,36 +154,28 @@ class HostProgram:
     def from_llvm_text(cls, text: str, opt_level: int = OPT_LEVEL) -> "HostProgram":
         """Rebuild from `llvm_text` (e.g. a cache entry) without recompiling
         the diffgpu IR; LLVM optimises (`opt_level` 0-3) and JIT-compiles it."""
-        from diffgpu._mlir import MLIRError, ir
-        from diffgpu.dialects import make_context
-        from diffgpu.lowering.registry import format_diagnostics
+        return cls._from_loaded(text, jit.load_text(text, opt_level))
 
-        ctx = make_context()
-        try:
-            with ctx:
-                module = ir.Module.parse(text)
-        except MLIRError as exc:
-            raise CompileError("cannot parse lowered host module: "
-                               f"{format_diagnostics(exc)}") from None
-        accesses = []
-        if ACCESSES_ATTR in module.operation.attributes:
-            from diffgpu._mlir import ir as _ir
-            accesses = [_ir.StringAttr(a).value
-                        for a in _ir.ArrayAttr(module.operation.attributes[ACCESSES_ATTR])]
+    @classmethod
+    def from_module(cls, module, text: str, opt_level: int = OPT_LEVEL) -> "HostProgram":
+        """The program of a just-lowered LLVM-dialect `module` (`text`: its
+        text, kept for the cache): JIT-compiled without parsing it again."""
+        return cls._from_loaded(text, jit.load_module(module, opt_level))
+
+    @classmethod
+    def _from_loaded(cls, text: str, loaded) -> "HostProgram":
+        accesses = loaded.string_list(ACCESSES_ATTR) or []
         race = None
-        if RACE_SITES_ATTR in module.operation.attributes:
-            race = tuple([ir.StringAttr(a).value
-                          for a in ir.ArrayAttr(module.operation.attributes[name])]
-                         if name in module.operation.attributes else []
-                         for name in (RACE_SITES_ATTR, RACE_SHARED_ATTR))
-        return cls(text, _make_engine(module, opt_level), (ctx, module), accesses, race)
+        sites = loaded.string_list(RACE_SITES_ATTR)
+        if sites is not None:
+            race = (sites, loaded.string_list(RACE_SHARED_ATTR) or [])
+        return cls(text, loaded.engine, (loaded,), accesses, race)
 
     def kernel_names(self) -> list[str]:
         """Names of the kernels (entries with the C interface)."""
         import re
-        names = re.findall(r"llvm\.func @_mlir_ciface_([\w$.]+)\(", self.llvm_text)
-        return [n[len(ENTRY_PREFIX):] if n.startswith(ENTRY_PREFIX) else n
-                for n in names if not n.startswith(_HELPER_PREFIXES)]
+        names = re.findall(rf"llvm\.func @{CIFACE_PREFIX}([\w$.]+)\(", self.llvm_text)
+        return [kernel_of_entry(n) for n in names if not n.startswith(HELPER_PREFIXES)]
 
     def _entry(self, name: str):
         fn = self._entries.get(name)
@@ -203,9 +184,9 @@ class HostProgram:
                 raise LaunchError(f"no host kernel named {name!r} in this program "
                                   f"(kernels: {', '.join(self.kernel_names()) or 'none'})")
             symbol = ENTRY_PREFIX + name
-            if f"@_mlir_ciface_{symbol}(" not in self.llvm_text:
+            if f"@{CIFACE_PREFIX}{symbol}(" not in self.llvm_text:
                 symbol = name
-            addr = self._engine.raw_lookup("_mlir_ciface_" + symbol)
+            addr = self._engine.raw_lookup(CIFACE_PREFIX + symbol)
             if not addr:
                 raise LaunchError(f"host kernel {name!r} could not be found in the JIT")
             fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
@@ -270,17 +251,17 @@ class HostProgram:
         args = (ctypes.c_void_p * 2)(
             racecheck.descriptor_ptr(regions.table, keep, memref_descriptor),
             ctypes.cast(ctypes.pointer(n), ctypes.c_void_p))
-        self._helper("__dg_race_begin")(args)
+        self._helper(RACE_BEGIN_FUNC)(args)
 
     def _race_end(self) -> np.ndarray:
         report = np.zeros(racecheck.REPORT_WORDS, np.int64)
         keep: list = []
         args = (ctypes.c_void_p * 1)(racecheck.descriptor_ptr(report, keep, memref_descriptor))
-        self._helper("__dg_race_end")(args)
+        self._helper(RACE_END_FUNC)(args)
         return report
 
     def _helper(self, name: str):
-        addr = self._engine.raw_lookup("_mlir_ciface_" + name)
+        addr = self._engine.raw_lookup(CIFACE_PREFIX + name)
         if not addr:
             raise LaunchError(f"the race-checked program lacks '{name}'")
         return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
@@ -293,68 +274,3 @@ class HostProgram:
         args = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(res), ctypes.c_void_p))
         self._status(args)
         return res.value
-
-
-def _make_engine(module, opt_level: int):
-    from diffgpu._mlir import execution_engine
-
-    if opt_level not in (0, 1, 2, 3):
-        raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
-
-    if execution_engine is None:
-        raise CompileError("this MLIR distribution has no ExecutionEngine: the CPU runtime "
-                           "is unavailable")
-    try:
-        return execution_engine.ExecutionEngine(module, opt_level=opt_level)
-    except Exception as exc:  # JIT failure (e.g. unresolved symbol): not the user's bug
-        raise CompileError(f"JIT compilation of the host module failed: {exc}") from None
-
-
-def _check_host_only(module) -> None:
-    """GPU-target functions cannot run here (the pass leaves them untouched)."""
-    from diffgpu.lowering import targets
-
-    for op in module.body.operations:
-        t = targets.get_target(op)
-        if op.operation.name == "func.func" and t is not None and not targets.is_host(t):
-            name = str(op.operation.attributes["sym_name"]).strip('"')
-            raise CompileError(f"function '@{name}' targets {targets.describe(t)}; the CPU "
-                               "runtime compiles host-target modules only")
-
-
-def lower_host(module_text: str, racecheck: bool = False, cancel: bool = True) -> str:
-    """Run `diffgpu-to-host` (`{racecheck=1}`: the race-checked variant;
-    `{cancel=0}`: no Ctrl-C checks) on diffgpu IR text; the LLVM-dialect text."""
-    from diffgpu._mlir import MLIRError, ir
-    from diffgpu.dialects import make_context
-    from diffgpu.lowering.registry import (PipelineRunError, build_pass_manager,
-                                           format_diagnostics, run_passes)
-
-    ctx = make_context()
-    try:
-        with ctx:
-            module = ir.Module.parse(module_text)
-    except MLIRError as exc:
-        raise CompileError(f"invalid diffgpu IR:\n{format_diagnostics(exc)}") from None
-    _check_host_only(module)
-    with ctx, ir.Location.unknown():  # as diffgpu-opt runs passes
-        try:
-            flags = " ".join(f for f, on in (("racecheck=1", racecheck),
-                                              ("cancel=0", not cancel)) if on)
-            pipeline = PIPELINE + (f"{{{flags}}}" if flags else "")
-            run_passes(build_pass_manager(pipeline, ctx), module)
-        except PipelineRunError as exc:
-            raise CompileError(str(exc)) from None
-        return str(module)
-
-
-def compile_host(module_text: str, opt_level: int = OPT_LEVEL,
-                 racecheck: bool = False, cancel: bool = True) -> HostProgram:
-    """diffgpu IR text (host-target kernels) -> a launchable HostProgram.
-
-    Raises CompileError with the diagnostics (`file:line:col: error: ...`)
-    of any pass that fails. `opt_level` is LLVM's (O0 JITs several times
-    faster, runs a few times slower). `racecheck`: the variant with the
-    data-race detector (runtime/racecheck.py); `cancel=False`: without the
-    Ctrl-C checks (only to measure their cost: such a launch cannot be stopped)."""
-    return HostProgram.from_llvm_text(lower_host(module_text, racecheck, cancel), opt_level)

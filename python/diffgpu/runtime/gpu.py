@@ -54,7 +54,7 @@ def chip_for_device(device_id: int) -> str:
 
 
 def _query_chip(device_id: int) -> str:
-    from diffgpu.lowering.targets import TargetError, check_chip
+    from diffgpu.abi import TargetError, check_chip
 
     cupy = cupy_module()
     cc = cupy.cuda.Device(device_id).compute_capability  # e.g. "90"

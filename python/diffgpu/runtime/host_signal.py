@@ -145,14 +145,11 @@ def _setup() -> bool:
         if not sys.platform.startswith("linux"):  # glibc's struct sigaction layout
             return False
         try:
-            from diffgpu._mlir import execution_engine, ir
-            from diffgpu.dialects import make_context
+            from diffgpu.runtime import jit
 
-            ctx = make_context()
-            with ctx:
-                module = ir.Module.parse(_HANDLER_MODULE)
-                engine = execution_engine.ExecutionEngine(module, opt_level=2)
-            _S.keep = (ctx, module, engine)
+            loaded = jit.load_text(_HANDLER_MODULE, opt_level=2)
+            engine = loaded.engine
+            _S.keep = loaded
             slot = ctypes.c_int64.from_address(_call_i64(engine, "addr_slot"))
             _S.ensure = ctypes.CFUNCTYPE(ctypes.c_int64)(_call_i64(engine, "addr_ensure"))
         except Exception:  # no JIT here: the worker thread instead

@@ -29,13 +29,15 @@ import os
 
 import numpy as np
 
+from diffgpu import abi
 from diffgpu.errors import LaunchError, RaceError
 
 ENV = "DIFFGPU_RACECHECK"
-MAX_REGIONS = 64  # lowering/host_race_runtime.py
-SHADOW_WORDS = 16
-REGION_WORDS = 8
-REPORT_WORDS = 16
+#: layout shared with the lowering (lowering/host_race_runtime.py)
+MAX_REGIONS = abi.RACE_MAX_REGIONS
+SHADOW_WORDS = abi.RACE_SHADOW_WORDS
+REGION_WORDS = abi.RACE_REGION_WORDS
+REPORT_WORDS = abi.RACE_REPORT_WORDS
 
 _enabled: contextvars.ContextVar = contextvars.ContextVar("diffgpu_racecheck", default=None)
 

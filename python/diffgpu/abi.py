@@ -1,0 +1,102 @@
+"""ABI facts shared by the compiler (lowering/) and the runtime (runtime/).
+
+Both sides import these names from here, never a copy: the lowering writes
+symbols and attributes with them, the runtime looks them up in the compiled
+artifact. This module imports no MLIR, no compiler and no runtime.
+
+Host programs (`diffgpu-to-host`, run by runtime/cpu.py through the
+ExecutionEngine):
+
+- the entry of kernel `k` is `@k`, or `@__dg_entry_k` when `k` is a C
+  library name such as `exp` (ENTRY_PREFIX; lowering/to_host.py), called
+  through its C interface `@_mlir_ciface_<entry>` (CIFACE_PREFIX) with one
+  packed `void*[]`: the kernel's arguments, then grid x, y, z and block
+  x, y, z (index);
+- an array argument is a ranked memref descriptor: `allocated, aligned,
+  offset, sizes[r], strides[r]` (i64 words, strides in elements), passed by
+  pointer; a scalar by a pointer to its value;
+- `@__dg_host_status()` (STATUS_FUNC; lowering/host_bounds.py) returns and
+  clears the number of the first out-of-bounds access, whose source location
+  is entry N-1 of the module attribute `diffgpu.host_accesses` (ACCESSES_ATTR);
+- `@__dg_host_cancel_addr()` (CANCEL_ADDR_FUNC; lowering/host_cancel.py)
+  returns the address of the module's i64 cancel flag;
+- the race-checked variant (lowering/host_racecheck.py) has `@__dg_race_begin`
+  / `@__dg_race_end` and the site tables `diffgpu.race_sites` /
+  `diffgpu.race_shared`.
+
+GPU programs (PTX, lowering/to_gpu.py): a memref argument of rank r is
+`2 + 1 + 2r` `.u64` parameters (MEMREF_WORDS), a scalar one parameter.
+
+Chips: KNOWN_CHIPS and `check_chip` (lowering/targets.py re-exports them).
+"""
+from __future__ import annotations
+
+import re
+
+#: prefix of the host entry of a kernel named like a C library function
+ENTRY_PREFIX = "__dg_entry_"
+#: prefix MLIR gives the C-interface wrapper of a function
+CIFACE_PREFIX = "_mlir_ciface_"
+#: host status function (out-of-bounds access number) and its location table
+STATUS_FUNC = "__dg_host_status"
+ACCESSES_ATTR = "diffgpu.host_accesses"
+#: host function returning the address of the module's cancel flag (Ctrl-C)
+CANCEL_ADDR_FUNC = "__dg_host_cancel_addr"
+#: race-checked host variant: its entry points and site tables
+RACE_BEGIN_FUNC = "__dg_race_begin"
+RACE_END_FUNC = "__dg_race_end"
+RACE_SITES_ATTR = "diffgpu.race_sites"
+RACE_SHARED_ATTR = "diffgpu.race_shared"
+#: race detector layout: regions it tracks, words of its report, shadow words
+#: per element (four records of four words)
+RACE_MAX_REGIONS = 64
+RACE_REGION_WORDS = 8
+RACE_REPORT_WORDS = 16
+RACE_SHADOW_WORDS = 16
+#: C-interface functions of a host module that are not kernels
+HELPER_PREFIXES = ("__dg_host_", "__dg_race_")
+
+
+def memref_words(rank: int) -> int:
+    """Words of a memref descriptor of `rank`: two pointers, the offset, the
+    sizes and the strides (the host descriptor and the PTX parameters)."""
+    return 3 + 2 * rank
+
+
+def host_entry(kernel: str, c_library_name: bool) -> str:
+    """Symbol of the host entry of `kernel` (`c_library_name`: the kernel is
+    named like a C library function and gets ENTRY_PREFIX)."""
+    return ENTRY_PREFIX + kernel if c_library_name else kernel
+
+
+def kernel_of_entry(entry: str) -> str:
+    """The kernel name of a host entry symbol (inverse of `host_entry`)."""
+    return entry[len(ENTRY_PREFIX):] if entry.startswith(ENTRY_PREFIX) else entry
+
+
+# ---------------------------------------------------------------------------
+# chips
+# ---------------------------------------------------------------------------
+
+#: NVIDIA chips the NVPTX backend of MLIR 22 knows (sm_XX, plus `a` variants)
+KNOWN_CHIPS = (
+    "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72",
+    "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100",
+    "sm_100a", "sm_101", "sm_101a", "sm_120", "sm_120a",
+)
+_CHIP_RE = re.compile(r"^sm_\d+a?$")
+
+
+class TargetError(ValueError):
+    """A target name or attribute that diffgpu cannot compile for."""
+
+
+def check_chip(chip: str) -> str:
+    """Return `chip` if the NVPTX backend knows it, else raise TargetError.
+
+    MLIR/LLVM abort on an unknown chip, so this runs before any pass sees it.
+    """
+    if not isinstance(chip, str) or not _CHIP_RE.match(chip) or chip not in KNOWN_CHIPS:
+        raise TargetError(
+            f"unknown NVIDIA chip {chip!r}; expected one of: {', '.join(KNOWN_CHIPS)}")
+    return chip

@@ -1,0 +1,313 @@
+"""The one compile driver: diffgpu IR -> any stage, for the host or a GPU.
+
+    res = compile(text, "sm_90")                   # PTX: res.text, res.kernels
+    res = compile(text, "host")                    # LLVM dialect: res.text, res.module
+    res = compile(text, "sm_90", up_to_stage="gpu")  # IR after diffgpu-lower-to-gpu
+
+Every compiling path goes through here: `dg.compile` and launches
+(launch.py), `kernel.ir(stage=...)` (stages.py), `compile_ptx`
+(lowering/gpu_ptx.py), `compile_host` below and `diffgpu-opt` (its context
+and pass manager). The runtime (runtime/) only loads what this returns.
+
+Stages, in pipeline order; each ends a prefix of the target's registered
+pipeline (`diffgpu-to-ptx{chip=...}` or `diffgpu-to-host`, expanded from the
+registry: no pass list is repeated here):
+
+| stage      | text after                                       | targets   |
+|------------|--------------------------------------------------|-----------|
+| `dialect`  | the frontend (diffgpu dialect + upstream ops)    | all       |
+| `autodiff` | `diffgpu-autodiff`                               | all       |
+| `gpu`      | `diffgpu-lower-to-gpu` / `diffgpu-lower-to-host` | all       |
+| `nvvm`     | `convert-gpu-to-nvvm`                            | GPU       |
+| `llvm`     | the whole lowering to the LLVM dialect           | all       |
+| `ptx`      | `gpu-module-to-binary`: the PTX text             | GPU       |
+
+Build once, reuse: each thread keeps one MLIR context (with the diffgpu
+dialect loaded) and the pass managers it has built, by pipeline text; a
+compile parses its input once and runs one pass manager. The context is
+replaced after RECYCLE_AFTER compiles, which bounds the attributes (PTX
+text, locations) it keeps uniqued forever.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+from diffgpu.errors import CompileError
+
+STAGES = ("dialect", "autodiff", "gpu", "nvvm", "llvm", "ptx")
+GPU_ONLY = ("nvvm", "ptx")
+#: stage -> the pipeline element it ends with, per target kind
+_MARKERS = {
+    "gpu": {"autodiff": "diffgpu-autodiff", "gpu": "diffgpu-lower-to-gpu",
+            "nvvm": "convert-gpu-to-nvvm", "llvm": "gpu-module-to-binary"},
+    "host": {"autodiff": "diffgpu-autodiff", "gpu": "diffgpu-lower-to-host"},
+}
+#: compiles per thread context before a fresh one replaces it
+RECYCLE_AFTER = 256
+#: host LLVM optimisation level of the JIT (compile_host)
+OPT_LEVEL = 2
+
+_LOCAL = threading.local()
+
+
+@dataclass
+class Compiled:
+    """What `compile` returns.
+
+    `stage`: the stage compiled up to; `text`: the IR text there (the PTX for
+    `ptx`); `kernels`: for GPU targets, kernel name -> argument descriptors
+    (lowering/gpu_ptx.kernel_abi), `entries`: the PTX `.entry` names;
+    `module`: for the host `llvm` stage, the lowered module (the JIT loads it
+    without parsing `text` again)."""
+    target: str
+    stage: str
+    text: str
+    kernels: dict = field(default_factory=dict)
+    entries: list = field(default_factory=list)
+    module: object = None
+
+
+# ---------------------------------------------------------------------------
+# contexts and pass managers, per thread
+# ---------------------------------------------------------------------------
+
+def new_context():
+    """A fresh MLIR context with the upstream dialects and diffgpu's."""
+    from diffgpu.dialects import make_context
+    return make_context()
+
+
+def context():
+    """This thread's compile context (created on first use, recycled)."""
+    st = _LOCAL.__dict__
+    if st.get("ctx") is None or st.get("uses", 0) >= RECYCLE_AFTER:
+        st["ctx"], st["uses"], st["pms"] = new_context(), 0, {}
+    st["uses"] += 1
+    return st["ctx"]
+
+
+def pass_manager(pipeline, ctx=None, cached: bool = True):
+    """A PassManager for `pipeline` (text, or list of element texts) in `ctx`
+    (this thread's context by default). Cached per thread context by its
+    text when `cached` (a run does not change a PassManager); uncached ones
+    may be configured (IR printing, timing) by the caller."""
+    from diffgpu.lowering.registry import build_pass_manager
+
+    if not cached or (ctx is not None and ctx is not getattr(_LOCAL, "ctx", None)) \
+            or not _reusable(pipeline):
+        return build_pass_manager(pipeline, ctx)
+    ctx = ctx or context()
+    key = pipeline if isinstance(pipeline, str) else tuple(pipeline)
+    pms = _LOCAL.pms
+    pm = pms.get(key)
+    if pm is None:
+        pm = pms[key] = build_pass_manager(pipeline, ctx)
+    return pm
+
+
+#: upstream passes that keep state from one run to the next, so that a second
+#: run of the same PassManager crashes: convert-math-to-funcs remembers the
+#: functions it outlined (e.g. `math.fpowi`) in the previous module
+_STATEFUL = ("convert-math-to-funcs",)
+_REUSABLE: dict = {}
+
+
+def _reusable(pipeline) -> bool:
+    """Can a PassManager of `pipeline` run more than once (no _STATEFUL pass)?"""
+    key = pipeline if isinstance(pipeline, str) else tuple(pipeline)
+    ok = _REUSABLE.get(key)
+    if ok is None:
+        from diffgpu.lowering import registry
+        elements = registry.parse_pipeline(pipeline) if isinstance(pipeline, str) \
+            else [registry.parse_one(t) for t in pipeline]
+        names = [e.name for e in registry._walk(registry.expand(elements))]
+        ok = _REUSABLE[key] = not any(n in _STATEFUL for n in names)
+    return ok
+
+
+# ---------------------------------------------------------------------------
+# pipelines
+# ---------------------------------------------------------------------------
+
+def full_pipeline(target: str, racecheck: bool = False, cancel: bool = True) -> str:
+    """The whole pipeline for `target` ("host" or "sm_XX")."""
+    if target != "host":
+        return f"diffgpu-to-ptx{{chip={target}}}"
+    flags = " ".join(f for f, on in (("racecheck=1", racecheck), ("cancel=0", not cancel)) if on)
+    return "diffgpu-to-host" + (f"{{{flags}}}" if flags else "")
+
+
+_STAGE_PIPELINES: dict = {}
+
+
+def stage_pipeline(target: str, stage: str) -> list[str]:
+    """Pipeline element texts that end at `stage` for `target` (memoised)."""
+    key = (target, stage)
+    if key not in _STAGE_PIPELINES:
+        _STAGE_PIPELINES[key] = _stage_pipeline(target, stage)
+    return list(_STAGE_PIPELINES[key])
+
+
+def _stage_pipeline(target: str, stage: str) -> list[str]:
+    from diffgpu.lowering import registry
+
+    if target == "host":
+        name, opts_text, kind = "diffgpu-to-host", None, "host"
+    else:
+        name, opts_text, kind = "diffgpu-to-ptx", f"chip={target}", "gpu"
+    info = registry.pipelines()[name]
+    opts = registry.make_options(info.options, opts_text, name)
+    elements = registry.expand([registry.parse_one(t) for t in info.expand(opts)])
+    marker = _MARKERS[kind].get(stage)
+    if marker is None:  # the whole pipeline
+        return [e.text() for e in elements]
+    out = []
+    for el in elements:
+        if el.name == marker:
+            if stage == "llvm":  # everything before the binary
+                return [e.text() for e in out]
+            out.append(el)
+            return [e.text() for e in out]
+        cut = _cut_nested(el, marker)
+        if cut is not None:
+            out.append(cut)
+            return [e.text() for e in out]
+        out.append(el)
+    raise CompileError(f"internal: pipeline {name} has no '{marker}' for stage {stage!r}")
+
+
+def _cut_nested(el, marker):
+    """`el` with its nested passes cut after `marker`, or None if absent."""
+    from diffgpu.lowering.registry import Element
+
+    if not el.nested:
+        return None
+    for i, sub in enumerate(el.nested):
+        if sub.name == marker:
+            return Element(el.name, el.options, el.nested[:i + 1])
+        cut = _cut_nested(sub, marker)
+        if cut is not None:
+            return Element(el.name, el.options, el.nested[:i] + [cut])
+    return None
+
+
+# ---------------------------------------------------------------------------
+# the driver
+# ---------------------------------------------------------------------------
+
+def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: bool = False,
+            cancel: bool = True) -> Compiled:
+    """Compile diffgpu IR (text, or an `ir.Module` of this thread's context,
+    which is consumed) for `target` up to `up_to_stage` (default: the end,
+    `ptx` for a GPU, `llvm` for the host). `racecheck`/`cancel`: variants of
+    the complete host pipeline (lowering/to_host.py).
+
+    Raises CompileError with the diagnostics (`file:line:col: error: ...`),
+    `lowering.targets.TargetError` for an unknown chip, ValueError for an
+    unknown stage."""
+    from diffgpu._mlir import MLIRError, ir
+    from diffgpu.lowering import targets as T
+    from diffgpu.lowering.registry import PipelineRunError, format_diagnostics, run_passes
+
+    host = target == "host"
+    if not host:
+        T.check_chip(target)
+    final = "llvm" if host else "ptx"
+    stage = up_to_stage or final
+    if stage not in STAGES or (host and stage in GPU_ONLY):
+        raise ValueError(f"unknown stage {stage!r} for target {target!r}")
+    if isinstance(ir_text, str):
+        ctx = context()
+        with ctx, ir.Location.unknown():
+            try:
+                module = ir.Module.parse(ir_text)
+            except MLIRError as exc:
+                prefix = "invalid diffgpu IR:\n" if host else ""
+                raise CompileError(prefix + format_diagnostics(exc)) from None
+    else:
+        module, ctx = ir_text, ir_text.context
+    if stage == "dialect":
+        return Compiled(target, stage, str(module))
+    with ctx, ir.Location.unknown():
+        kernels = {}
+        if host and stage == final:
+            _check_host_only(module)
+        elif stage == "ptx":
+            from diffgpu.lowering.gpu_ptx import kernel_abi
+            try:
+                kernels = kernel_abi(module, target)
+            except ValueError as exc:
+                raise CompileError(str(exc)) from None
+        pipeline = full_pipeline(target, racecheck, cancel) if stage == final \
+            else stage_pipeline(target, stage)
+        try:
+            run_passes(pass_manager(pipeline, ctx), module)
+        except PipelineRunError as exc:
+            raise CompileError(str(exc)) from None
+        if stage != "ptx":
+            return Compiled(target, stage, str(module), module=module if host else None)
+        from diffgpu.lowering.gpu_ptx import extract_ptx
+        ptxs = extract_ptx(module)
+    return _ptx_result(target, ptxs, kernels)
+
+
+def _ptx_result(chip: str, ptxs: dict, kernels: dict) -> Compiled:
+    from diffgpu.lowering.gpu_ptx import SYSTEM_CALLS, ptx_entries
+
+    if not ptxs:
+        raise CompileError(f"the module has no GPU kernel or function for {chip}")
+    if len(ptxs) != 1:
+        raise CompileError(f"the GPU functions have {len(ptxs)} different targets for "
+                           f"{chip} (e.g. different O levels); compile_ptx needs one")
+    (ptx,) = ptxs.values()
+    externs = [name.removeprefix("_mlir_ciface_") for name in
+               re.findall(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", ptx, re.M)
+               if name not in SYSTEM_CALLS]
+    if externs:
+        raise CompileError(f"the PTX calls functions it does not define: {', '.join(externs)}")
+    entries = ptx_entries(ptx)
+    missing = [k for k in kernels if k not in entries]
+    if missing:
+        raise CompileError(f"kernels missing from the PTX: {', '.join(missing)}")
+    return Compiled(chip, "ptx", ptx, kernels, entries)
+
+
+def _check_host_only(module) -> None:
+    """GPU-target functions cannot run on the host (the pass leaves them)."""
+    from diffgpu.lowering import targets
+
+    for op in module.body.operations:
+        t = targets.get_target(op)
+        if op.operation.name == "func.func" and t is not None and not targets.is_host(t):
+            name = str(op.operation.attributes["sym_name"]).strip('"')
+            raise CompileError(f"function '@{name}' targets {targets.describe(t)}; the CPU "
+                               "runtime compiles host-target modules only")
+
+
+def lower_host(module_text: str, racecheck: bool = False, cancel: bool = True) -> str:
+    """Run `diffgpu-to-host` (`{racecheck=1}`: the race-checked variant;
+    `{cancel=0}`: no Ctrl-C checks) on diffgpu IR text; the LLVM-dialect text."""
+    return compile(module_text, "host", racecheck=racecheck, cancel=cancel).text
+
+
+def compile_host(module_text: str, opt_level: int = OPT_LEVEL,
+                 racecheck: bool = False, cancel: bool = True):
+    """diffgpu IR text (host-target kernels) -> a launchable
+    runtime.cpu.HostProgram.
+
+    Raises CompileError with the diagnostics (`file:line:col: error: ...`)
+    of any pass that fails. `opt_level` is LLVM's (O0 JITs several times
+    faster, runs a few times slower). `racecheck`: the variant with the
+    data-race detector (runtime/racecheck.py); `cancel=False`: without the
+    Ctrl-C checks (only to measure their cost: such a launch cannot be
+    stopped)."""
+    from diffgpu.runtime.cpu import HostProgram
+
+    res = compile(module_text, "host", racecheck=racecheck, cancel=cancel)
+    return HostProgram.from_module(res.module, res.text, opt_level)
+
+
+__all__ = ["compile", "Compiled", "STAGES", "stage_pipeline", "compile_host", "lower_host",
+           "context", "pass_manager", "new_context"]
