@@ -1,10 +1,11 @@
 """dg.jax on CUDA: XLA launches diffgpu's PTX itself, on its own stream.
 
-The mechanism is jaxlib's GPU kernel-call custom call (`triton_kernel_call`,
-the one jax-triton uses): its backend config is a serialized kernel call
-(PTX, entry name, grid, threads per block, and a list of parameters, each a
-device buffer or a scalar value). XLA runs it inside the compiled program, on
-its stream, with no host round trip and no CuPy.
+The mechanism is jaxlib's GPU kernel-call custom call (the one jax-triton
+uses; jax_kernel_call.py says which target and convention): its payload is
+a serialized kernel call (PTX, entry name, grid, threads per block, and a
+list of parameters, each a device buffer or a scalar value). XLA runs it
+inside the compiled program, on its stream, with no host round trip and no
+CuPy.
 
 diffgpu's entry takes each array as a memref descriptor: (allocated pointer,
 aligned pointer, offset, sizes..., strides...). We pass the allocated pointer
@@ -21,17 +22,15 @@ whose tape needs device malloc relies on CUDA's default 8 MB heap.
 """
 from __future__ import annotations
 
-import zlib
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
+from diffgpu import jax_kernel_call as kernel_call
 from diffgpu.errors import LaunchError
 
-_TARGET = "triton_kernel_call"
 _SCALAR = {"float32": "fp32", "float64": "fp64", "int32": "i32", "int64": "i64"}
 
 call_p = Primitive("diffgpu_kernel_call")
@@ -45,19 +44,9 @@ def _abstract_eval(*avals, results, **_):
 call_p.def_abstract_eval(_abstract_eval)
 
 
-def _kernel_call_lib():
-    try:
-        from jax._src.lib import gpu_triton as lib
-    except ImportError as exc:
-        raise LaunchError(f"this jaxlib has no GPU kernel-call library ({exc}); "
-                          "install a CUDA jaxlib (pip install 'jax[cuda13]')") from None
-    if not hasattr(lib, "TritonKernelCall"):
-        raise LaunchError("jaxlib's CUDA plugin is not loaded (pip install 'jax[cuda13]')")
-    return lib
-
-
 def _lowering(ctx, *operands, ptx, entry, params, grid, threads, results, aliases, cc):
-    lib = _kernel_call_lib()
+    lib = kernel_call.library()
+    form = kernel_call.choose(lib)
     warps = threads // 32
     try:  # jaxlib >= 0.5: (name, num_warps, num_ctas, shared_mem, ptx, ttir, cc)
         kernel = lib.TritonKernel(entry, warps, 1, 0, ptx, "", cc)
@@ -66,10 +55,7 @@ def _lowering(ctx, *operands, ptx, entry, params, grid, threads, results, aliase
     kparams = [lib.create_array_parameter(0, 0) if p[0] == "array"
                else lib.create_scalar_parameter(p[1], p[2]) for p in params]
     call = lib.TritonKernelCall(kernel, grid[0], grid[1], grid[2], kparams)
-    proto = call.to_proto(entry, b"")
-    rule = jax.ffi.ffi_lowering(_TARGET, api_version=4,
-                                operand_output_aliases=dict(aliases))
-    return rule(ctx, *operands, opaque=zlib.compress(proto))
+    return kernel_call.emit(ctx, operands, call.to_proto(entry, b""), aliases, form)
 
 
 mlir.register_lowering(call_p, _lowering, platform="cuda")

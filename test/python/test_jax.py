@@ -5,6 +5,7 @@ CUDA jaxlib and launch the PTX from XLA's stream (diffgpu/jax_gpu.py).
 """
 import importlib.util
 import os
+import re
 
 import numpy as np
 import pytest
@@ -174,12 +175,10 @@ def test_gpu_grad_of_jit_equals_jax_numpy(jax_cuda, name):
     test_jit_forward_equals_jax_numpy(name)
 
 
-def test_gpu_lowering_without_a_gpu(monkeypatch):
-    # the CUDA lowering, checked by lowering for "cuda" on this machine with a
-    # recorder in place of jaxlib's kernel-call library: one custom call per
-    # kernel, every array an operand, each written one aliased to a result,
-    # and the memref descriptors (0, buffer, 0, sizes, row-major strides)
-    import re
+def _lower_for_cuda(monkeypatch, registrations=("triton_kernel_call_ffi",), legacy=True):
+    """The StableHLO text of a jitted value_and_grad through dense_tanh,
+    lowered for "cuda" on this machine with a recorder in place of jaxlib's
+    kernel-call library; returns (text, the recorded kernel calls)."""
     import types as pytypes
 
     import diffgpu.jax_gpu as jg
@@ -195,17 +194,40 @@ def test_gpu_lowering_without_a_gpu(monkeypatch):
     lib = pytypes.SimpleNamespace(
         TritonKernel=lambda *a: a, TritonKernelCall=Call,
         create_array_parameter=lambda *a: ("array",),
-        create_scalar_parameter=lambda value, dtype: (value, dtype))
-    monkeypatch.setattr(jg, "_kernel_call_lib", lambda: lib)
+        create_scalar_parameter=lambda value, dtype: (value, dtype),
+        registrations=lambda: {name: {} for name in registrations})
+    if legacy:
+        lib.get_custom_call = lambda: None
+    monkeypatch.setattr(jg.kernel_call, "library", lambda: lib)
     monkeypatch.setattr(jg, "_chip", lambda: ("sm_90", 90))
     monkeypatch.setattr(dgj, "_on_gpu", lambda: True)
     f = OPS_J["dense_tanh"]
     x, w, b = jnp.ones((5, 3)), jnp.ones((3, 4)), jnp.ones(4)
     fn = jax.jit(jax.value_and_grad(lambda x, w, b: f(x, w, b).sum(), argnums=(0, 1, 2)))
-    text = fn.trace(x, w, b).lower(lowering_platforms=("cuda",)).as_text()
-    lines = [line for line in text.splitlines() if "custom_call @triton_kernel_call" in line]
-    assert len(lines) == 2                                   # forward, reverse
+    return fn.trace(x, w, b).lower(lowering_platforms=("cuda",)).as_text(), calls
+
+
+def _custom_calls(text, target):
+    return [line for line in text.splitlines()
+            if re.search(rf"custom_call @{target}\(", line)]
+
+
+def test_gpu_lowering_without_a_gpu(monkeypatch):
+    # the CUDA lowering: one typed-FFI call of triton_kernel_call_ffi per
+    # kernel (jaxlib registers that name for the FFI; a typed call of the
+    # legacy name fails at compile time), every array an operand, each
+    # written one aliased to a result, the zlib-compressed kernel call in
+    # the `opaque` attribute, and the memref descriptors (0, buffer, 0,
+    # sizes, row-major strides)
+    monkeypatch.delenv("DIFFGPU_JAX_KERNEL_CALL", raising=False)
+    text, calls = _lower_for_cuda(monkeypatch)
+    lines = _custom_calls(text, "triton_kernel_call_ffi")
+    assert len(lines) == 2 and not _custom_calls(text, "triton_kernel_call")
     fwd, rev = sorted(lines, key=len)
+    for line in lines:  # a dictionary backend config makes XLA call it typed
+        opaque = re.search(r'mhlo.backend_config = \{opaque = "([^"]*)"\}', line)
+        assert opaque, line
+    assert 'opaque = "x\\9C' in fwd                         # a zlib stream
     assert fwd.count("output_operand_alias<") == 1           # y
     assert rev.count("output_operand_alias<") == 5           # y, dy, dx, dw, db
     assert re.search(r"-> \(tensor<5x4xf64>, tensor<5x4xf64>, tensor<5x3xf64>, "
@@ -215,3 +237,46 @@ def test_gpu_lowering_without_a_gpu(monkeypatch):
     y = [(0, "i64"), ("array",), (0, "i64"), (5, "i64"), (4, "i64"), (4, "i64"), (1, "i64")]
     assert params[:7] == y
     assert len(params) == 4 * 7 - 2                           # b is 1-D
+
+
+def test_gpu_lowering_legacy_form(monkeypatch):
+    # a plugin without the FFI registration (or DIFFGPU_JAX_KERNEL_CALL=
+    # legacy) gets the status-returning call of triton_kernel_call: the
+    # compressed kernel call is the backend config string itself
+    monkeypatch.delenv("DIFFGPU_JAX_KERNEL_CALL", raising=False)
+    text, _ = _lower_for_cuda(monkeypatch, registrations=())
+    lines = _custom_calls(text, "triton_kernel_call")
+    assert len(lines) == 2 and not _custom_calls(text, "triton_kernel_call_ffi")
+    for line in lines:
+        assert "api_version = 2" in line and 'backend_config = "x\\9C' in line
+        assert "mhlo.backend_config" not in line
+    assert sorted(line.count("output_operand_alias<") for line in lines) == [1, 5]
+    monkeypatch.setenv("DIFFGPU_JAX_KERNEL_CALL", "legacy")
+    text, _ = _lower_for_cuda(monkeypatch)
+    assert len(_custom_calls(text, "triton_kernel_call")) == 2
+
+
+def test_gpu_lowering_clear_errors(monkeypatch):
+    monkeypatch.setenv("DIFFGPU_JAX_KERNEL_CALL", "ffi")
+    with pytest.raises(dg.LaunchError, match="does not register triton_kernel_call_ffi"):
+        _lower_for_cuda(monkeypatch, registrations=())
+    monkeypatch.setenv("DIFFGPU_JAX_KERNEL_CALL", "typed")
+    with pytest.raises(dg.LaunchError, match="expected one of ffi, legacy"):
+        _lower_for_cuda(monkeypatch)
+    monkeypatch.delenv("DIFFGPU_JAX_KERNEL_CALL")
+    with pytest.raises(dg.LaunchError, match="registers neither"):
+        _lower_for_cuda(monkeypatch, registrations=(), legacy=False)
+
+
+def test_kernel_call_library_missing_is_a_launch_error(monkeypatch):
+    # a jaxlib whose CUDA plugin did not load: gpu_triton has no kernel call
+    import sys
+    import types as pytypes
+
+    from diffgpu import jax_kernel_call
+
+    monkeypatch.setitem(sys.modules, "jax._src.lib.gpu_triton", pytypes.ModuleType("gpu_triton"))
+    monkeypatch.setattr(sys.modules["jax._src.lib"], "gpu_triton",
+                        sys.modules["jax._src.lib.gpu_triton"], raising=False)
+    with pytest.raises(dg.LaunchError, match="CUDA plugin did not load"):
+        jax_kernel_call.library()
