@@ -151,10 +151,9 @@ def analyze_module(module) -> list:
 
 def analyze_text(text: str) -> list:
     """`analyze_module` of the frontend module `text`."""
-    from diffgpu.dialects import make_context
+    from diffgpu import compiler
 
-    ctx = make_context()
-    with ctx, ir.Location.unknown():
+    with compiler.context(), ir.Location.unknown():  # the driver's: no new context
         return analyze_module(ir.Module.parse(text))
 
 

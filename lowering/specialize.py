@@ -50,10 +50,10 @@ READONLY_ATTR = "diffgpu.readonly"
 def mark_facts(text: str, entry: str, facts) -> str:
     """`text` (diffgpu IR) with the launch facts (runtime Facts) recorded on
     the kernel `entry`."""
+    from diffgpu import compiler
     from diffgpu._mlir import ir
-    from diffgpu.dialects import make_context
 
-    with make_context(), ir.Location.unknown():
+    with compiler.context(), ir.Location.unknown():  # the driver's: no new context
         module = ir.Module.parse(text)
         for op in module.body.operations:
             op = op.operation
