@@ -12,6 +12,16 @@ breaks the promise, at that op's location, and fails the pipeline.
       %6 = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
   error: diffgpu-to-host left 'diffgpu.thread_id' unlowered in @k, whose target
          is #nvvm.target<chip = "sm_90">: this pipeline lowers host targets ...
+
+A GPU pipeline moves the GPU kernels into a `gpu.module` (then a
+`gpu.binary`) and leaves host kernels beside it. When it produced no
+`gpu.module` at all because every kernel targets the host, the result holds
+no GPU code, even when no diffgpu op is left (a host kernel whose autodiff
+was already expanded, say): that fails the check at each host kernel:
+
+    func.func @k(...) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<...>}
+  error: diffgpu-to-ptx produced no gpu.module: it lowers GPU targets, but
+         kernel @k targets the host (#llvm.target<...>): build the IR for ...
 """
 from __future__ import annotations
 
@@ -47,17 +57,36 @@ class CheckLowered(ModulePass):
 
     def run(self, module):
         promise = PROMISES.get(self.pipeline, "lowered")
-        for fn, op in self._offenders(module, promise):
-            self.error(op, self._message(fn, op, promise))
+        found = self._offenders(module, promise)
+        kernels = [fn for fn, op in found if op is fn and "diffgpu.kernel" in fn.attributes]
+        gpu_code = any(op.operation.name in ("gpu.module", "gpu.binary")
+                       for op in module.regions[0].blocks[0].operations)
+        for fn, op in found:
+            if op is fn and (gpu_code or kernels and fn not in kernels):
+                continue  # host code beside GPU code, or a host kernel's helper
+            if op is fn:
+                self.error(op, self._host_message(fn))
+            else:
+                self.error(op, self._message(fn, op, promise))
 
     def _offenders(self, module, promise):
         """(enclosing function or None, first bad op) per function."""
         from diffgpu._mlir import ir
 
         found, seen = [], set()
+        gpu = promise != "llvm"
 
-        def visit(op):
+        def visit(op):  # post-order: a function's own ops come before it
             name = op.name
+            if gpu and name in _FUNCS and op.parent is not None \
+                    and op.parent.name == "builtin.module":
+                key = str(op.attributes["sym_name"])
+                attr = targets.TARGET_ATTR
+                if key not in seen and attr in op.attributes \
+                        and targets.is_host(op.attributes[attr]):
+                    seen.add(key)
+                    found.append((op, op))
+                return ir.WalkResult.ADVANCE
             if name.startswith("diffgpu.") or name == CAST or (
                     promise == "llvm" and not name.startswith("llvm.")
                     and name != "builtin.module"):
@@ -87,6 +116,19 @@ class CheckLowered(ModulePass):
                 msg += (f": its target is {target}, which {self.pipeline} does not "
                         f"lower (use {_OTHER[kind]})")
         return msg
+
+
+    def _host_message(self, fn):
+        sym = str(fn.attributes["sym_name"]).strip(chr(34))
+        what = "kernel" if "diffgpu.kernel" in fn.attributes else "function"
+        target = fn.attributes[targets.TARGET_ATTR]
+        return (f"{self.pipeline} produced no gpu.module: it lowers GPU targets, but {what} "
+                f"@{sym} targets the host ({target}): build the IR "
+                f"for a GPU chip (kernel.ir(..., target=\"sm_90\")), or lower it with "
+                f"{_OTHER['host']}")
+
+
+_FUNCS = ("func.func", "llvm.func")
 
 
 def _function_of(op):

@@ -56,6 +56,12 @@ def ptx_of(module) -> str:
 
     binaries = extract_objects(module)
     if not binaries:
+        host = _host_kernels(module)
+        if host:
+            raise EmitError(f"--emit=ptx: the module holds no gpu.binary, and its kernels "
+                            f"({', '.join('@' + k for k in host)}) target the host, which no "
+                            "GPU pipeline lowers: build the IR for a GPU chip, or use "
+                            "-p diffgpu-to-host --emit=llvm")
         raise EmitError("--emit=ptx needs a pipeline that produces gpu.binary, " + PTX_HINT)
     parts = [(name, o) for name, objs in binaries.items() for o in objs if o.format == "ptx"]
     if not parts:
@@ -66,6 +72,19 @@ def ptx_of(module) -> str:
         return parts[0][1].data.decode("utf-8", "replace")
     return "".join(f"// gpu.binary @{name} {o.target}\n"
                    f"{o.data.decode('utf-8', 'replace').rstrip()}\n\n" for name, o in parts)
+
+
+def _host_kernels(module) -> list[str]:
+    """Names of the top-level kernels whose diffgpu.target is the host."""
+    from diffgpu.lowering import targets
+
+    out = []
+    for op in _top_ops(module, "func.func") + _top_ops(module, "llvm.func"):
+        attrs = op.attributes
+        if "diffgpu.kernel" in attrs and targets.TARGET_ATTR in attrs \
+                and targets.is_host(attrs[targets.TARGET_ATTR]):
+            out.append(str(attrs["sym_name"]).strip('"'))
+    return out
 
 
 def llvm_of(module) -> str:

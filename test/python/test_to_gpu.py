@@ -178,8 +178,11 @@ def test_compile_errors_are_clean():
     with pytest.raises(CompileError, match="kernel '@k80' targets sm_80 but the pipeline "
                                            "compiles for sm_90"):
         compile_ptx(src, "sm_90")
-    with pytest.raises(CompileError, match="no GPU kernel or function for sm_90"):
+    with pytest.raises(CompileError, match="produced no gpu.module: it lowers GPU targets, "
+                                           "but kernel @h targets the host"):
         compile_ptx(kernel("h", "", "", HOST), "sm_90")
+    with pytest.raises(CompileError, match="no GPU kernel or function for sm_90"):
+        compile_ptx("module {}", "sm_90")
     two = kernel("a", "", "") + kernel("b", "", "", '#nvvm.target<O = 2, chip = "sm_90">')
     with pytest.raises(CompileError, match="2 different targets"):
         compile_ptx(two, "sm_90")
