@@ -144,11 +144,11 @@ def k_inner(x, dx, y, dy):  # device-side autodiff of a function with an index a
 def rev_ir(kernel, args, kinds):
     """Text of the generated reverse functions for dg.autodiff(kernel, ...)."""
     from diffgpu.launch import build_module, check_launch_args
-    from diffgpu.stages import run_pipeline
+    from diffgpu.compiler import compile as compile_ir
 
     types = check_launch_args(kernel, args).types
     src = build_module(kernel, types, "host", ("reverse", tuple(kinds)))
-    text = run_pipeline(src.text, ["diffgpu-autodiff"])
+    text = compile_ir(src.text, "host", "autodiff").text
     funcs = re.findall(r"func\.func (?:private )?@__dg_rev_.*?\n  }\n", text, re.S)
     assert funcs, text
     return "".join(funcs)
@@ -216,11 +216,11 @@ def test_atomics_kept(name, kernel, args, kinds):
 def test_device_side_autodiff_keeps_atomics():
     # the index is an argument and the op sits in a user kernel: no elision
     from diffgpu.launch import build_module, check_launch_args
-    from diffgpu.stages import run_pipeline
+    from diffgpu.compiler import compile as compile_ir
 
     args = (f32(N), f32(N), f32(N), f32(N))
     src = build_module(k_inner, check_launch_args(k_inner, args).types, "host")
-    text = run_pipeline(src.text, ["diffgpu-autodiff"])
+    text = compile_ir(src.text, "host", "autodiff").text
     assert '"diffgpu.grid_dim"' not in text
     assert '"diffgpu.atomic_add"' in text
 
