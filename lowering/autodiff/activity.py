@@ -11,14 +11,14 @@ when a generated derivative is differentiated again): a local float buffer
 (`memref.alloca`) becomes `dup` once an active value is stored into it
 (locals.py), and a tagged tape word carries its activity from push to pop
 (`tape_active`, by tag: rules_tape.py).
+
+What each op makes active is its rule's `activity` (partials.Rule, found
+through rules.py), Enzyme's ActivityOpInterface; this module only runs the
+fixed point.
 """
 from __future__ import annotations
 
-from diffgpu.dialects import names as N
-
 from . import build as B
-from . import rules_arith, rules_math
-from .locals import is_local
 from .rules_tape import tag_of
 
 
@@ -50,22 +50,32 @@ class Activity:
                 self.push_tags.add(t[1])
         self._solve()
 
+    # -- the context the rules' `activity(A, op)` see (partials.Rule) ---------
     def is_active(self, v) -> bool:
         return v in self.active
 
     def is_dup(self, v) -> bool:
         return v in self.dup
 
-    def _mark(self, v) -> bool:
+    def mark(self, v) -> bool:
+        """Make float value `v` active; whether that is new."""
         if v in self.active or not B.is_float(v.type):
             return False
         self.active.add(v)
         return True
 
-    def _any(self, values) -> bool:
-        return any(v in self.active or v in self.dup for v in values)
+    def add_dup(self, m) -> bool:
+        """Give buffer `m` a shadow; whether that is new."""
+        if m in self.dup:
+            return False
+        self.dup.add(m)
+        return True
 
+    # -- the fixed point ------------------------------------------------------
     def _solve(self):
+        from .rules import INACTIVE, TERMINATORS, rule_of  # rules -> elision -> here
+
+        self._rule_of, self._inert = rule_of, (INACTIVE, TERMINATORS)
         changed = True
         while changed:
             changed = False
@@ -73,65 +83,18 @@ class Activity:
                 changed |= self._step(op)
 
     def _step(self, op) -> bool:
+        """One op's rule (rules.py), or the default: every float result is
+        active when an operand is active or has a shadow."""
+        rule = self._rule_of(op)
+        if rule is not None and rule.activity is not None:
+            return rule.activity(self, op)
         name = op.operation.name
+        if any(name in names for names in self._inert):
+            return False
         ch = False
-        tagged = tag_of(op)
-        if tagged is not None:
-            kind, tag = tagged
-            if kind == "push" and op.operands[0] in self.active \
-                    and tag not in self.tape_active:
-                self.tape_active.add(tag)
-                return True
-            if kind == "pop" and tag in self.tape_active:
-                return self._mark(op.results[0])
-            return False
-        if name == "memref.store":
-            mem = op.operands[1]
-            if op.operands[0] in self.active and mem not in self.dup and is_local(mem):
-                self.dup.add(mem)
-                return True
-            return False
-        if name in rules_arith.INACTIVE or name in rules_math.INACTIVE:
-            return False
-        if name in ("memref.load", N.ATOMIC_ADD):
-            if op.operands[0] in self.dup:
-                ch |= self._mark(op.results[0])
-            return ch
-        if name == "scf.for":
-            body = op.regions[0].blocks[0]
-            yld = body.operations[-1]
-            for k, res in enumerate(op.results):
-                if op.operands[3 + k] in self.active or yld.operands[k] in self.active:
-                    ch |= self._mark(res)
-                    ch |= self._mark(body.arguments[1 + k])
-            return ch
-        if name in ("scf.if", "scf.execute_region", "scf.index_switch"):
-            for region in op.regions:
-                for b in region.blocks:
-                    yld = b.operations[-1]
-                    if yld.operation.name != "scf.yield":
-                        continue  # a cf branch: reported by the rule
-                    for k, res in enumerate(op.results):
-                        if yld.operands[k] in self.active:
-                            ch |= self._mark(res)
-            return ch
-        if name == "scf.while":
-            before = op.regions[0].blocks[0]
-            after = op.regions[1].blocks[0]
-            cond, yld = before.operations[-1], after.operations[-1]
-            for k, a in enumerate(before.arguments):
-                if op.operands[k] in self.active or yld.operands[k] in self.active:
-                    ch |= self._mark(a)
-            for j, res in enumerate(op.results):
-                if cond.operands[1 + j] in self.active:
-                    ch |= self._mark(res)
-                    ch |= self._mark(after.arguments[j])
-            return ch
-        if name in ("scf.yield", "scf.condition", "func.return"):
-            return False
-        if self._any(op.operands):
+        if any(v in self.active or v in self.dup for v in op.operands):
             for r in op.results:
-                ch |= self._mark(r)
+                ch |= self.mark(r)
         return ch
 
 

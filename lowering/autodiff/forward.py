@@ -28,9 +28,10 @@ from . import spec as S
 from . import tape as T
 from .activity import Activity
 from .partials import Args, scale
-from .reverse import ELEMENTWISE, INACTIVE, STRUCTURED, nested_needs
+from .reverse import nested_needs
+from .rules import ELEMENTWISE, INACTIVE, TERMINATORS, rule_of
 
-SKIP = ("scf.yield", "scf.condition", "func.return")
+SKIP = TERMINATORS
 
 
 class ForwardSweep:
@@ -68,10 +69,8 @@ class ForwardSweep:
             return B.alloca_scalar(t)
 
     def needs(self, op):
-        if rules_tape.tag_of(op) is not None:
-            return rules_tape.RULE.needs(self, op)
-        rule = STRUCTURED.get(op.operation.name)
-        if rule is not None and op.operation.name != "func.call":
+        rule = rule_of(op)
+        if rule is not None and not self._plain_call(op):
             return rule.needs(self, op)
         if op.operation.name in INACTIVE:
             return False
@@ -89,12 +88,9 @@ class ForwardSweep:
                 self.op(op, name)
 
     def op(self, op, name):
-        if rules_tape.tag_of(op) is not None:
-            with ir.InsertionPoint.after(op):
-                return rules_tape.RULE.tangent(self, op)
-        if name == "func.call":
+        if self._plain_call(op):
             return self.call(op)
-        rule = STRUCTURED.get(name)
+        rule = rule_of(op)
         if rule is not None and rule.tangent is not None:
             with ir.InsertionPoint.after(op):
                 rule.tangent(self, op)
@@ -105,6 +101,11 @@ class ForwardSweep:
         if op.operation not in self._reported:
             self._reported.add(op.operation)
             self.error(op, f"no derivative rule for '{name}'")
+
+    @staticmethod
+    def _plain_call(op):
+        """A func.call: forward mode calls the callee's forward derivative."""
+        return op.operation.name == "func.call" and rules_tape.tag_of(op) is None
 
     def call(self, op):
         args, results = list(op.operands), list(op.results)

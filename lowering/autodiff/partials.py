@@ -62,12 +62,24 @@ def scale(d, partial, args):
 
 
 class Rule:
-    """A rule for an op with memory effects or regions: `needs(R, op)` says
-    whether the op takes part in differentiation, `reverse(R, op)` emits its
-    adjoint at the reverse insertion point, `tangent(F, op)` its forward-mode
-    code (None: no forward rule yet)."""
+    """Everything autodiff knows about an op with memory effects or regions
+    (Enzyme's ActivityOpInterface + AutoDiffOpInterface in one object):
 
-    __slots__ = ("needs", "reverse", "tangent")
+    - `activity(A, op) -> bool`: which of its values it makes active, during
+      the fixed point of activity.py; it marks them with `A.mark(v)` (or
+      `A.add_dup(m)` for a buffer) and returns whether anything changed.
+      None: the default, every float result is active when an operand is
+      active or has a shadow.
+    - `needs(R, op)`: whether the op takes part in differentiation.
+    - `reverse(R, op)`: its adjoint, at the reverse insertion point.
+    - `tangent(F, op)`: its forward-mode code, emitted after the op (None:
+      no forward rule yet).
 
-    def __init__(self, needs, reverse, tangent=None):
+    The sweeps (reverse.py, forward.py) and the activity analysis consult
+    only these objects, found by op name in rules.py."""
+
+    __slots__ = ("needs", "reverse", "tangent", "activity")
+
+    def __init__(self, needs, reverse, tangent=None, activity=None):
         self.needs, self.reverse, self.tangent = needs, reverse, tangent
+        self.activity = activity

@@ -12,21 +12,12 @@ through `need(v)` (directly, via a slot, or via the tape: see tape.py).
 from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, memref
-from diffgpu.dialects import names as N
 
 from . import build as B
-from . import rules_arith, rules_diffgpu, rules_func, rules_math, rules_memref, rules_scf
 from . import rules_tape
 from .activity import nested_uses
 from .partials import Args, scale
-
-ELEMENTWISE = {**rules_arith.DERIVATIVES, **rules_math.DERIVATIVES}
-STRUCTURED = {**rules_memref.REVERSE, **rules_scf.REVERSE, **rules_diffgpu.REVERSE,
-              **rules_func.REVERSE}
-INACTIVE = (rules_arith.INACTIVE | rules_math.INACTIVE | rules_memref.INACTIVE
-            | rules_diffgpu.INACTIVE)
-#: pure ops that the reverse sweep recomputes instead of taping
-REMAT = ("arith.constant",) + N.GEOMETRY
+from .rules import ELEMENTWISE, INACTIVE, REMAT, STRUCTURED, rule_of  # noqa: F401
 
 
 class Frame:
@@ -72,9 +63,7 @@ class ReverseSweep:
         self.gen.pas.error(op, msg)
 
     def needs(self, op) -> bool:
-        if rules_tape.tag_of(op) is not None:
-            return rules_tape.RULE.needs(self, op)
-        rule = STRUCTURED.get(op.operation.name)
+        rule = rule_of(op)
         if rule is not None:
             return rule.needs(self, op)
         if op.operation.name in INACTIVE:
@@ -86,9 +75,7 @@ class ReverseSweep:
     def handler(self, op):
         if not self.needs(op):
             return None
-        if rules_tape.tag_of(op) is not None:
-            return rules_tape.RULE.reverse
-        rule = STRUCTURED.get(op.operation.name)
+        rule = rule_of(op)
         if rule is not None:
             return rule.reverse
         if op.operation.name in ELEMENTWISE:

@@ -21,6 +21,11 @@ INACTIVE = {
 }
 
 
+def _atomic_activity(A, op):
+    """The old value read from a shadowed array is active (as for memref.load)."""
+    return A.is_dup(op.operands[0]) and A.mark(op.results[0])
+
+
 def _atomic_needs(R, op):
     mem, value = op.operands[0], op.operands[1]
     if R.is_active(value) and not R.is_dup(mem):
@@ -51,6 +56,6 @@ def _barrier_reverse(R, op):
 
 
 REVERSE = {
-    N.ATOMIC_ADD: Rule(_atomic_needs, _atomic_reverse, _atomic_tangent),
+    N.ATOMIC_ADD: Rule(_atomic_needs, _atomic_reverse, _atomic_tangent, _atomic_activity),
     N.BARRIER: Rule(lambda R, op: True, _barrier_reverse, lambda F, op: None),
 }

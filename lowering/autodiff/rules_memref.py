@@ -16,7 +16,20 @@ from diffgpu.dialects.ops import SharedAllocOp
 
 from . import build as B
 from .elision import accumulate
+from .locals import is_local
 from .partials import Rule
+
+
+def _load_activity(A, op):
+    """A load from an array with a shadow is active."""
+    return A.is_dup(op.operands[0]) and A.mark(op.results[0])
+
+
+def _store_activity(A, op):
+    """A local buffer (memref.alloca) that receives an active value gets a
+    shadow (locals.py); a store makes no value active."""
+    value, mem = op.operands[0], op.operands[1]
+    return A.is_active(value) and not A.is_dup(mem) and is_local(mem) and A.add_dup(mem)
 
 
 def _load_needs(R, op):
@@ -76,8 +89,8 @@ def _store_tangent(F, op):
 
 
 REVERSE = {
-    "memref.load": Rule(_load_needs, _load_reverse, _load_tangent),
-    "memref.store": Rule(_store_needs, _store_reverse, _store_tangent),
+    "memref.load": Rule(_load_needs, _load_reverse, _load_tangent, _load_activity),
+    "memref.store": Rule(_store_needs, _store_reverse, _store_tangent, _store_activity),
 }
 
 #: ops that carry no derivative -> why (an active value stored into a local

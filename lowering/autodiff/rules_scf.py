@@ -27,6 +27,48 @@ from . import build as B
 from .partials import Rule
 
 
+# -- activity: results and loop-carried values, to a fixed point (activity.py) --
+def _for_activity(A, op):
+    body = op.regions[0].blocks[0]
+    yld = body.operations[-1]
+    ch = False
+    for k, res in enumerate(op.results):
+        if A.is_active(op.operands[3 + k]) or A.is_active(yld.operands[k]):
+            ch |= A.mark(res)
+            ch |= A.mark(body.arguments[1 + k])
+    return ch
+
+
+def _one_region_activity(A, op):
+    """scf.if, scf.execute_region, scf.index_switch: a result is active when
+    a region yields an active value for it."""
+    ch = False
+    for region in op.regions:
+        for b in region.blocks:
+            yld = b.operations[-1]
+            if yld.operation.name != "scf.yield":
+                continue  # a cf branch: reported by the rule
+            for k, res in enumerate(op.results):
+                if A.is_active(yld.operands[k]):
+                    ch |= A.mark(res)
+    return ch
+
+
+def _while_activity(A, op):
+    before = op.regions[0].blocks[0]
+    after = op.regions[1].blocks[0]
+    cond, yld = before.operations[-1], after.operations[-1]
+    ch = False
+    for k, a in enumerate(before.arguments):
+        if A.is_active(op.operands[k]) or A.is_active(yld.operands[k]):
+            ch |= A.mark(a)
+    for j, res in enumerate(op.results):
+        if A.is_active(cond.operands[1 + j]):
+            ch |= A.mark(res)
+            ch |= A.mark(after.arguments[j])
+    return ch
+
+
 def _region_needs(R, op):
     if any(R.is_active(r) for r in op.results):
         return True
@@ -244,9 +286,11 @@ def _while_tangent(F, op):
 
 REVERSE = {
     # one region runs, as for scf.if: results through slots
-    "scf.execute_region": Rule(_one_region_needs, _execute_region_reverse, _if_tangent),
-    "scf.index_switch": Rule(_one_region_needs, _index_switch_reverse, _if_tangent),
-    "scf.if": Rule(_region_needs, _if_reverse, _if_tangent),
-    "scf.for": Rule(_region_needs, _for_reverse, _for_tangent),
-    "scf.while": Rule(_region_needs, _while_reverse, _while_tangent),
+    "scf.execute_region": Rule(_one_region_needs, _execute_region_reverse, _if_tangent,
+                               _one_region_activity),
+    "scf.index_switch": Rule(_one_region_needs, _index_switch_reverse, _if_tangent,
+                             _one_region_activity),
+    "scf.if": Rule(_region_needs, _if_reverse, _if_tangent, _one_region_activity),
+    "scf.for": Rule(_region_needs, _for_reverse, _for_tangent, _for_activity),
+    "scf.while": Rule(_region_needs, _while_reverse, _while_tangent, _while_activity),
 }

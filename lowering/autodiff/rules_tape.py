@@ -44,6 +44,18 @@ def tag_of(op):
     return None
 
 
+def _activity(A, op):
+    """A push of an active value activates its tag; a pop of an active tag
+    gives an active value."""
+    kind, tag = tag_of(op)
+    if kind == "push" and A.is_active(op.operands[0]) and tag not in A.tape_active:
+        A.tape_active.add(tag)
+        return True
+    if kind == "pop" and tag in A.tape_active:
+        return A.mark(op.results[0])
+    return False
+
+
 def _needs(D, op):
     kind, tag = tag_of(op)
     if kind == "pop" and tag not in D.act.push_tags:
@@ -94,4 +106,4 @@ def _tangent(F, op):
         F.set_tangent(op.results[0], d)
 
 
-RULE = Rule(_needs, _reverse, _tangent)
+RULE = Rule(_needs, _reverse, _tangent, _activity)

@@ -1,0 +1,40 @@
+"""The rule registry: what autodiff knows about each op, found by op name.
+
+One table per dialect (rules_arith, rules_math, rules_memref, rules_scf,
+rules_diffgpu, rules_func) feeds three maps, and an op is in at most one:
+
+- `STRUCTURED`: ops with memory effects or regions, one `partials.Rule`
+  object each (activity, needs, reverse, tangent);
+- `ELEMENTWISE`: ops with one float result, one partial per operand
+  (partials.py); their activity is the default one;
+- `INACTIVE`: ops that carry no derivative, with the reason.
+
+Tape words of generated derivatives (`diffgpu.tape_push`/`tape_pop` tags,
+rules_tape.py) have one rule of their own, whatever their op. An op in no
+map is an error naming it (reverse.py, forward.py).
+
+    rule_of(op)          -> the Rule of `op`, or None (elementwise, inactive)
+"""
+from __future__ import annotations
+
+from diffgpu.dialects import names as N
+
+from . import rules_arith, rules_diffgpu, rules_func, rules_math, rules_memref, rules_scf
+from . import rules_tape
+
+ELEMENTWISE = {**rules_arith.DERIVATIVES, **rules_math.DERIVATIVES}
+STRUCTURED = {**rules_memref.REVERSE, **rules_scf.REVERSE, **rules_diffgpu.REVERSE,
+              **rules_func.REVERSE}
+INACTIVE = (rules_arith.INACTIVE | rules_math.INACTIVE | rules_memref.INACTIVE
+            | rules_diffgpu.INACTIVE)
+#: pure ops that the reverse sweep recomputes instead of taping
+REMAT = ("arith.constant",) + N.GEOMETRY
+#: terminators: their operands flow into the parent op, whose rule handles them
+TERMINATORS = ("scf.yield", "scf.condition", "func.return")
+
+
+def rule_of(op):
+    """The Rule object of `op` (a tape word's, or its op's), or None."""
+    if rules_tape.tag_of(op) is not None:
+        return rules_tape.RULE
+    return STRUCTURED.get(op.operation.name)
