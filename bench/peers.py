@@ -49,6 +49,8 @@ from peer_backends import PEERS, Device, Host, add4_args, launch_cost  # noqa: E
 
 N = 1 << 26
 SMOKE_N = 1 << 12
+#: when and from which commit --prepare compiled the programs (read by preload)
+PREPARED: dict = {}
 BLOCK = 256
 JSON_OUT = os.path.join(REPO, "docs", "gpu", "peers-h200.json")
 PNG_OUT = os.path.join(REPO, "docs", "gpu", "peers-h200.png")
@@ -124,8 +126,23 @@ def prepare(directory: str, chip: str, n: int) -> None:
         for types, facts in plan._ACCESS.get(k, {}).items():
             entries.append(("access", name, types, facts))
     with open(os.path.join(directory, "programs.pkl"), "wb") as f:
-        pickle.dump({"chip": chip, "n": n, "entries": entries}, f)
+        pickle.dump({"chip": chip, "n": n, "entries": entries,
+                     "prepared": f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, "
+                                 f"{_head()}"}, f)
     print(f"{len(entries)} programs and analyses for {chip} (N = {n}) stored in {directory}")
+
+
+def _head() -> str:
+    """The checkout's commit (and whether it has local changes), for the log."""
+    import subprocess
+    try:
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "commit unknown"
+    return f"commit {head or 'unknown'}" + (" + local changes" if dirty else "")
 
 
 def preload(directory: str, here: str) -> int:
@@ -137,6 +154,8 @@ def preload(directory: str, here: str) -> int:
 
     with open(os.path.join(directory, "programs.pkl"), "rb") as f:
         data = pickle.load(f)
+    if "prepared" in data:
+        PREPARED["at"] = data["prepared"]
     kernels = PC.kernels()
     count = 0
     for kind, name, key, value in data["entries"]:
@@ -319,7 +338,8 @@ def run(directory: str, smoke: bool, json_out: str, png_out: str, only=None,
     kernels = PC.kernels()
     if directory and os.path.exists(os.path.join(directory, "programs.pkl")):
         kernels, count = preload(directory, here)
-        print(f"{count} prepared programs and analyses loaded from {directory}")
+        print(f"{count} prepared programs and analyses loaded from {directory} "
+              f"(prepared {PREPARED.get('at', 'at an unrecorded time')})")
     elif not smoke:
         print(f"no prepared programs in {directory}: run --prepare first")
         return 2
