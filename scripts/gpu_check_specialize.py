@@ -140,3 +140,19 @@ def launch_programs(kernel, grid, block, args, chip: str) -> str | None:
         return None
     get_program(kernel, sig.types, chip, facts=facts)
     return facts.key()
+
+
+def diff_programs(run_case, kernel, grid, block, mode, args, chip: str) -> None:
+    """Compile (into the cache) the program a host-level dg.autodiff /
+    dg.fwddiff of `args` selects on `chip` (specialised for its launch
+    facts, runtime/specialize.py): the call runs with the launch path's
+    target set to `chip` and nothing executed."""
+    import diffgpu.launch as L
+
+    real = L.target_for, L.run_program
+    L.target_for = lambda sig: chip
+    L.run_program = lambda *a, **k: None
+    try:
+        run_case(kernel, grid, block, mode, args)
+    finally:
+        L.target_for, L.run_program = real
