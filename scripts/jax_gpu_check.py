@@ -225,13 +225,13 @@ def run(directory: str) -> int:
         sys.stdout.flush()
         try:
             p = subprocess.run([sys.executable, os.path.abspath(__file__), "--probe", name],
-                               env=env, capture_output=True, text=True, timeout=300)
+                               env=env, capture_output=True, text=True, timeout=120)
             out = p.stdout + p.stderr
             res = [line.split()[1] for line in p.stdout.splitlines() if line.startswith("RESULT ")]
             outcome[name] = res[-1] if res else f"crashed (rc {p.returncode})"
         except subprocess.TimeoutExpired as exc:
             out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            outcome[name] = "timed out (300 s)"
+            outcome[name] = "timed out (120 s)"
         lines = out.splitlines()
         print("\n".join(lines if outcome[name] in ("ok", "fail") else lines[-40:]))
     print("\n== summary")
