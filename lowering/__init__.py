@@ -1,1 +1,1 @@
-"""diffgpu's passes and pipelines (see registry.py for the one list of them)."""
+"""diffgpu's passes and pipelines (see passes.py for the one list of them)."""

@@ -8,7 +8,7 @@ module checks the arguments and builds the program a launch on them runs.
 """
 from __future__ import annotations
 
-from diffgpu.errors import CompileError
+from diffgpu.errors import CompileError  # noqa: F401  (kernel.ir raises it)
 
 #: the driver's stages (compiler.py), importable without MLIR
 STAGES = ("dialect", "autodiff", "gpu", "nvvm", "llvm", "ptx")
