@@ -59,21 +59,10 @@ from diffgpu.runtime import cache  # noqa: E402
 # ---------------------------------------------------------------------------
 
 
-@dg.kernel
-def seed_f(A):
-    A[0] *= A[0]
-
-
-@dg.kernel
-def seed_df(A, dA):
-    dg.autodiff(seed_f, dg.Duplicated(A, dA))
-
-
-@dg.kernel
-def axpy(A, B, a):
-    i = dg.global_id(0)
-    if i < len(A):
-        A[i] = A[i] + a * B[i]
+sys.path.insert(0, os.path.join(REPO, "test", "python"))
+from kernels_seed import axpy  # noqa: E402  (the seed kernels, defined once)
+from kernels_seed import df as seed_df  # noqa: E402
+from kernels_seed import f as seed_f  # noqa: E402
 
 
 @dg.kernel

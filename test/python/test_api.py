@@ -11,13 +11,7 @@ import pytest
 
 import diffgpu as dg
 from diffgpu.launch import STATS
-
-
-@dg.kernel
-def axpy(A, B, a):
-    i = dg.global_id(0)
-    if i < len(A):
-        A[i] = A[i] + a * B[i]
+from kernels_seed import axpy, df, f, sq  # noqa: F401  (the seed kernels, defined once)
 
 
 @dg.kernel
@@ -26,23 +20,6 @@ def add2d(C, A, B):
     j = dg.global_id(1)
     if i < C.shape[0] and j < C.shape[1]:
         C[i, j] = A[i, j] + B[i, j]
-
-
-@dg.kernel
-def f(A):
-    A[0] *= A[0]
-
-
-@dg.kernel
-def df(A, dA):
-    dg.autodiff(f, dg.Duplicated(A, dA))
-
-
-@dg.kernel
-def sq(y, x, a):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[i] = a * x[i] * x[i]
 
 
 @dg.kernel

@@ -35,28 +35,8 @@ def prepared_cache(monkeypatch):
         monkeypatch.setenv("DIFFGPU_CACHE_DIR", os.path.join(CHECK_DIR, "cache"))
 
 
-@dg.kernel
-def axpy(A, B, a):
-    i = dg.global_id(0)
-    if i < len(A):
-        A[i] = A[i] + a * B[i]
-
-
-@dg.kernel
-def f(A):
-    A[0] *= A[0]
-
-
-@dg.kernel
-def df(A, dA):
-    dg.autodiff(f, dg.Duplicated(A, dA))
-
-
-@dg.kernel
-def sq(y, x, a):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[i] = a * x[i] * x[i]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also from gpu_check.py
+from kernels_seed import axpy, df, f, sq  # noqa: E402,F401  (defined once)
 
 
 def prepare(chip: str) -> None:
