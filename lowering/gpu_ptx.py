@@ -70,7 +70,8 @@ class GpuOptions:
 def _front(opts: GpuOptions) -> list[str]:
     lower = "diffgpu-lower-to-gpu" + (f"{{chip={opts.chip}}}" if opts.chip else "")
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-specialize", "diffgpu-coarsen", "diffgpu-stencil-adjoint",
+            "diffgpu-specialize", "diffgpu-coarsen", "diffgpu-fuse-sincos",
+            "diffgpu-stencil-adjoint",
             "diffgpu-aggregate-atomics", lower,
             "diffgpu-warp-atomics"]
 

@@ -216,7 +216,67 @@ class Written:
 def order_function(fn) -> None:
     args = list(fn.regions[0].blocks[0].arguments)
     _visit_blocks(fn, lambda b: _fuse_ifs(b))
+    slots = _slots(fn)
+    _visit_blocks(fn, lambda b: _forward_slots(b, slots))
     _visit_blocks(fn, lambda b: _hoist_loads(b, args))
+
+
+def _slots(fn) -> list:
+    """The rank-0 `memref.alloca`s of `fn` (the tape's one-value slots) used
+    only by loads and stores."""
+    from diffgpu._mlir import ir
+
+    out = []
+
+    def visit(o):
+        o = o.operation
+        if o.name == "memref.alloca" and ir.MemRefType(o.results[0].type).rank == 0:
+            uses = [u.owner.operation if hasattr(u.owner, "operation") else u.owner
+                    for u in o.results[0].uses]
+            if all(u.name == "memref.load" or (u.name == "memref.store" and
+                                               not u.operands[0] == o.results[0])
+                   for u in uses):
+                out.append(o.results[0])
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return out
+
+
+def _forward_slots(block, slots) -> None:
+    """In one block, a slot load after a store to that slot (nothing in
+    between writing it) is the stored value: the forward sweep's value meets
+    the reverse sweep's use directly (`math.sin` and the derivative's
+    `math.cos` of one value then share it, see gpu_sincos.py)."""
+    from diffgpu._mlir import ir
+
+    last = []  # [(slot, value)]
+
+    def find(slot):
+        for s, v in last:
+            if s == slot:
+                return v
+        return None
+
+    def forget(slot):
+        last[:] = [(s, v) for s, v in last if not s == slot]
+
+    for op in [o.operation for o in block.operations]:
+        if op.name == "memref.store" and any(op.operands[1] == s for s in slots):
+            forget(op.operands[1])
+            last.append((op.operands[1], op.operands[0]))
+        elif op.name == "memref.load" and any(op.operands[0] == s for s in slots):
+            v = find(op.operands[0])
+            if v is not None:
+                op.results[0].replace_all_uses_with(v)
+                op.erase()
+        elif len(op.regions):  # nested stores to a slot: forget it
+            def visit(o):
+                o = o.operation
+                if o.name == "memref.store":
+                    forget(o.operands[1])
+                return ir.WalkResult.ADVANCE
+            op.walk(visit, ir.WalkOrder.PRE_ORDER)
 
 
 def _visit_blocks(op, fn) -> None:

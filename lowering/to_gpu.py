@@ -302,6 +302,7 @@ def _target_problem(target) -> str | None:
     return None
 
 
-from diffgpu.lowering import coarsen, gpu_nvvm, gpu_ptx, specialize  # noqa: E402,F401  (passes)
+from diffgpu.lowering import (coarsen, gpu_nvvm, gpu_ptx, gpu_sincos,  # noqa: E402,F401
+                              specialize)  # (passes)
 from diffgpu.lowering.gpu_ptx import (  # noqa: E402,F401
     PtxResult, compile_ptx, extract_objects, extract_ptx, has_nvptx, kernel_abi)

@@ -131,3 +131,35 @@ def test_ptx_has_no_heap_tape():
     args = [_f32(k, 64) for k in range(6)]
     ptx = loop16_grad.ir(*args, stage="ptx", target="sm_90", grid=2, block=32)
     assert "malloc" not in ptx
+
+
+def test_sin_and_its_derivative_share_one_sincos_on_the_gpu():
+    """The slot of the forward value is forwarded (lowering/specialize.py)
+    and diffgpu-fuse-sincos joins sin(s) and the derivative's cos(s)."""
+    args = [_f32(30 + k, 64) for k in range(6)]
+    text = loop16_grad.ir(*args, stage="gpu", target="sm_90", grid=2, block=32)
+    rev = text[text.index("gpu.func @loop16_grad"):]
+    assert rev.count("math.sincos") == 16 and "math.cos " not in rev
+    # the host has no sincos: separate calls, the same results as before
+    host = loop16_grad.ir(*args, stage="autodiff", target="host", grid=2, block=32)
+    assert "math.sincos" not in host
+
+
+def test_fuse_sincos_pass_on_text():
+    from diffgpu._mlir import ir
+    from diffgpu.dialects import make_context
+    from diffgpu.lowering.gpu_sincos import fuse_block
+
+    src = """func.func @f(%x: f32, %y: f32) -> (f32, f32, f32) {
+      %s = math.sin %x : f32
+      %t = math.sin %y : f32
+      %c = math.cos %x : f32
+      return %s, %t, %c : f32, f32, f32
+    }"""
+    with make_context():
+        m = ir.Module.parse(src)
+        block = m.body.operations[0].regions[0].blocks[0]
+        assert fuse_block(block) == 1
+        text = str(m)
+    assert text.count("math.sincos") == 1 and text.count("math.sin ") == 1
+    assert "math.cos" not in text
