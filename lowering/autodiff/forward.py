@@ -68,6 +68,16 @@ class ForwardSweep:
         with T.at_begin(self.entry):
             return B.alloca_scalar(t)
 
+    # -- the rest of the rules' context (context.TangentContext) ---------------
+    def tape_tag_pushed(self, tag) -> bool:
+        return tag in self.act.push_tags
+
+    def tape_tag_active(self, tag) -> bool:
+        return tag in self.act.tape_active
+
+    def side_tape(self, tag):
+        return self.sides.get(tag)
+
     def needs(self, op):
         rule = rule_of(op)
         if rule is not None and not self._plain_call(op):

@@ -62,6 +62,25 @@ class ReverseSweep:
     def error(self, op, msg):
         self.gen.pas.error(op, msg)
 
+    # -- the rest of the rules' context (context.ReverseContext) ---------------
+    def tape_tag_pushed(self, tag) -> bool:
+        return tag in self.act.push_tags
+
+    def tape_tag_active(self, tag) -> bool:
+        return tag in self.act.tape_active
+
+    def side_tape(self, tag):
+        return self.sides.get(tag)
+
+    def recompute(self, v, make) -> None:
+        self.frame.cache[v] = make
+
+    def forward_slot(self, t):
+        return self.tape.fwd_slot(t)
+
+    def elision_of(self, m):
+        return self.elision.get(m)
+
     def needs(self, op) -> bool:
         rule = rule_of(op)
         if rule is not None:

@@ -42,7 +42,7 @@ def _load_reverse(R, op):
         return
     sh = R.shadow(op.operands[0])
     idx = [R.need(i) for i in op.operands[1:]]
-    accumulate(sh, d, idx, R.elision.get(op.operands[0]))
+    accumulate(sh, d, idx, R.elision_of(op.operands[0]))
 
 
 def _store_needs(R, op):

@@ -119,7 +119,7 @@ def _for_reverse(R, op):
         def forward_iv():  # i = lb + (tc - 1 - k) * step
             back = arith.subi(arith.subi(tc, one), k_iv)
             return arith.addi(lb, arith.muli(back, step))
-        R.frame.cache[iv] = forward_iv
+        R.recompute(iv, forward_iv)
         for j, k in enumerate(act):
             R.add_adj(yld.operands[k], carries[j])
 
@@ -139,7 +139,7 @@ def _while_reverse(R, op):
     yld = list(after.operations)[-1]
     # forward: count the executions of `after`
     idx_t = B.index_type()
-    slot = R.tape.fwd_slot(idx_t)
+    slot = R.forward_slot(idx_t)
     with ir.InsertionPoint(op), op.location:
         memref.store(B.idx(0), slot, [])
     with ir.InsertionPoint(list(after.operations)[0]), op.location:

@@ -58,11 +58,11 @@ def _activity(A, op):
 
 def _needs(D, op):
     kind, tag = tag_of(op)
-    if kind == "pop" and tag not in D.act.push_tags:
+    if kind == "pop" and not D.tape_tag_pushed(tag):
         D.error(op, "a tape value popped here was pushed in another function: it cannot "
                     "be differentiated (differentiate the function holding both)")
         return False
-    return tag in D.act.tape_active
+    return D.tape_tag_active(tag)
 
 
 class SideTapes:
@@ -87,7 +87,7 @@ class SideTapes:
 
 def _reverse(R, op):
     kind, tag = tag_of(op)
-    side, own = R.sides.get(tag)
+    side, own = R.side_tape(tag)
     if kind == "pop":  # later in the forward code: reversed first
         side.push(R.adj_or_zero(op.results[0]), own)
     else:
@@ -98,7 +98,7 @@ def _reverse(R, op):
 
 def _tangent(F, op):
     kind, tag = tag_of(op)
-    side, own = F.sides.get(tag)
+    side, own = F.side_tape(tag)
     if kind == "push":
         side.push(F.tangent(op.operands[0]), own)
     else:
