@@ -1,0 +1,103 @@
+"""The compile driver (diffgpu.compiler): stages, reuse of the per-thread
+context and pass managers, and the pipelines that must not be reused."""
+import threading
+
+import numpy as np
+import pytest
+
+from diffgpu import compiler
+from diffgpu.errors import CompileError
+from diffgpu.lowering.targets import TargetError, nvvm_target
+from host_ir_helpers import NP, elementwise, launch_1d
+
+FPOWI = elementwise("cube", ["f64"], "f64",
+                    "%k3 = arith.constant 3 : i32\n    %r = math.fpowi %x0, %k3 : f64, i32")
+
+
+def _gpu(text: str) -> str:
+    from host_ir_helpers import HOST_TARGET
+    return text.replace(HOST_TARGET, nvvm_target("sm_90"))
+
+
+def test_every_stage_of_a_gpu_compile():
+    text = _gpu(FPOWI)
+    outs = {s: compiler.compile(text, "sm_90", s) for s in compiler.STAGES}
+    assert '"diffgpu.thread_id"' in outs["dialect"].text
+    assert "gpu.module" in outs["gpu"].text and "gpu.module" not in outs["autodiff"].text
+    assert "nvvm." in outs["nvvm"].text
+    assert "llvm.func" in outs["llvm"].text and "gpu.binary" not in outs["llvm"].text
+    ptx = outs["ptx"]
+    assert ".entry cube" in ptx.text and ptx.entries == ["cube"]
+    assert ptx.kernels == {"cube": [("memref", 1, "float64"), ("memref", 1, "float64")]}
+    assert compiler.compile(text, "sm_90").text == ptx.text  # the default: the end
+
+
+def test_context_and_gpu_pass_manager_are_reused():
+    text = _gpu(FPOWI)
+    first = compiler.compile(text, "sm_90").text
+    ctx = compiler.context()
+    pm = compiler.pass_manager(compiler.full_pipeline("sm_90"))
+    assert compiler.compile(text, "sm_90").text == first
+    assert compiler.context() is ctx
+    assert compiler.pass_manager(compiler.full_pipeline("sm_90")) is pm
+
+
+def test_host_pipeline_runs_twice_in_one_thread():
+    """convert-math-to-funcs keeps the functions it outlined: a reused host
+    PassManager crashed the process on the second math.fpowi module."""
+    assert not compiler._reusable(compiler.full_pipeline("host"))
+    for _ in range(2):
+        prog = compiler.compile_host(FPOWI)
+        x = np.linspace(-2, 2, 50)
+        out = np.zeros_like(x)
+        launch_1d(prog, "cube", [out, x], len(x))
+        np.testing.assert_allclose(out, x ** 3)
+
+
+def test_threads_have_their_own_context():
+    text = _gpu(FPOWI)
+    seen, errors = [], []
+
+    def work():
+        try:
+            res = compiler.compile(text, "sm_90")
+            seen.append((compiler.context(), res.text))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert seen[0][0] is not seen[1][0] and seen[0][1] == seen[1][1]
+
+
+def test_bad_inputs_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown stage 'ptx' for target 'host'"):
+        compiler.compile(FPOWI, "host", "ptx")
+    with pytest.raises(ValueError, match="unknown stage 'asm'"):
+        compiler.compile(FPOWI, "sm_90", "asm")
+    with pytest.raises(TargetError, match="unknown NVIDIA chip 'sm_1'"):
+        compiler.compile(FPOWI, "sm_1")
+    with pytest.raises(CompileError, match="invalid diffgpu IR"):
+        compiler.compile("func.func @k(", "host")
+    with pytest.raises(CompileError, match="targets host; the CPU runtime compiles host-target "
+                       "modules only|targets sm_90"):
+        compiler.compile(_gpu(FPOWI), "host")
+
+
+def test_the_lowered_host_module_is_jitted_without_a_second_parse(monkeypatch):
+    from diffgpu.runtime import jit
+
+    def no_parse(text):  # pragma: no cover - the failure
+        raise AssertionError("compile_host parsed the lowered text again")
+
+    monkeypatch.setattr(jit, "parse_text", no_parse)
+    prog = compiler.compile_host(elementwise("twice", ["f32"], "f32",
+                                             "%r = arith.addf %x0, %x0 : f32"))
+    x = np.arange(8, dtype=NP["f32"])
+    out = np.zeros_like(x)
+    launch_1d(prog, "twice", [out, x], len(x))
+    np.testing.assert_array_equal(out, 2 * x)
