@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from diffgpu.dialects import names as N
+from diffgpu.abi import memref_words
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.registry import PipelineError, register_pipeline, register_upstream_check
 
@@ -211,7 +212,7 @@ def ptx_param_types(descriptors: list[tuple]) -> list[str]:
     out = []
     for d in descriptors:
         if d[0] == "memref":
-            out += ["u64"] * (3 + 2 * d[1])
+            out += ["u64"] * memref_words(d[1])
         else:
             out.append(_PTX_SCALAR[d[1]])
     return out

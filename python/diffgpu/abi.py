@@ -25,7 +25,7 @@ ExecutionEngine):
   `diffgpu.race_shared`.
 
 GPU programs (PTX, lowering/to_gpu.py): a memref argument of rank r is
-`2 + 1 + 2r` `.u64` parameters (MEMREF_WORDS), a scalar one parameter.
+`2 + 1 + 2r` `.u64` parameters (`memref_words`), a scalar one parameter.
 
 Chips: KNOWN_CHIPS and `check_chip` (lowering/targets.py re-exports them).
 """
