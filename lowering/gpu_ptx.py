@@ -5,7 +5,9 @@ every GPU function must target it; it never supplies a target):
 
 - `diffgpu-to-gpu{chip=sm_XX}`: diffgpu-verify-targets, diffgpu-autodiff,
   diffgpu-verify-targets, diffgpu-specialize (lowering/specialize.py: launch facts, only in
-  functions a launch proved alias-free), diffgpu-lower-to-gpu (the "gpu" stage);
+  functions a launch proved alias-free), diffgpu-lower-to-gpu,
+  diffgpu-check-shared-memory (lowering/gpu_shared.py: each kernel's static
+  shared memory, shadows included, fits 48 KiB) (the "gpu" stage);
 - `diffgpu-to-nvvm{chip=sm_XX}`: then the gpu.modules to the LLVM/NVVM
   dialects (the "nvvm" stage; `llvm.translate_module_to_llvmir` of a
   gpu.module's body gives the "llvm" stage);
@@ -33,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering import gpu_shared  # noqa: F401  (diffgpu-check-shared-memory, in _front)
 from diffgpu.abi import memref_words
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.registry import PipelineError, register_pipeline, register_upstream_check
@@ -73,7 +76,7 @@ def _front(opts: GpuOptions) -> list[str]:
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
             "diffgpu-specialize", "diffgpu-coarsen", "diffgpu-fuse-sincos",
             "diffgpu-stencil-adjoint",
-            "diffgpu-aggregate-atomics", lower,
+            "diffgpu-aggregate-atomics", lower, "diffgpu-check-shared-memory",
             "diffgpu-warp-atomics"]
 
 

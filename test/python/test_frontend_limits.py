@@ -160,10 +160,8 @@ def k_shared_32k(A):
     A[i] = s[(i + 1) % 4]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the reverse kernel adds a shadow shared "
-                   "array (2 x 32000 bytes) and nothing checks the 48 KiB static limit "
-                   "after autodiff: the PTX holds 64000 bytes of .shared, which ptxas rejects")
 def test_reverse_kernel_shared_memory_is_checked(tmp_path, capsys):
+    # the reverse kernel adds a shadow shared array: 2 x 32000 bytes > 48 KiB
     from diffgpu.frontend import build_diff_module
     from diffgpu.tools import diffgpu_opt
     ms = build_diff_module(k_shared_32k, "reverse", ("dup",), (ArrayType("float32", 1),),
@@ -175,3 +173,60 @@ def test_reverse_kernel_shared_memory_is_checked(tmp_path, capsys):
     assert ".b8 __wg_" in out or rc == 1  # the pipeline ran
     assert rc == 1 and "shared" in err, f"exit {rc}; PTX shared arrays: " + ", ".join(
         ln.strip() for ln in out.splitlines() if ".shared .align" in ln)
+
+
+@dg.kernel
+def k_shared_32k_grad(A, dA):
+    dg.autodiff(k_shared_32k, dg.Duplicated(A, dA))  # MARK: autodiff line
+
+
+@dg.kernel
+def k_shared_16k(A):
+    s = dg.shared_array(4000, np.float32)  # 16000 bytes: its shadow fits too
+    i = dg.thread_id(0)
+    s[i] = A[i] * A[i]
+    dg.syncthreads()
+    A[i] = s[(i + 1) % 4]
+
+
+@dg.kernel
+def k_shared_16k_grad(A, dA):
+    dg.autodiff(k_shared_16k, dg.Duplicated(A, dA))
+
+
+def _line_of(marker):
+    import inspect
+    lines = inspect.getsource(sys.modules[__name__]).splitlines()
+    return next(n for n, text in enumerate(lines, 1) if marker in text and "_line_of" not in text)
+
+
+def test_gradient_kernel_over_shared_limit_is_a_compile_error_at_autodiff():
+    # a kernel under the limit compiles; the kernel that differentiates it
+    # holds the array and its shadow (64000 bytes): a CompileError at the
+    # dg.autodiff line, before ptxas, naming both arrays
+    sig = "float32[:], float32[:]"
+    dg.compile(k_shared_32k, "float32[:]", target="sm_90")
+    with pytest.raises(CompileError) as info:
+        dg.compile(k_shared_32k_grad, sig, target="sm_90")
+    msg = str(info.value)
+    line = _line_of("# MARK: autodiff line")
+    assert msg.startswith(f"{__file__}:{line}:5: error: kernel @k_shared_32k_grad needs 64000 "
+                          "bytes of static shared memory, more than the 49152 bytes"), msg
+    assert msg.count(f"32000 bytes at {__file__}:{line}:5") == 2, msg
+    # half the size: array and shadow fit, and the PTX holds both
+    ptx = dg.compile(k_shared_16k_grad, sig, target="sm_90").ptx
+    assert ptx.count(".shared .align") == 2 and ptx.count("[16000]") == 2, ptx
+
+
+def test_shared_memory_check_in_the_driver(tmp_path, capsys):
+    # diffgpu-opt: a diagnostic at the dg.autodiff line, exit 1, no PTX
+    from diffgpu.frontend import build_diff_module
+    from diffgpu.tools import diffgpu_opt
+    ms = build_diff_module(k_shared_32k, "reverse", ("dup",), (ArrayType("float32", 1),),
+                           nvvm_target("sm_90"))
+    path = tmp_path / "reverse.mlir"
+    path.write_text(ms.text)
+    rc = diffgpu_opt.main([str(path), "-p", "diffgpu-to-ptx{chip=sm_90}", "--emit=ptx"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and out == "", out
+    assert "error: kernel @" in err and "needs 64000 bytes of static shared memory" in err, err
