@@ -18,6 +18,7 @@ from diffgpu.frontend.emitter import I64, INDEX
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import ArrayT, Scalar, promote
 from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
+from diffgpu.lowering.gpu_shared import SHARED_LIMIT  # bytes of static shared memory per block
 
 MATH_OPS = {
     "exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2",
@@ -62,7 +63,6 @@ def numpy_function(obj):
     return name if getattr(np, name, None) is obj else None
 
 
-SHARED_LIMIT = 48 * 1024  # bytes of static shared memory per block (sm_XX)
 BYTES = {"f32": 4, "f64": 8, "i32": 4, "i64": 8}
 
 
