@@ -92,6 +92,12 @@ class ReverseContext(_Sweep, Protocol):
         """Guard dimensions under which updates of the shadow of `m` need
         no atomics (elision.py), or None."""
 
+    def call_info_of(self, op):
+        """The rules_func.CallInfo of a call the sweep augmented, or None."""
+
+    def reverse_tape_holder(self):
+        """(tape holder, count) the reverse passes to a callee's reverse."""
+
 
 class TangentContext(_Sweep, Protocol):
     """For `Rule.tangent(F, op)`, emitted right after `op`."""

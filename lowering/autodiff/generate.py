@@ -19,7 +19,6 @@ from . import tape as T
 from .activity import Activity, walk_ops
 from .inline import inline_generated
 from .reverse import ReverseSweep
-from .rules_func import rewrite_calls
 from .unroll import unroll_constant_loops
 
 
@@ -176,7 +175,7 @@ class Generator:
                        _idx(spec.acts, ("dup", "dupnoneed")) | set(sh_idx))
         tape = T.Tape(entry, entry)
         R = ReverseSweep(self, act, tape, shadows, split=False)
-        rewrite_calls(R, spec.target, entry)
+        R.augment_calls(spec.target, entry)
         if launch:
             R.elision = E.analyze(act.dup - set(L.active_locals(act)), act.is_active, launch)
         L.reverse_shadows(R, entry)
@@ -228,7 +227,7 @@ class Generator:
         act = Activity(entry, _idx(acts, ("active",)), _idx(acts, ("dup",)))
         tape = T.Tape(entry, rentry, fwd_holder=fh, rev_holder=(rargs[-2], rargs[-1]))
         R = ReverseSweep(self, act, tape, shadows, split=True, rev_args=rargs)
-        rewrite_calls(R, target, entry)
+        R.augment_calls(target, entry)
         L.reverse_shadows(R, rentry)
         R.prepare(entry)
         ret = list(entry.operations)[-1]

@@ -11,11 +11,12 @@ through `need(v)` (directly, via a slot, or via the tape: see tape.py).
 """
 from __future__ import annotations
 
-from diffgpu._mlir import arith, ir, memref
+from diffgpu._mlir import arith, func, ir, memref
 
 from . import build as B
 from . import rules_tape
-from .activity import nested_uses
+from .activity import nested_uses, walk_ops
+from .rules_func import CallInfo
 from .partials import Args, scale
 from .rules import ELEMENTWISE, INACTIVE, REMAT, STRUCTURED, rule_of  # noqa: F401
 
@@ -80,6 +81,43 @@ class ReverseSweep:
 
     def elision_of(self, m):
         return self.elision.get(m)
+
+    def call_info_of(self, op):
+        return self.call_info.get(op.operation)
+
+    def reverse_tape_holder(self):
+        return self.tape.rev_holder()
+
+    # -- before the sweep -----------------------------------------------------
+    def augment_calls(self, target, entry):
+        """Replace the active calls of the forward sweep by augmented calls
+        (rules_func.py); the reverse rule of each finds its CallInfo."""
+        for op in list(self.act.ops):
+            if op.operation.name != "func.call":
+                continue
+            args, results = list(op.operands), list(op.results)
+            if not (any(self.is_active(a) or self.is_dup(a) for a in args)
+                    or any(self.is_active(r) for r in results)):
+                continue
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            acts = ["dup" if self.is_dup(a) else "active" if self.is_active(a) else "const"
+                    for a in args]
+            names = self.gen.split(callee, acts, target, op)
+            if names is None:
+                continue
+            aug, rev, grad_types = names
+            h, n = self.tape.fwd_holder()
+            with ir.InsertionPoint(op), op.location:
+                new = func.CallOp([r.type for r in results], ir.FlatSymbolRefAttr.get(aug),
+                                  args + [h, n])
+            for old, nr in zip(results, new.results):
+                if self.is_active(old):
+                    self.act.active.add(nr)
+                old.replace_all_uses_with(nr)
+            self.call_info[new.operation] = CallInfo(rev, acts, len(args),
+                                                     [r.type for r in results], grad_types)
+            op.operation.erase()
+        self.act.ops = walk_ops(entry)
 
     def needs(self, op) -> bool:
         rule = rule_of(op)

@@ -89,16 +89,9 @@ def test_sweeps_implement_the_rule_context(cls, proto):
 
 #: sweep internals a rule must not touch (it goes through context.py)
 INTERNALS = re.compile(r"\b[RFD]\.(frame|frames|tape|gen|act|sides|elision|slots|t)\b")
-#: the func.call rule still splits its callee through the generator (R.gen,
-#: R.tape holders, R.call_info): not yet behind the context interface
-NOT_YET = {"rules_func.py"}
-
-
 def test_rules_use_only_the_context():
     found = []
     for path in sorted(pathlib.Path(rules.__file__).parent.glob("rules_*.py")):
-        if path.name in NOT_YET:
-            continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if INTERNALS.search(line):
                 found.append(f"{path.name}:{n}: {line.strip()}")
