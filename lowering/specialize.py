@@ -74,7 +74,7 @@ def mark_facts(text: str, entry: str, facts) -> str:
                 break
         else:
             raise ValueError(f"no function @{entry} to specialise")
-        return module.operation.get_asm(enable_debug_info=True)
+        return compiler.hand_over(module)  # the driver compiles it without a re-parse
 
 
 def coarsen_factor(text: str) -> int:

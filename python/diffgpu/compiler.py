@@ -127,6 +127,25 @@ def _reusable(pipeline) -> bool:
     return ok
 
 
+def hand_over(module) -> str:
+    """The text of `module` (with locations), remembered with the module: a
+    `compile` of this very string object (the next step of a launch: the
+    frontend's module marked with its launch facts) takes the module instead
+    of parsing the text again. One module is remembered per thread."""
+    text = module.operation.get_asm(enable_debug_info=True)
+    _LOCAL.handed = (text, module)
+    return text
+
+
+def _take_handed(text: str):
+    handed = getattr(_LOCAL, "handed", None)
+    if handed is not None and handed[0] is text:
+        _LOCAL.handed = None
+        if handed[1].context is getattr(_LOCAL, "ctx", None):
+            return handed[1]
+    return None
+
+
 # ---------------------------------------------------------------------------
 # pipelines
 # ---------------------------------------------------------------------------
@@ -218,7 +237,10 @@ def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: 
     stage = up_to_stage or final
     if stage not in STAGES or (host and stage in GPU_ONLY):
         raise ValueError(f"unknown stage {stage!r} for target {target!r}")
-    if isinstance(ir_text, str):
+    module = _take_handed(ir_text) if isinstance(ir_text, str) else None
+    if module is not None:
+        ctx = module.context
+    elif isinstance(ir_text, str):
         ctx = context()
         with ctx, ir.Location.unknown():
             try:
@@ -310,4 +332,4 @@ def compile_host(module_text: str, opt_level: int = OPT_LEVEL,
 
 
 __all__ = ["compile", "Compiled", "STAGES", "stage_pipeline", "compile_host", "lower_host",
-           "context", "pass_manager", "new_context"]
+           "context", "pass_manager", "new_context", "hand_over"]

@@ -101,3 +101,40 @@ def test_the_lowered_host_module_is_jitted_without_a_second_parse(monkeypatch):
     out = np.zeros_like(x)
     launch_1d(prog, "twice", [out, x], len(x))
     np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_a_handed_over_module_is_compiled_without_a_parse():
+    """mark_facts (a launch's facts) hands its module to the driver with the
+    text: compiling that very string takes the module. The marker set after
+    the hand-over is only in the module, never in the text."""
+    from diffgpu._mlir import ir
+
+    with compiler.context(), ir.Location.unknown():
+        module = ir.Module.parse(FPOWI)
+        text = compiler.hand_over(module)
+        module.operation.attributes["diffgpu.handed"] = ir.UnitAttr.get()
+    assert "diffgpu.handed" not in text
+    assert "diffgpu.handed" in compiler.compile(text, "host", "dialect").text
+    # taken once; an equal but distinct string object is parsed
+    assert "diffgpu.handed" not in compiler.compile(text, "host", "dialect").text
+    assert "diffgpu.handed" not in compiler.compile("".join(text), "host", "dialect").text
+
+
+def test_launch_facts_compile_parses_once():
+    import diffgpu as dg
+    from diffgpu.launch import build_module, facts_for
+    from diffgpu.runtime.args import infer_signature
+
+    @dg.kernel
+    def scale(y, x):
+        i = dg.global_id(0)
+        if i < len(x):
+            y[i] = 2.0 * x[i]
+
+    x = np.arange(1024, dtype=np.float32)
+    args = (np.zeros_like(x), x)
+    types = infer_signature(args).types
+    facts = facts_for(args, types, "sm_90", (4, 1, 1), (256, 1, 1))
+    assert facts is not None
+    src = build_module(scale, types, "sm_90", facts=facts)
+    assert compiler._take_handed(src.text) is not None  # mark_facts handed it over
