@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering.ir_util import walk
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.specialize import NOALIAS_ATTR, order_function
 
@@ -76,15 +77,7 @@ def _dim(op):
 
 
 def _walk(op) -> list:
-    from diffgpu._mlir import ir
-    out = []
-
-    def visit(o):
-        out.append(o.operation)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return out[1:]
+    return walk(op, include_self=False)
 
 
 def analyze(fn):

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering import ir_util
 
 GEOMETRY = {N.THREAD_ID: "gpu.thread_id", N.BLOCK_ID: "gpu.block_id",
             N.BLOCK_DIM: "gpu.block_dim", N.GRID_DIM: "gpu.grid_dim"}
@@ -105,16 +106,7 @@ def _atomic(op, ip, error):
 
 def walk(op) -> list:
     """All ops nested in `op` (pre-order), as a list safe to mutate over."""
-    from diffgpu._mlir import ir
-
-    out = []
-
-    def visit(o):
-        out.append(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return [o.operation for o in out[1:]]
+    return ir_util.walk(op, include_self=False)
 
 
 def fresh(name: str, taken) -> str:

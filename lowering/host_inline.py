@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering.host_ops import walk_ops
+from diffgpu.lowering.ir_util import callee as callee_of, sym_name
 
 MAX_ROUNDS = 64
 #: a call reaching one of these is inlined (shared memory: a kernel called as
@@ -35,20 +36,12 @@ class InlineError(Exception):
         self.op = op
 
 
-def _name(f) -> str:
-    from diffgpu._mlir import ir
-
-    return ir.StringAttr(f.attributes["sym_name"]).value
-
-
-def _callee(call) -> str:
-    return str(call.attributes["callee"]).lstrip("@")
 
 
 def barrier_functions(host_funcs) -> dict:
     """name -> func of the host functions that reach a barrier or shared memory."""
-    by_name = {_name(f): f for f in host_funcs}
-    calls = {n: {_callee(c) for c in walk_ops(f, ("func.call",))} for n, f in by_name.items()}
+    by_name = {sym_name(f): f for f in host_funcs}
+    calls = {n: {callee_of(c) for c in walk_ops(f, ("func.call",))} for n, f in by_name.items()}
     reach = {n for n, f in by_name.items() if walk_ops(f, NEEDS_INLINE)}
     changed = True
     while changed:
@@ -90,20 +83,20 @@ def inline_barrier_calls(kernels, host_funcs) -> None:
         return
     for k in kernels:
         for _ in range(MAX_ROUNDS):
-            calls = [c for c in walk_ops(k, ("func.call",)) if _callee(c) in reach]
+            calls = [c for c in walk_ops(k, ("func.call",)) if callee_of(c) in reach]
             if not calls:
                 break
             for c in calls:
-                callee = reach[_callee(c)]
+                callee = reach[callee_of(c)]
                 if callee == k:
-                    raise InlineError(c, f"recursive call of '@{_name(k)}', which uses "
+                    raise InlineError(c, f"recursive call of '@{sym_name(k)}', which uses "
                                          "barriers, is not supported on the host target")
                 if len(callee.regions[0].blocks) != 1:
-                    raise InlineError(c, f"cannot inline '@{_callee(c)}' (a body of several "
+                    raise InlineError(c, f"cannot inline '@{callee_of(c)}' (a body of several "
                                          "blocks) to emulate its barriers on the host target")
                 inline_call(c, callee)
         else:
-            raise InlineError(k, f"calls reaching barriers in '@{_name(k)}' nest too deeply "
+            raise InlineError(k, f"calls reaching barriers in '@{sym_name(k)}' nest too deeply "
                                  "(recursion?) to be inlined on the host target")
     kernel_set = list(kernels)
     for name, f in reach.items():

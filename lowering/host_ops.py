@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering.ir_util import walk
 
 GEOMETRY_GLOBAL = "__dg_host_geometry"
 GEOMETRY_TYPE = "memref<12xindex>"
@@ -36,19 +37,8 @@ def isa(cls, t) -> bool:
     return isinstance(t, cls) or isinstance(t.maybe_downcast(), cls)
 
 
-def walk_ops(op, names=None):
-    """All operations nested in `op` (pre-order), optionally filtered by name."""
-    from diffgpu._mlir import ir
-
-    found = []
-
-    def visit(o):
-        if names is None or o.name in names:
-            found.append(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
+#: `op` and the operations nested in it (pre-order), optionally filtered by name
+walk_ops = walk
 
 
 def ensure_geometry_global(module_op):

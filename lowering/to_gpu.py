@@ -65,6 +65,7 @@ from typing import ClassVar
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering import targets as T
+from diffgpu.lowering.ir_util import callee as callee_of, sym_name
 from diffgpu.lowering.gpu_ops import bad_memref, expand_ipowi, fresh, rewrite_ops, walk
 from diffgpu.lowering.registry import ModulePass, register_pass
 
@@ -100,7 +101,7 @@ class LowerToGpu(ModulePass):
         for op in body.operations:
             op = op.operation
             if op.name == "func.func":
-                funcs[_sym(op)] = op
+                funcs[sym_name(op)] = op
         gpu = [f for f in funcs.values() if T.is_gpu(T.get_target(f))]
         if not gpu:
             return
@@ -114,15 +115,15 @@ class LowerToGpu(ModulePass):
         # kernels that are also called like device functions get a device copy
         called = {c for f in gpu for c in _callees(f)}
         for f in gpu:
-            if _is_kernel(f) and _sym(f) in called and any(
+            if _is_kernel(f) and sym_name(f) in called and any(
                     op.name == N.SHARED_ALLOC for op in walk(f)):
-                self.error(f, f"kernel '@{_sym(f)}' allocates shared memory, so it cannot "
+                self.error(f, f"kernel '@{sym_name(f)}' allocates shared memory, so it cannot "
                               "also be called from another function")
         if self._failed:
             return
         copies = {}
         for f in gpu:
-            name = _sym(f)
+            name = sym_name(f)
             if _is_kernel(f) and name in called:
                 copy = f.clone(ip=ir.InsertionPoint(body))
                 copy_name = fresh(name + DEVICE_SUFFIX, funcs)
@@ -151,7 +152,7 @@ class LowerToGpu(ModulePass):
     # Checks ---------------------------------------------------------------
     def _check_function(self, f, funcs) -> None:
         target = T.get_target(f)
-        name = _sym(f)
+        name = sym_name(f)
         what = "kernel" if _is_kernel(f) else "function"
         problem = _target_problem(target)
         if problem:
@@ -168,7 +169,7 @@ class LowerToGpu(ModulePass):
                 self.error(op, f"'{op.name}' in '@{name}' is not lowered: run "
                                "diffgpu-autodiff first")
             elif op.name == "func.call":
-                callee = _callee(op)
+                callee = callee_of(op)
                 g = funcs.get(callee)
                 if g is None:
                     self.error(op, f"'@{name}' calls '@{callee}', which is not a func.func "
@@ -189,10 +190,10 @@ class LowerToGpu(ModulePass):
     def _check_host_calls(self, f, funcs) -> None:
         for op in walk(f):
             if op.name == "func.call":
-                g = funcs.get(_callee(op))
+                g = funcs.get(callee_of(op))
                 if g is not None and T.is_gpu(T.get_target(g)):
-                    self.error(op, f"'@{_sym(f)}' ({T.describe(T.get_target(f))}) calls GPU "
-                                   f"function '@{_sym(g)}' ({T.describe(T.get_target(g))}): a "
+                    self.error(op, f"'@{sym_name(f)}' ({T.describe(T.get_target(f))}) calls GPU "
+                                   f"function '@{sym_name(g)}' ({T.describe(T.get_target(g))}): a "
                                    "call across targets (see diffgpu-verify-targets)")
 
     # Structure ------------------------------------------------------------
@@ -243,10 +244,6 @@ class LowerToGpu(ModulePass):
 # helpers
 # ---------------------------------------------------------------------------
 
-def _sym(op) -> str:
-    return op.attributes["sym_name"].value
-
-
 def _is_kernel(f) -> bool:
     return T.KERNEL_ATTR in f.attributes
 
@@ -256,20 +253,15 @@ def _func_type(f):
     return ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
 
 
-def _callee(call) -> str:
-    from diffgpu._mlir import ir
-    return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
-
-
 def _callees(f) -> set:
-    return {_callee(op) for op in walk(f) if op.name == "func.call"}
+    return {callee_of(op) for op in walk(f) if op.name == "func.call"}
 
 
 def _rename_calls(f, renames: dict) -> None:
     from diffgpu._mlir import ir
     for op in walk(f):
-        if op.name == "func.call" and _callee(op) in renames:
-            op.attributes["callee"] = ir.FlatSymbolRefAttr.get(renames[_callee(op)])
+        if op.name == "func.call" and callee_of(op) in renames:
+            op.attributes["callee"] = ir.FlatSymbolRefAttr.get(renames[callee_of(op)])
 
 
 def gpu_chip(target) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from diffgpu._mlir import ir
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering.ir_util import walk
 from diffgpu.lowering import targets
 
 _ALWAYS = frozenset({"arith.constant", N.BLOCK_ID, N.BLOCK_DIM, N.GRID_DIM,
@@ -97,13 +98,3 @@ class Uniformity:
         return list(self._calls.get(ir.StringAttr(fn.attributes["sym_name"]).value, []))
 
 
-def walk(op) -> list:
-    """`op` and every op nested in it (pre-order), as a list safe to mutate over."""
-    out = []
-
-    def visit(o):
-        out.append(o.operation)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return out

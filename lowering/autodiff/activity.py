@@ -18,19 +18,14 @@ fixed point.
 """
 from __future__ import annotations
 
+from diffgpu.lowering.ir_util import walk_block
+
 from . import build as B
 from .rules_tape import tag_of
 
 
-def walk_ops(block):
-    """All ops of `block`, nested ones included, in pre-order."""
-    out = []
-    for op in block.operations:
-        out.append(op)
-        for region in op.regions:
-            for b in region.blocks:
-                out.extend(walk_ops(b))
-    return out
+#: all ops of a block, nested ones included, in pre-order (as OpViews)
+walk_ops = walk_block
 
 
 class Activity:

@@ -16,16 +16,12 @@ from __future__ import annotations
 
 from diffgpu._mlir import ir
 
+from diffgpu.lowering.ir_util import callee as callee_of
+
 from .activity import walk_ops
 
 PREFIX = "__dg_"
 HOIST = ("memref.alloca",)
-
-
-def _callee(op):
-    if op.operation.name != "func.call":
-        return None
-    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
 
 
 def _generated_body(gen, name):
@@ -40,7 +36,7 @@ def inline_generated(gen, fn):
     """Inline, transitively, the calls of `fn` to generated functions."""
     entry = fn.regions[0].blocks[0]
     while True:
-        calls = [op for op in walk_ops(entry) if _generated_body(gen, _callee(op))]
+        calls = [op for op in walk_ops(entry) if _generated_body(gen, callee_of(op))]
         if not calls:
             return
         for call in calls:
@@ -48,7 +44,7 @@ def inline_generated(gen, fn):
 
 
 def _inline(gen, entry, call):
-    src = gen.lookup(_callee(call))
+    src = gen.lookup(callee_of(call))
     copy = src.operation.clone(ip=ir.InsertionPoint(gen.body))
     body = copy.regions[0].blocks[0]
     for arg, v in zip(list(body.arguments), list(call.operands)):

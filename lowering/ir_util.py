@@ -1,0 +1,63 @@
+"""The IR helpers every pass shares: one op walk, one symbol and callee reader.
+
+    walk(fn)                       -> [fn, every op nested in fn] (pre-order)
+    walk(fn, ("func.call",))       -> the func.call ops in fn
+    walk(fn, include_self=False)   -> the nested ops only
+    walk_block(block)              -> the ops of block, nested ones included,
+                                      as their typed classes (isinstance(op, AutodiffOp))
+    sym_name(f)                    -> "k" for func.func @k
+    callee(call)                   -> "g" for func.call @g(...), None for another op
+
+`walk` collects into a list first (one C++ walk), so callers may erase or
+replace the ops it returns. No MLIR is imported until a helper runs.
+"""
+from __future__ import annotations
+
+
+def walk(op, names=None, include_self: bool = True) -> list:
+    """The ops nested in `op` (and `op` itself unless `include_self` is
+    False), pre-order, as `ir.Operation`s; only those named in `names` when
+    given."""
+    from diffgpu._mlir import ir
+
+    root = op.operation
+    found = []
+
+    def visit(o):
+        if names is None or o.name in names:
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if not include_self and found and found[0] == root:
+        found = found[1:]
+    return found
+
+
+def walk_block(block) -> list:
+    """All ops of `block`, nested ones included, in pre-order, as OpViews."""
+    out = []
+    for op in block.operations:
+        out.append(op)
+        for region in op.regions:
+            for b in region.blocks:
+                out.extend(walk_block(b))
+    return out
+
+
+def sym_name(op) -> str | None:
+    """The symbol name of `op` (a func.func, gpu.func, gpu.module...), or None."""
+    from diffgpu._mlir import ir
+
+    attrs = op.operation.attributes
+    return ir.StringAttr(attrs["sym_name"]).value if "sym_name" in attrs else None
+
+
+def callee(op) -> str | None:
+    """The function a `func.call` calls, or None for any other op."""
+    from diffgpu._mlir import ir
+
+    op = op.operation
+    if op.name != "func.call":
+        return None
+    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
