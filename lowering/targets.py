@@ -44,6 +44,29 @@ def is_gpu(attr) -> bool:
 DEFAULT_NVVM_CHIP = "sm_50"
 
 
+#: one `key = value` of a target attribute's parameters: a string, or a bare word
+_PARAM = re.compile(r'\b(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([\[{])|([^,>\s\]}]+))')
+
+
+def target_params(attr) -> dict:
+    """The parameters of an `#nvvm.target<...>` / `#llvm.target<...>` attribute
+    (or its text), as written: this is the one reader of target attributes.
+
+        #nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
+            -> {"O": "3", "chip": "sm_90", "features": "+ptx80"}
+
+    A parameter holding an array or a dictionary (`link = [...]`, `flags =
+    {...}`) maps to "[" or "{"; MLIR omits parameters at their default."""
+    text = str(attr)
+    start = text.find("<")
+    if start < 0:
+        return {}
+    out = {}
+    for key, quoted, nested, bare in _PARAM.findall(text[start + 1:]):
+        out.setdefault(key, nested or bare or quoted)
+    return out
+
+
 def chip_of(attr) -> str | None:
     """The `chip` of an `#nvvm.target` attribute (or its text), else None.
 
@@ -52,8 +75,7 @@ def chip_of(attr) -> str | None:
     """
     if not is_gpu(attr):
         return None
-    m = re.search(r'chip\s*=\s*"([^"]+)"', str(attr))
-    return m.group(1) if m else DEFAULT_NVVM_CHIP
+    return target_params(attr).get("chip") or DEFAULT_NVVM_CHIP
 
 
 def describe(attr) -> str:

@@ -274,22 +274,22 @@ def _target_problem(target) -> str | None:
     """Why the NVVM backend cannot take `target` (it aborts on bad chips)."""
     import re
 
-    text = str(target)
+    params = T.target_params(target)
     chip = gpu_chip(target)
     try:
         T.check_chip(chip or "")
     except T.TargetError as exc:
         return str(exc)
-    m = re.search(r"\bO\s*=\s*(-?\d+)", text)
-    if m and not 0 <= int(m.group(1)) <= 3:
-        return f"optimization level O = {m.group(1)} is not in 0..3"
-    m = re.search(r'triple\s*=\s*"([^"]*)"', text)
-    if m and m.group(1) not in ("nvptx64-nvidia-cuda", "nvptx-nvidia-cuda"):
-        return f"triple {m.group(1)!r} is not an NVPTX triple"
-    m = re.search(r'features\s*=\s*"([^"]*)"', text)
-    if m and not re.fullmatch(r"(\+ptx\d+)?", m.group(1)):
-        return f"features {m.group(1)!r}: only '+ptxNN' is supported"
-    if re.search(r"\blink\s*=", text):
+    opt = params.get("O", "")
+    if opt.lstrip("-").isdigit() and not 0 <= int(opt) <= 3:
+        return f"optimization level O = {opt} is not in 0..3"
+    triple = params.get("triple")
+    if triple is not None and triple not in ("nvptx64-nvidia-cuda", "nvptx-nvidia-cuda"):
+        return f"triple {triple!r} is not an NVPTX triple"
+    features = params.get("features")
+    if features is not None and not re.fullmatch(r"(\+ptx\d+)?", features):
+        return f"features {features!r}: only '+ptxNN' is supported"
+    if "link" in params:
         return "'link' (extra bitcode libraries) is not supported"
     return None
 
