@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering import ir_util
 from diffgpu.lowering.ir_util import walk
 
 GEOMETRY_GLOBAL = "__dg_host_geometry"
@@ -33,8 +34,8 @@ GEOMETRY_BASE = {N.THREAD_ID: 0, N.BLOCK_ID: 3, N.BLOCK_DIM: 6, N.GRID_DIM: 9}
 
 
 def isa(cls, t) -> bool:
-    """True if type `t` is an `ir.<cls>` (the bindings have no isinstance)."""
-    return isinstance(t, cls) or isinstance(t.maybe_downcast(), cls)
+    """True if type `t` is an `ir.<cls>` (ir_util.isa, arguments swapped)."""
+    return ir_util.isa(t, cls)
 
 
 #: `op` and the operations nested in it (pre-order), optionally filtered by name

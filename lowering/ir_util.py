@@ -5,6 +5,7 @@
     walk(fn, include_self=False)   -> the nested ops only
     walk_block(block)              -> the ops of block, nested ones included,
                                       as their typed classes (isinstance(op, AutodiffOp))
+    isa(t, ir.F32Type)             -> whether type t is an f32 (never str(t) == "f32")
     sym_name(f)                    -> "k" for func.func @k
     callee(call)                   -> "g" for func.call @g(...), None for another op
 
@@ -43,6 +44,11 @@ def walk_block(block) -> list:
             for b in region.blocks:
                 out.extend(walk_block(b))
     return out
+
+
+def isa(t, cls) -> bool:
+    """Whether type (or attribute) `t` is an `ir.<cls>`, downcast or not."""
+    return isinstance(t, cls) or isinstance(t.maybe_downcast(), cls)
 
 
 def sym_name(op) -> str | None:

@@ -6,29 +6,33 @@ point. Every helper builds at the ambient `ir.InsertionPoint` and location.
 """
 from __future__ import annotations
 
-import re
-
 from diffgpu._mlir import arith, ir, math, memref
+from diffgpu.lowering.ir_util import isa
 
-FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
-_INT_RE = re.compile(r"^i\d+$")
+#: the float types autodiff differentiates, narrowest first
+FLOAT_TYPES = (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)
 
 
 # Types --------------------------------------------------------------------
 def is_float(t) -> bool:
-    return str(t) in FLOAT_TYPES
+    return any(isa(t, c) for c in FLOAT_TYPES)
 
 
 def is_memref(t) -> bool:
-    return str(t).startswith("memref<")
+    return isa(t, ir.MemRefType) or isa(t, ir.UnrankedMemRefType)
 
 
 def is_index(t) -> bool:
-    return str(t) == "index"
+    return isa(t, ir.IndexType)
 
 
 def is_int(t) -> bool:
-    return bool(_INT_RE.match(str(t)))
+    """A signless integer type (i1, i32, i64...)."""
+    return isa(t, ir.IntegerType) and ir.IntegerType(t).is_signless
+
+
+def _float_rank(t) -> int:
+    return next(k for k, c in enumerate(FLOAT_TYPES) if isa(t, c))
 
 
 def memref_elem(t):
@@ -74,11 +78,9 @@ def is_block_arg(v) -> bool:
 
 def cast_float(v, t):
     """Convert float value `v` to float type `t` (extf/truncf or nothing)."""
-    src = str(v.type)
-    dst = str(t)
-    if src == dst:
+    if v.type == t:
         return v
-    if FLOAT_TYPES.index(src) < FLOAT_TYPES.index(dst):
+    if _float_rank(v.type) < _float_rank(t):
         return arith.extf(t, v)
     return arith.truncf(t, v)
 

@@ -85,6 +85,10 @@ def _geom(v, cls):
     return op.opview.dim
 
 
+def _is_i64(t) -> bool:
+    return B.is_int(t) and ir.IntegerType(t).width == 64
+
+
 def _strip(v):
     """The value under index_casts between index and i64 (both 64-bit on
     our targets, so the casts keep every value of the thread geometry)."""
@@ -93,7 +97,8 @@ def _strip(v):
         if op is None or op.name != "arith.index_cast":
             return v
         src = op.operands[0]
-        if {str(src.type), str(v.type)} != {"index", "i64"}:
+        if not ((B.is_index(src.type) and _is_i64(v.type))
+                or (_is_i64(src.type) and B.is_index(v.type))):
             return v
         v = src
 

@@ -228,7 +228,7 @@ def _bounds_guards(entry, prim, sh):
             continue
         lhs, rhs = _strip_cast(lr[0]), _strip_cast(lr[1])
         dim = None if isinstance(rhs.owner, ir.Block) else rhs.owner.operation
-        if (global_dim(lhs) != 0 or str(lhs.type) != "index" or dim is None
+        if (global_dim(lhs) != 0 or not B.is_index(lhs.type) or dim is None
                 or dim.name != "memref.dim" or dim.operands[0] != prim
                 or _const_index(dim.operands[1]) != 0):
             continue

@@ -205,7 +205,8 @@ class ReverseSweep:
         term = list(frame.fwd.operations)[-1]
         if frame.kind == "slot":
             # i1 is kept as i8: memref<i1> does not lower to LLVM
-            wide = ir.IntegerType.get_signless(8) if str(v.type) == "i1" else v.type
+            wide = ir.IntegerType.get_signless(8) if B.is_int(v.type) and \
+                ir.IntegerType(v.type).width == 1 else v.type
             slot = self.tape.fwd_slot(wide)
             with ir.InsertionPoint(term):
                 memref.store(v if wide == v.type else arith.extui(wide, v), slot, [])
