@@ -38,6 +38,7 @@ loops have ended); loops marked `diffgpu.no_cancel` are skipped.
 from __future__ import annotations
 
 from diffgpu.abi import CANCEL_ADDR_FUNC
+from diffgpu.dialects import names as N
 from diffgpu.lowering.host_ops import walk_ops
 
 FLAG = "__dg_host_cancel"
@@ -213,7 +214,7 @@ def instrument_loops(host_funcs) -> None:
         for op in walk_ops(f, ("scf.for",)):
             if NO_CANCEL not in op.attributes and not _constant_trip(op) \
                     and "unsignedCmp" not in op.attributes \
-                    and not walk_ops(op, ("diffgpu.barrier",)):
+                    and not walk_ops(op, (N.BARRIER,)):
                 chunk_for(op)
         for op in whiles:
             check_while(op)

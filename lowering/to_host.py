@@ -53,6 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.dialects import names as N
 from diffgpu.abi import ENTRY_PREFIX, host_entry
 from diffgpu.lowering import (host_barrier, host_bounds, host_cancel, host_inline, host_ops,
                               host_racecheck, targets)
@@ -69,7 +70,7 @@ _LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ce
 RESERVED = frozenset(_LIBM + tuple(n + "f" for n in _LIBM) + (
     "malloc", "free", "aligned_alloc", "calloc", "realloc", "memcpy", "memmove", "memset",
     "memrefCopy", "abort", "printf", "puts"))
-_DIFF_OPS = ("diffgpu.autodiff", "diffgpu.fwddiff")
+_DIFF_OPS = N.DIFF
 
 
 def _sym_name(op) -> str:
@@ -111,7 +112,7 @@ class LowerToHost(ModulePass):
                 ir.SymbolTable.set_symbol_name(f, DEVICE_PREFIX + name)
                 ir.SymbolTable.replace_all_symbol_uses(name, DEVICE_PREFIX + name, module)
         for f in host:
-            for op in host_ops.walk_ops(f, ("diffgpu.atomic_add",)):
+            for op in host_ops.walk_ops(f, (N.ATOMIC_ADD,)):
                 host_ops.rewrite_atomic_add(op, mark=self.racecheck)
             for op in host_ops.walk_ops(f, host_ops.INT_DIVISIONS):
                 host_ops.guard_division(op)
@@ -153,16 +154,16 @@ class LowerToHost(ModulePass):
                 elif name in host_ops.GEOMETRY_BASE:
                     if host_ops.geometry_dim(op) not in (0, 1, 2):
                         self.error(op, f"'{name}' needs a dim attribute of 0, 1 or 2")
-                elif name == "diffgpu.atomic_add":
+                elif name == N.ATOMIC_ADD:
                     why = host_ops.check_atomic_add(op)
                     if why:
                         self.error(op, why)
-                elif name == "diffgpu.shared_alloc":
+                elif name == N.SHARED_ALLOC:
                     if not is_kernel:
-                        self.error(op, "diffgpu.shared_alloc must be in a kernel on the host "
+                        self.error(op, f"{N.SHARED_ALLOC} must be in a kernel on the host "
                                        "target")
                     elif not _static_memref(op.results[0].type):
-                        self.error(op, "diffgpu.shared_alloc needs a memref of static shape")
+                        self.error(op, f"{N.SHARED_ALLOC} needs a memref of static shape")
         for f in host:
             name = _sym_name(f)
             if f not in kernels and f.regions[0].blocks and not name.startswith("__dg_") \
@@ -194,7 +195,7 @@ class LowerToHost(ModulePass):
         n_user = len(k.regions[0].blocks[0].arguments)
         if self.racecheck:
             host_racecheck.record_shared(module, name, host_ops.walk_ops(
-                k, ("diffgpu.shared_alloc",)))
+                k, (N.SHARED_ALLOC,)))
         shared_types = _shared_to_args(k)
         user_types = [a.type for a in k.regions[0].blocks[0].arguments][:n_user]
         if not host_barrier.has_barrier(k):
@@ -255,7 +256,7 @@ def _shared_to_args(k) -> list:
     the default memory space; returns the new argument types."""
     entry = k.regions[0].blocks[0]
     types = []
-    for op in host_ops.walk_ops(k, ("diffgpu.shared_alloc",)):
+    for op in host_ops.walk_ops(k, (N.SHARED_ALLOC,)):
         t = host_ops.strip_address_space(op.results[0].type)
         arg = entry.add_argument(t, op.location)
         op.results[0].replace_all_uses_with(arg)
