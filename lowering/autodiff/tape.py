@@ -33,6 +33,7 @@ of tangents), where the integer words alone would lose it.
 from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, memref, scf
+from diffgpu.lowering.ir_util import isa
 
 from . import build as B
 
@@ -162,8 +163,22 @@ def _tag(v, name, tag):
     return v
 
 
+def _word_kind(t) -> str | None:
+    """How a value of type `t` sits in a tape word: "i64", "f64", "f32",
+    "index", or None (another integer: zero-extended)."""
+    if B.is_index(t):
+        return "index"
+    if isa(t, ir.F64Type):
+        return "f64"
+    if isa(t, ir.F32Type):
+        return "f32"
+    if B.is_int(t) and ir.IntegerType(t).width == 64:
+        return "i64"
+    return None
+
+
 def _encode(v, tag=None):
-    s = str(v.type)
+    s = _word_kind(v.type)
     i64 = B.i64()
     if s == "i64":
         return v
@@ -176,11 +191,11 @@ def _encode(v, tag=None):
         return arith.index_cast(i64, v)
     if B.is_int(v.type):
         return arith.extui(i64, v)
-    raise ValueError(f"cannot put a value of type {s} on the tape")
+    raise ValueError(f"cannot put a value of type {v.type} on the tape")
 
 
 def _decode(w, t, tag=None):
-    s = str(t)
+    s = _word_kind(t)
     if s == "i64":
         return w
     if s == "f64":
