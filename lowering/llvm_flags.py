@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.lowering.ir_util import walk
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 #: ops whose `nuw` flag MLIR's memref lowering sets on index arithmetic
@@ -25,17 +26,7 @@ WRAP_OPS = ("llvm.mul", "llvm.add", "llvm.getelementptr")
 
 def drop_wrap_flags(op) -> None:
     """Rebuild every WRAP_OPS op nested in `op` without its flags."""
-    from diffgpu._mlir import ir
-
-    flagged = []
-
-    def visit(o):
-        if o.operation.name in WRAP_OPS:
-            flagged.append(o.operation)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    for o in flagged:  # rebuilt from operands and visible attributes: no flags
+    for o in walk(op, WRAP_OPS):  # rebuilt from operands and visible attributes: no flags
         replace_op(o, o.name, {k: o.attributes[k] for k in o.attributes})
 
 

@@ -27,6 +27,7 @@ keeps its loop (only the derivative's clone is unrolled).
 from __future__ import annotations
 
 from diffgpu._mlir import arith, ir
+from diffgpu.lowering.ir_util import walk
 
 MAX_TRIPS = 32
 MAX_OPS = 1024
@@ -54,15 +55,7 @@ def trip_count(op):
 
 
 def _size(op) -> int:
-    n = 0
-
-    def visit(o):
-        nonlocal n
-        n += 1
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return n
+    return len(walk(op))
 
 
 def unroll_constant_loops(fn) -> int:
