@@ -23,7 +23,8 @@ MLIRError = ir.MLIRError
 # The bindings look for a Python module `mlir.dialects.<namespace>` whenever
 # they wrap an op, and do not remember a failed import: every diffgpu op seen
 # from Python re-ran the import machinery (about 120 failed imports, ~15 ms,
-# per kernel compile). Our IRDL dialect has no generated Python classes; an
-# empty module tells the bindings so, once.
+# per kernel compile). Our IRDL dialect has no generated module: its OpView
+# classes are registered by dialects/ops.py (make_context imports it); an
+# empty module tells the bindings there is nothing to import, once.
 sys.modules.setdefault("mlir.dialects.diffgpu", types.ModuleType(
-    "mlir.dialects.diffgpu", "diffgpu ops have no generated OpView classes (IRDL)"))
+    "mlir.dialects.diffgpu", "diffgpu's OpView classes are registered by diffgpu.dialects.ops"))
