@@ -130,10 +130,15 @@ class WarpAtomics(ModulePass):
     def run(self, module) -> None:
         from diffgpu.lowering.uniform import Uniformity, walk
 
+        # Decide first, rewrite after, and touch no handle of an erased op:
+        # the bindings give every handle its own Python object (no shared
+        # live-op map), so `aggregate` erasing an atomic through one handle
+        # leaves any other handle to it dangling (reading it is a use after
+        # free). The lists hold only gpu.modules (never erased) and the
+        # atomics to rewrite, each erased once through its own handle.
         uniform = Uniformity(module)
-        for op in walk(module):
-            if op.name != "gpu.module":
-                continue
-            for inner in walk(op):
-                if aggregatable(inner, uniform):
-                    aggregate(inner)
+        atomics = [inner for gpu_module in walk(module, ("gpu.module",))
+                   for inner in walk(gpu_module, ("memref.atomic_rmw",))
+                   if aggregatable(inner, uniform)]
+        for inner in atomics:
+            aggregate(inner)

@@ -10,7 +10,21 @@
     callee(call)                   -> "g" for func.call @g(...), None for another op
 
 `walk` collects into a list first (one C++ walk), so callers may erase or
-replace the ops it returns. No MLIR is imported until a helper runs.
+replace the ops it returns, under one rule: once an op is erased, no handle
+to it (nor to an op nested in it) is read again. The bindings make a new
+Python object for every handle (no shared table of live ops), so `erase()`
+through one handle leaves the others, in this list or any other, pointing at
+freed memory: reading one is a use after free (an intermittent segfault, or a
+wrong name read). Keep the lists to the ops a loop rewrites (`names`), or
+collect the ops to rewrite first and rewrite after:
+
+    for m in walk(module, ("gpu.module",)):         # never erased
+        for op in walk(m, ("memref.atomic_rmw",)):  # each erased once, then dropped
+            rewrite(op)
+
+not `for op in walk(module): if op.name == "gpu.module": ... erase(inner)`,
+whose outer list still holds the erased `inner` and reads its name next.
+No MLIR is imported until a helper runs.
 """
 from __future__ import annotations
 

@@ -47,7 +47,12 @@ def _func_of(block):
 
 
 class Uniformity:
-    """Memoised uniformity proofs over one module (`module`: builtin.module op)."""
+    """Memoised uniformity proofs over one module (`module`: builtin.module op).
+
+    Valid until the module is rewritten: the call table holds op handles
+    (dangling once their op is erased) and the memo keys values by address
+    (which a new op may reuse). Passes decide with one instance, then
+    rewrite, then build a new one for the next round."""
 
     def __init__(self, module):
         self._calls = {}
