@@ -29,3 +29,14 @@ def test_walk_symbols_and_callees():
         for op in walk(module.operation, ("diffgpu.barrier",)):  # safe to erase while iterating
             op.erase()
         assert "diffgpu.barrier" not in str(module)
+
+
+def test_each_walk_gives_its_own_handles():
+    """Why a pass must not read a handle of an erased op (ir_util's rule):
+    two walks give distinct Python objects for one op, so erasing through
+    one cannot mark the other invalid; it is left pointing at freed memory."""
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(TEXT)
+        (first,) = walk(module.operation, ("func.call",))
+        (second,) = walk(module.operation, ("func.call",))
+        assert first == second and first is not second
