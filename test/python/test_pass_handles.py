@@ -55,7 +55,8 @@ def test_warp_atomics_compiles_never_crash(tmp_path):
     script = tmp_path / "prepare_cases.py"
     script.write_text(SCRIPT)
     proc = subprocess.run([sys.executable, "-X", "faulthandler", str(script), REPO,
-                           json.dumps(RUNS), str(tmp_path)], capture_output=True, text=True, timeout=300)
+                           json.dumps(RUNS), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     done = [ln for ln in proc.stdout.splitlines() if ln.endswith(": prepared")]
