@@ -81,7 +81,10 @@ def _f32(rng, n, scale=1.0):
 
 class Case:
     """name; params (kernel order); diff: differentiable peer inputs;
-    out: the written array; words: (P, FB) bytes / 4."""
+    out: the written array; words: (P, FB, FB_autodiff) bytes / 4, where FB is
+    a functional vjp (read inputs and cotangents, write gradients) and
+    FB_autodiff follows Enzyme's convention (the primal output is written, each
+    shadow is read and written: 6 words for y = x*x)."""
 
     def __init__(self, name, params, diff, out, words, make, peer, primal_ref, grad_ref,
                  peer_cot=None):
@@ -134,40 +137,41 @@ def cases(n: int) -> list:
         return {"x": _f32(rng, n), "y": np.zeros(n, np.float32)}
 
     return [
-        Case("square", ["y", "x"], ["x"], "y", (2, 3), ew,
+        Case("square", ["y", "x"], ["x"], "y", (2, 3, 6), ew,
              lambda L, x: x * x,
              lambda h, s: {"y": (h["x"][s] ** 2, s)},
              lambda h, g, s: {"x": (2 * h["x"][s] * g[s], s)}),
-        Case("saxpy", ["o", "a", "x", "y"], ["a", "x", "y"], "o", (3, 4),
+        Case("saxpy", ["o", "a", "x", "y"], ["a", "x", "y"], "o", (3, 4, 9),
              lambda rng: {"o": np.zeros(n, np.float32), "a": 1.5, "x": _f32(rng, n),
                           "y": _f32(rng, n)},
              lambda L, a, x, y: a * x + y,
              lambda h, s: {"o": (h["a"] * h["x"][s] + h["y"][s], s)},
              lambda h, g, s: {"a": (float(np.dot(h["x"], g)), None),
                               "x": (h["a"] * g[s], s), "y": (g[s], s)}),
-        Case("softplus", ["y", "x"], ["x"], "y", (2, 3), ew,
+        Case("softplus", ["y", "x"], ["x"], "y", (2, 3, 6), ew,
              lambda L, x: L.log1p(L.exp(x)),
              lambda h, s: {"y": (np.log1p(np.exp(h["x"][s])), s)},
              lambda h, g, s: {"x": (_sig(h["x"][s]) * g[s], s)}),
-        Case("stencil", ["y", "x"], ["x"], "y", (2, 2), ew,
+        Case("stencil", ["y", "x"], ["x"], "y", (2, 2, 6), ew,
              lambda L, x: 0.25 * x[:-2] + 0.5 * x[1:-1] + 0.25 * x[2:],
              lambda h, s: {"y": _stencil_y(h["x"], s, n)},
              lambda h, g, s: {"x": (_stencil_xbar(g, s, n), s)},
              peer_cot=lambda g: g[1:-1]),
-        Case("loop16", ["y", "x", "p"], ["x", "p"], "y", (3, 5),
+        Case("loop16", ["y", "x", "p"], ["x", "p"], "y", (3, 5, 9),
              lambda rng: {"y": np.zeros(n, np.float32), "x": _f32(rng, n),
                           "p": _f32(rng, n)},
              _peer_loop,
              lambda h, s: {"y": (_loop_ref(h["x"][s], h["p"][s])[-1], s)},
              lambda h, g, s: dict(zip(("x", "p"), (
                  (v, s) for v in _loop_grad(h["x"][s], h["p"][s], g[s]))))),
-        Case("sumsq", ["out", "x"], ["x"], "out", (1, 2),
+        Case("sumsq", ["out", "x"], ["x"], "out", (1, 2, 3),
              lambda rng: {"out": np.zeros(1, np.float32), "x": _f32(rng, n)},
              lambda L, x: L.sum(x * x),
              lambda h, s: {"out": (np.array([np.dot(h["x"], h["x"])]), None)},
              lambda h, g, s: {"x": (2 * h["x"][s] * g[0], s), "out": (g, None)},
              peer_cot=lambda g: g[0]),
-        Case("gather", ["y", "x", "idx"], ["x"], "y", (2 + 1 / REUSE, 2 + 1 / REUSE),
+        Case("gather", ["y", "x", "idx"], ["x"], "y",
+             (2 + 1 / REUSE, 2 + 1 / REUSE, 4 + 3 / REUSE),
              lambda rng: {"y": np.zeros(n, np.float32), "x": _f32(rng, m),
                           "idx": rng.integers(0, m, n).astype(np.int32)},
              lambda L, x, idx: x[idx],
