@@ -53,6 +53,9 @@ from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.specialize import NOALIAS_ATTR, order_function
 
 COARSEN = 4
+#: elements per thread of a reduction kernel (see `reduction_atomic`): its
+#: atomics become one per REDUCE_COARSEN elements before the block sum
+REDUCE_COARSEN = 16
 COARSEN_ATTR = "diffgpu.coarsen"
 #: a function LLVM must not inline (lowering/gpu_nvvm.py sets `no_inline`)
 NOINLINE_ATTR = "diffgpu.noinline"
@@ -80,10 +83,12 @@ def _walk(op) -> list:
     return walk(op, include_self=False)
 
 
-def analyze(fn):
+def analyze(fn, reduce: bool = False):
     """(gids, guards) of an eligible kernel `fn`, else None (see the module
     docstring). gids: the results forming g; guards: [(scf.if, A, N)], the
-    top-level guards in order (a derivative function may have several)."""
+    top-level guards in order (a derivative function may have several).
+    `reduce`: also accept reduction atomics (`reduction_atomic`; the caller
+    has proved the arrays disjoint)."""
     from diffgpu._mlir import ir
     from diffgpu.lowering.autodiff.elision import global_dim
 
@@ -122,6 +127,8 @@ def analyze(fn):
         return None  # compute-heavy: nothing to vectorise, code size x COARSEN
     for guard in guards:
         for o in _walk(guard):
+            if reduce and reduction_atomic(o, guard, fn, gids):
+                continue
             if o.name in _FORBIDDEN or (o.name in _GEOM0 and _dim(o) == 0):
                 return None
         cond = _op(guard.operands[0])
@@ -134,6 +141,29 @@ def analyze(fn):
             return None
         out.append((guard, a, n))
     return gids, out
+
+
+def reduction_atomic(op, guard, fn, gids) -> bool:
+    """Is `op` an atomic add the coarsened thread may sum in a register
+    first? Its result is unused, it sits directly in the body of `guard`
+    (it runs whenever the guard holds), its array is an argument of `fn`
+    that no other op of the body touches (no load can see the moved add),
+    its indices do not depend on the global id (one address for all threads)
+    and its value is a float or integer scalar."""
+    from diffgpu._mlir import ir
+    if op.name != N.ATOMIC_ADD or len(list(op.results[0].uses)):
+        return False
+    if op.parent.name != "scf.if" or op.parent != guard:
+        return False
+    mem = op.operands[0]
+    if not isinstance(mem.owner, ir.Block) or mem.owner != fn.regions[0].blocks[0]:
+        return False
+    if any(_depends_on(v, gids) for v in list(op.operands)[2:]):
+        return False
+    if str(op.operands[1].type) not in ("f32", "f64", "i32", "i64"):
+        return False
+    return all(u.owner.operation.name == N.ATOMIC_ADD and u.operand_number == 0
+               for u in mem.uses)
 
 
 def _local_store(op) -> bool:
@@ -267,7 +297,7 @@ class Coarsen(ModulePass):
                 del op.attributes[COARSEN_ATTR]  # a request; done below or not at all
                 if _autodiff_free(op):
                     inline_lone_call(op, module)
-                found = analyze(op)
+                found = analyze(op, reduce=NOALIAS_ATTR in op.attributes)
                 if found is not None:
                     coarsen(op, found, factor)
                     op.attributes[COARSEN_ATTR] = ir.IntegerAttr.get(
@@ -283,10 +313,27 @@ def _autodiff_free(fn) -> bool:
 
 def factor_in_ptx(ptx: str, entry: str) -> int:
     """The coarsening a compiled kernel got: its tail function (always
-    called, never inlined) is in the PTX exactly when the pass rewrote it."""
+    called, never inlined; `__dg_tail` for COARSEN, `__dg_tail_x<F>` for
+    another factor) is in the PTX exactly when the pass rewrote it."""
     import re
-    return COARSEN if re.search(rf"\.func\s+(\([^)]*\)\s*)?{re.escape(entry)}__dg_tail\b",
-                                ptx) else 1
+    m = re.search(rf"\.func\s+(\([^)]*\)\s*)?{re.escape(entry)}__dg_tail(_x(\d+))?\b", ptx)
+    return 1 if m is None else int(m.group(3) or COARSEN)
+
+
+def tail_name(entry: str, factor: int) -> str:
+    return f"{entry}__dg_tail" + ("" if factor == COARSEN else f"_x{factor}")
+
+
+def factor_for(fn, module, noalias: bool, grid_div: bool, grid_div16: bool) -> int:
+    """The coarsening `mark_facts` asks for: REDUCE_COARSEN for a kernel
+    that is eligible only through its reduction atomics (`noalias` launch,
+    grid x a multiple of REDUCE_COARSEN), COARSEN for the others (grid x a
+    multiple of COARSEN), 1 for none."""
+    plain = eligible(fn, module, noalias)
+    reduces = not plain and noalias and analyze(fn, reduce=True) is not None
+    if reduces and grid_div16:
+        return REDUCE_COARSEN
+    return COARSEN if (plain or reduces) and grid_div else 1
 
 
 def coarsen(fn, found, factor: int) -> None:
@@ -317,15 +364,23 @@ def coarsen(fn, found, factor: int) -> None:
             all_in = ok if all_in is None else arith.andi(all_in, ok)
         branch = scf.IfOp(all_in, [], has_else=True)
         with ir.InsertionPoint(branch.then_block):  # the whole group in range
+            sums = {}  # reduction atomic -> its value in each copy
             for k in range(factor):
                 mapping = [(g, arith.addi(b, arith.constant(index, k))) for g, b in zip(gids, bases)]
                 for o in rest:
                     if any(o == guard for guard, _a, _n in guards):  # it holds: its body
                         for inner in [x.operation for x in
                                       o.regions[0].blocks[0].operations][:-1]:
-                            _clone(inner, mapping)
+                            if reduction_atomic(inner, o, fn, gids):
+                                sums.setdefault(inner, []).append(_mapped(inner.operands[1],
+                                                                          mapping))
+                            else:
+                                _clone(inner, mapping)
                     else:
                         _clone(o, mapping)
+            for atomic, values in sums.items():  # one add of the group's (pairwise) sum
+                total = _pairwise_sum(values)
+                _clone(atomic, [(atomic.operands[1], total)] + mapping)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):  # the tail: a call (see _tail_function)
             tail = _tail_function(fn, gids, rest, factor)
@@ -333,6 +388,23 @@ def coarsen(fn, found, factor: int) -> None:
             scf.YieldOp([])
     for guard, _a, _n in guards:  # (the pure ops left unused go in LLVM's DCE)
         guard.erase()
+
+
+def _mapped(v, mapping):
+    for old, rep in mapping:
+        if v == old:
+            return rep
+    return v
+
+
+def _pairwise_sum(values):
+    """A balanced tree of adds (one rounding path of depth log2(len))."""
+    from diffgpu._mlir import arith
+    while len(values) > 1:
+        add = arith.addf if str(values[0].type).startswith("f") else arith.addi
+        pairs = [add(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
+        values = pairs + (values[-1:] if len(values) % 2 else [])
+    return values[0]
 
 
 def _hoisted(n, before):
@@ -366,7 +438,7 @@ def _tail_function(fn, gids, rest, factor: int) -> str:
 
     from diffgpu.lowering import targets
 
-    name = fn.attributes["sym_name"].value + "__dg_tail"
+    name = tail_name(fn.attributes["sym_name"].value, factor)
     index = ir.IndexType.get()
     ins = [a.type for a in fn.regions[0].blocks[0].arguments] + [index] * len(gids)
     with ir.InsertionPoint(fn), fn.location:

@@ -27,7 +27,8 @@ Readers of the attribute:
   `align 16` ones for `aligned` arrays, the offset and the strides of
   `contiguous` arrays folded to constants;
 - `mark_facts` itself: an eligible elementwise kernel of a 1-D launch whose
-  grid x extent divides (`grid_div`) gets `diffgpu.coarsen = 4`
+  grid x extent divides (`grid_div`) gets `diffgpu.coarsen = 4` (16 for a
+  reduction kernel when `grid_div16` holds)
   (lowering/coarsen.py; `diffgpu-coarsen` rewrites it, the runtime launches
   a quarter of the blocks).
 
@@ -68,9 +69,11 @@ def mark_facts(text: str, entry: str, facts) -> str:
                     op.attributes[NOALIAS_ATTR] = ir.UnitAttr.get()
                 if getattr(facts, "grid_div", False) and facts.unit_dims == (1, 2):
                     from diffgpu.lowering import coarsen
-                    if coarsen.eligible(op, module, facts.noalias):
+                    factor = coarsen.factor_for(op, module, facts.noalias, True,
+                                                getattr(facts, "grid_div16", False))
+                    if factor > 1:
                         op.attributes[coarsen.COARSEN_ATTR] = ir.IntegerAttr.get(
-                            ir.IntegerType.get_signless(64), coarsen.COARSEN)
+                            ir.IntegerType.get_signless(64), factor)
                 break
         else:
             raise ValueError(f"no function @{entry} to specialise")

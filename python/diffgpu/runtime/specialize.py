@@ -13,6 +13,7 @@ of the program key (memory and disk cache), like the argument types:
 | `unit_dims`  | grid and block extents of dimension 1 / 2 are 1   | drops the atomic-elision guard of those dimensions |
 | `aligned`    | per argument: data pointer a multiple of 16 bytes | GPU: pointer `align 16` (vector loads and stores) |
 | `grid_div`   | the grid's x extent is a multiple of COARSEN      | GPU: may give each thread COARSEN consecutive elements (lowering/coarsen.py) |
+| `grid_div16` | the grid's x extent is a multiple of REDUCE_COARSEN | GPU: a reduction kernel's thread may sum REDUCE_COARSEN elements before its atomic |
 
 No fact holding gives `None`: the generic program, the one every launch
 could use. Overlapping arrays (in-place kernels, the same array passed
@@ -39,6 +40,7 @@ import numpy as np
 ENABLED = os.environ.get("DIFFGPU_SPECIALIZE", "1") not in ("0", "false", "no")
 #: elements per thread of a coarsened kernel; ALIGN: the vector access's bytes
 COARSEN = 4
+REDUCE_COARSEN = 16
 ALIGN = 16
 
 
@@ -50,6 +52,7 @@ class Facts:
     unit_dims: tuple = ()   # geometry dimensions (1, 2) with one block and one thread
     aligned: tuple = ()     # one bool per argument: data pointer % ALIGN == 0
     grid_div: bool = False  # grid x % COARSEN == 0
+    grid_div16: bool = False  # grid x % REDUCE_COARSEN == 0
 
     def key(self) -> str:
         """Stable text for cache keys."""
@@ -59,6 +62,8 @@ class Facts:
         if any(self.aligned) or self.grid_div:
             text += (f" aligned={''.join('1' if a else '0' for a in self.aligned)}"
                      f" grid_div={int(self.grid_div)}")
+        if self.grid_div16:
+            text += " grid_div16=1"
         return text
 
     def for_target(self, target: str) -> "Facts | None":
@@ -79,7 +84,8 @@ class Facts:
         return (f"{{noalias = {'true' if self.noalias else 'false'}, "
                 f"contiguous = [{bools(self.contiguous)}], unit_dims = [{dims}], "
                 f"aligned = [{bools(self.aligned)}], "
-                f"grid_div = {'true' if self.grid_div else 'false'}}}")
+                f"grid_div = {'true' if self.grid_div else 'false'}, "
+                f"grid_div16 = {'true' if self.grid_div16 else 'false'}}}")
 
 
 def array_extent(x):
@@ -152,9 +158,10 @@ def launch_facts(args, types, grid=None, block=None) -> Facts | None:
             contiguous.append(False)
             aligned.append(False)
     noalias = bool(ranges) and disjoint(ranges)
-    unit, grid_div = (), False
+    unit, grid_div, grid_div16 = (), False, False
     if grid is not None and block is not None:
         unit = tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1)
         grid_div = grid[0] % COARSEN == 0
-    facts = Facts(noalias, tuple(contiguous), unit, tuple(aligned), grid_div)
+        grid_div16 = grid[0] % REDUCE_COARSEN == 0
+    facts = Facts(noalias, tuple(contiguous), unit, tuple(aligned), grid_div, grid_div16)
     return None if facts.trivial() else facts

@@ -1,0 +1,151 @@
+"""Thread coarsening of reduction kernels (lowering/coarsen.py,
+`reduction_atomic`): each thread sums REDUCE_COARSEN elements in a register
+before its one atomic add; run on the CPU against the plain kernel, the
+kernels that must stay as they are, and the GPU code (atomics per element)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import diffgpu as dg
+from diffgpu.lowering import coarsen
+from diffgpu.runtime import specialize as S
+
+from test_specialize_coarsen import _module_fn, run_pipeline
+
+
+@dg.kernel
+def sumsq(out, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.atomic_add(out, 0, x[i] * x[i])
+
+
+@dg.kernel
+def two_sums(out, x, w):  # two uniform addresses, an integer one too
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.atomic_add(out, 1, x[i] * w[i])
+        dg.atomic_add(out, 0, x[i])
+
+
+@dg.kernel
+def result_used(out, y, x):  # the atomic's old value is read
+    i = dg.global_id(0)
+    if i < len(x):
+        y[i] = dg.atomic_add(out, 0, x[i])
+
+
+@dg.kernel
+def scatter(out, x):  # the address depends on the thread
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.atomic_add(out, i % 4, x[i])
+
+
+@dg.kernel
+def reads_out(out, y, x):  # a load of the summed array could see the moved add
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.atomic_add(out, 0, x[i])
+        y[i] = out[1]
+
+
+@dg.kernel
+def nested(out, x):  # the add is conditional on the element
+    i = dg.global_id(0)
+    if i < len(x):
+        if x[i] > 0.0:
+            dg.atomic_add(out, 0, x[i])
+
+
+@dg.kernel
+def with_barrier(out, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.syncthreads()
+        dg.atomic_add(out, 0, x[i])
+
+
+@pytest.mark.parametrize("kernel,arrays,ok", [
+    (sumsq, 2, True), (two_sums, 3, True), (result_used, 3, False), (scatter, 2, False),
+    (reads_out, 3, False), (nested, 2, False),
+])
+def test_reduction_eligibility(kernel, arrays, ok):
+    args = [np.zeros(8, np.float32) for _ in range(arrays)]
+    ctx, _m, fn = _module_fn(kernel, args)
+    with ctx:
+        assert coarsen.analyze(fn) is None  # never without the reduction rule
+        assert (coarsen.analyze(fn, reduce=True) is not None) is ok
+        assert coarsen.factor_for(fn, _m, True, True, True) == (16 if ok else 1)
+        assert coarsen.factor_for(fn, _m, True, True, False) == (4 if ok else 1)
+        assert coarsen.factor_for(fn, _m, False, True, True) == 1  # arrays may alias
+
+
+def test_barrier_not_coarsened():
+    args = [np.zeros(8, np.float32) for _ in range(2)]
+    try:
+        ctx, _m, fn = _module_fn(with_barrier, args)
+    except dg.CompileError:
+        pytest.skip("barriers under a guard are rejected by the frontend")
+    with ctx:
+        assert coarsen.analyze(fn, reduce=True) is None
+
+
+def _program(kernel, args, grid_div16):
+    from diffgpu.compiler import compile_host
+    from diffgpu.launch import build_module
+    from diffgpu.lowering.specialize import coarsen_factor
+    from diffgpu.runtime.args import infer_signature
+
+    types = infer_signature(args).types
+    src = build_module(kernel, types, "host",
+                       facts=S.Facts(True, (), (1, 2), (), True, grid_div16))
+    factor = coarsen_factor(src.text)
+    text = run_pipeline(src.text, ["diffgpu-verify-targets", "diffgpu-autodiff",
+                                   "diffgpu-specialize", "diffgpu-coarsen",
+                                   "diffgpu-aggregate-atomics"])
+    assert coarsen.tail_name(kernel.name, factor) in text
+    return compile_host(text), types, factor
+
+
+@pytest.mark.parametrize("n", [1, 100, 1000, 4096, 5003, 70001])
+@pytest.mark.parametrize("grid_div16", [True, False])
+def test_coarsened_reduction_equals_plain_on_the_cpu(n, grid_div16):
+    rng = np.random.default_rng(n)
+    x, w = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    for kernel, args in ((sumsq, [np.zeros(1, np.float32), x]),
+                         (two_sums, [np.zeros(2, np.float32), x, w])):
+        block = 32
+        grid = -(-n // block)
+        step = 16 if grid_div16 else 4
+        grid += -grid % step
+        want = [a.copy() for a in args]
+        kernel[grid, block](*want)
+        prog, types, factor = _program(kernel, args, grid_div16)
+        assert factor == step
+        got = [a.copy() for a in args]
+        prog.launch(kernel.name, got, types, (grid // factor, 1, 1), (block, 1, 1))
+        exact = np.array([(x.astype(np.float64) ** 2).sum()] if kernel is sumsq else
+                         [x.astype(np.float64).sum(), (x.astype(np.float64) * w).sum()])
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-4 * np.sqrt(n))
+        np.testing.assert_allclose(got[0], exact, rtol=1e-5, atol=1e-4 * np.sqrt(n))
+
+
+def test_ptx_one_atomic_per_16_elements():
+    from diffgpu.lowering.gpu_ptx import has_nvptx
+    if not has_nvptx():
+        pytest.skip("these MLIR bindings have no NVPTX backend")
+    x, out = np.zeros(1 << 16, np.float32), np.zeros(1, np.float32)
+    ptx = sumsq.ir(out, x, stage="ptx", target="sm_90", grid=256, block=256)
+    assert coarsen.factor_in_ptx(ptx, "sumsq") == 16
+    entry = ptx[ptx.index(".entry"):]
+    fast = entry[:entry.index("}\n")] if "}\n" in entry else entry
+    # the fast path: 16 elements of x in four vector loads, one block atomic
+    assert len(re.findall(r"ld\.global(\.nc)?\.v4\.(b|f)32", ptx)) >= 4, ptx
+    assert len(re.findall(r"(red|atom)\.global(\.\w+)*\.add\.f32", ptx)) >= 1
+    plain = sumsq.ir(out, x, stage="ptx", target="sm_90", grid=255, block=256)
+    assert coarsen.factor_in_ptx(plain, "sumsq") == 1
+    del fast
