@@ -30,6 +30,7 @@ text, locations) it keeps uniqued forever.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -50,6 +51,20 @@ RECYCLE_AFTER = 256
 OPT_LEVEL = 2
 
 _LOCAL = threading.local()
+#: contexts a forked child inherited: never used (their thread pool did not
+#: survive the fork) and never destroyed (that would wait for those threads)
+_INHERITED: list = []
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (gpu_check.py prepares each case in one) compiles in a
+    fresh context: the parent's would run passes on a dead thread pool."""
+    _INHERITED.append(dict(_LOCAL.__dict__))
+    _LOCAL.__dict__.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass

@@ -1,5 +1,8 @@
 """The compile driver (diffgpu.compiler): stages, reuse of the per-thread
 context and pass managers, and the pipelines that must not be reused."""
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -138,3 +141,33 @@ def test_launch_facts_compile_parses_once():
     assert facts is not None
     src = build_module(scale, types, "sm_90", facts=facts)
     assert compiler._take_handed(src.text) is not None  # mark_facts handed it over
+
+
+_FORK_CHILD = r"""
+import os, sys
+from diffgpu import compiler
+from host_ir_helpers import elementwise
+text = elementwise("twice", ["f32"], "f32", "%r = arith.addf %x0, %x0 : f32")
+compiler.compile_host(text)            # the parent's context and pass managers
+pid = os.fork()
+if pid == 0:                           # the child compiles in a context of its own
+    compiler.compile_host(text)
+    compiler.compile(text.replace("#llvm.target<triple = \"x86_64-unknown-linux-gnu\", "
+                                  "chip = \"generic\">", "#nvvm.target<O = 3, chip = \"sm_90\">"),
+                     "sm_90")
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print("child status", status)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_compiles_in_its_own_context():
+    """gpu_check.py prepares each case in a forked child: with the parent's
+    context (its thread pool gone) the child hung or crashed."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, "-c", _FORK_CHILD], capture_output=True, text=True,
+                         timeout=120, cwd=here,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([here] + sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert "child status 0" in out.stdout, out.stdout + out.stderr

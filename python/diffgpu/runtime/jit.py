@@ -16,11 +16,22 @@ costs ~10 ms).
 """
 from __future__ import annotations
 
+import os
 import threading
 
 from diffgpu.errors import CompileError
 
 _LOCAL = threading.local()
+_INHERITED: list = []  # a forked child's inherited context: kept, never used
+
+
+def _after_fork_in_child() -> None:
+    _INHERITED.append(dict(_LOCAL.__dict__))
+    _LOCAL.__dict__.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Loaded:
