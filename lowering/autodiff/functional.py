@@ -41,6 +41,7 @@ from diffgpu.dialects import ops as dg_ops
 from . import build as B
 from .elision import index_key
 from .spec import FUNCTIONAL
+from .transpose import transpose
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
 
@@ -154,8 +155,11 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
             return _bad(pas, op, k, "grad", f"'{op.name}' uses it (only loads are allowed)")
         keys.add(index_key(list(op.operands)[1:]))
     if len(keys) != 1 or None in keys or any(c[0] != "gid" for c in next(iter(keys))):
+        if transpose(fn, prim, sh):  # a 1-D stencil: the scatter becomes a gather
+            return None
         return _bad(pas, fn.operation, k, "grad", "its loads are not all at one index made "
-                                                  "of global ids")
+                                                  "of global ids, nor a 1-D stencil whose "
+                                                  "adjoint transposes into a gather")
     (key,) = keys
     elem = B.memref_elem(sh.type)
     first, last = list(entry.operations)[0], list(entry.operations)[-1]
