@@ -328,10 +328,14 @@ def factor_for(fn, module, noalias: bool, grid_div: bool, grid_div16: bool) -> i
     """The coarsening `mark_facts` asks for: REDUCE_COARSEN for a kernel
     that is eligible only through its reduction atomics (`noalias` launch,
     grid x a multiple of REDUCE_COARSEN), COARSEN for the others (grid x a
-    multiple of COARSEN), 1 for none."""
+    multiple of COARSEN), 1 for none. A derivative wrapper of a reduction
+    kernel asks for COARSEN: its reverse reads the uniform shadow instead
+    of adding to it (the pass decides on the differentiated body)."""
     plain = eligible(fn, module, noalias)
-    reduces = not plain and noalias and analyze(fn, reduce=True) is not None
-    if reduces and grid_div16:
+    callee = _autodiff_callee(fn, module) if noalias and module is not None else None
+    reduces = not plain and noalias and analyze(
+        fn if callee is None else callee, reduce=True) is not None
+    if reduces and grid_div16 and callee is None:
         return REDUCE_COARSEN
     return COARSEN if (plain or reduces) and grid_div else 1
 

@@ -24,6 +24,11 @@ def sumsq(out, x):
 
 
 @dg.kernel
+def sumsq_grad(out, dout, x, dx):  # its reverse reads dout[0]: an elementwise kernel
+    dg.autodiff(sumsq, dg.Duplicated(out, dout), dg.Duplicated(x, dx))
+
+
+@dg.kernel
 def two_sums(out, x, w):  # two uniform addresses, an integer one too
     i = dg.global_id(0)
     if i < len(x):
@@ -94,6 +99,33 @@ def test_barrier_not_coarsened():
         assert coarsen.analyze(fn, reduce=True) is None
 
 
+def test_gradient_of_a_reduction_coarsened_by_4():
+    args = [np.zeros(8, np.float32) for _ in range(4)]
+    ctx, m, fn = _module_fn(sumsq_grad, args)
+    with ctx:
+        assert coarsen.factor_for(fn, m, True, True, True) == 4
+        assert coarsen.factor_for(fn, m, False, True, True) == 1
+    for n in (1, 100, 1021, 4096, 5003):
+        rng = np.random.default_rng(n)
+        x = rng.standard_normal(n).astype(np.float32)
+        args = [np.zeros(1, np.float32), np.array([0.75], np.float32), x,
+                rng.standard_normal(n).astype(np.float32)]
+        block = 32
+        grid = -(-n // block)
+        grid += -grid % 16
+        want = [a.copy() for a in args]
+        sumsq_grad[grid, block](*want)
+        prog, types, factor = _program(sumsq_grad, args, True)
+        assert factor == 4
+        got = [a.copy() for a in args]
+        prog.launch(sumsq_grad.name, got, types, (grid // factor, 1, 1), (block, 1, 1))
+        # out: the forward pass's sum, in another order; the rest exactly
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+        for g, w_ in zip(got[1:], want[1:]):
+            assert np.array_equal(g, w_)
+        np.testing.assert_allclose(got[3], args[3] + 1.5 * x, rtol=1e-6)
+
+
 def _program(kernel, args, grid_div16):
     from diffgpu.compiler import compile_host
     from diffgpu.launch import build_module
@@ -142,10 +174,22 @@ def test_ptx_one_atomic_per_16_elements():
     ptx = sumsq.ir(out, x, stage="ptx", target="sm_90", grid=256, block=256)
     assert coarsen.factor_in_ptx(ptx, "sumsq") == 16
     entry = ptx[ptx.index(".entry"):]
-    fast = entry[:entry.index("}\n")] if "}\n" in entry else entry
-    # the fast path: 16 elements of x in four vector loads, one block atomic
-    assert len(re.findall(r"ld\.global(\.nc)?\.v4\.(b|f)32", ptx)) >= 4, ptx
-    assert len(re.findall(r"(red|atom)\.global(\.\w+)*\.add\.f32", ptx)) >= 1
+    # the kernel: 16 elements of x in four vector loads, one atomic (the
+    # block's sum; the tail function keeps its own)
+    assert len(re.findall(r"ld\.global(\.nc)?\.v4\.(b|f)32", entry)) == 4, entry
+    assert len(re.findall(r"(red|atom)\.global(\.\w+)*\.add\.f32", entry)) == 1, entry
     plain = sumsq.ir(out, x, stage="ptx", target="sm_90", grid=255, block=256)
     assert coarsen.factor_in_ptx(plain, "sumsq") == 1
-    del fast
+    assert len(re.findall(r"ld\.global(\.nc)?\.v4", plain)) == 0
+    # the gradient (forward and reverse): x and dx in vector loads, dx in a
+    # vector store, dout[0] read once per 4 elements, one atomic for out
+    dout, dx = np.ones(1, np.float32), np.zeros(1 << 16, np.float32)
+    if dx.ctypes.data % 16 == 0:
+        ptx = sumsq_grad.ir(out, dout, x, dx, stage="ptx", target="sm_90", grid=256, block=256)
+        assert coarsen.factor_in_ptx(ptx, sumsq_grad.name) == 4
+        entry = ptx[ptx.index(".entry"):]
+        assert len(re.findall(r"ld\.global(\.nc)?\.v4\.(b|f)32", entry)) == 2, entry
+        assert len(re.findall(r"st\.global\.v4\.(b|f)32", entry)) == 1, entry
+        fast = entry[:entry.index("call")]
+        assert len(re.findall(r"ld\.global(\.nc)?\.(b|f)32", fast)) == 1, fast  # dout[0]
+        assert len(re.findall(r"(red|atom)\.global(\.\w+)*\.add\.f32", entry)) == 1, entry
