@@ -24,6 +24,10 @@ functional API move fewer bytes:
 - `load_key`: an input all of whose loads are in the kernel's own body at
   one index made of global ids only (`x[i]`, `x[j, i]`): thread t is the
   only one touching its element, so the gradient is accumulated plainly.
+- `stencil`: an input (not `load_key`) of a kernel made only of the ops
+  lowering/autodiff/transpose.py replays, all of whose loads are in the
+  kernel's own body at `gid(0) + k` (k constant): the sorted offsets k. Its
+  gradient can be gathered (thread j sums what threads j - k gave it).
 - `accumulate_only`: an in-out array touched only by `diffgpu.atomic_add`s
   in the kernel's own body whose results are unused (`out[0] += v`): its
   final value is its initial value plus the sum, so its cotangent is only
@@ -42,7 +46,9 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering import targets
 from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff.activity import walk_ops
+from diffgpu.lowering.autodiff import transpose
 from diffgpu.lowering.autodiff.elision import index_key
+from diffgpu.lowering.stencil_adjoint import offset_of
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
 
@@ -121,6 +127,7 @@ def analyze_module(module) -> list:
     if len(kernels) != 1:
         raise ValueError(f"expected one kernel in the module, found {len(kernels)}")
     fn = kernels[0]
+    plain = transpose.plain(fn)
     out = []
     for arg in fn.regions[0].blocks[0].arguments:
         if not B.is_memref(arg.type):
@@ -140,11 +147,18 @@ def analyze_module(module) -> list:
                 (key,) = keys
                 if key is not None and all(c[0] == "gid" for c in key):
                     load_key = _dims(key)
+        stencil = None
+        if (info.read and not info.write and not info.nested and not info.opaque
+                and load_key is None and plain):
+            offs = [offset_of(op.operands[1]) if len(op.operands) == 2 else None
+                    for op, _, _ in info.loads]
+            if offs and all(o is not None and o[0] == 0 for o in offs):
+                stencil = sorted({o[1] for o in offs})
         accumulate_only = bool(info.adds) and not (info.loads or info.stores or info.nested
                                                    or info.opaque)
         out.append({"array": True, "read": info.read, "write": info.write,
                     "atomic": info.atomic, "opaque": info.opaque,
-                    "store_key": store_key, "load_key": load_key,
+                    "store_key": store_key, "load_key": load_key, "stencil": stencil,
                     "accumulate_only": accumulate_only})
     return out
 

@@ -20,7 +20,10 @@ geometry prove it, the functional kinds replace `dup` (`functional_kind`):
 `cot` for an output stored once per element or an array only added to (the
 cotangent itself, read only; no primal writes), `grad` for an input read at
 one global-id index (a new array the kernel writes once per element;
-zero-filled first when the launch does not reach every element). Primal
+zero-filled first when the launch does not reach every element) or for a
+1-D stencil input `x[gid(0) + k]` when the launch covers it and every
+written array is `cot` (thread j gathers its element's adjoint, written once:
+lowering/autodiff/transpose.py). Primal
 arrays the kernel writes are replaced by scratch buffers (outputs) or
 copies (in-out) unless `outputs=True`. Forward mode passes an input's tangent itself (the tangent
 code only reads the shadows of arrays it never stores into), zeros for an
@@ -251,12 +254,26 @@ class Call:
             return "cot"  # out[k] += v: final = initial + sum, the cotangent passes through
         if role == "input" and f.get("load_key") is not None:
             return "grad" if self._unique(set(f["load_key"])) else None
+        if role == "input" and f.get("stencil") and self._unique({0}) and self.covered(i):
+            return "grad"  # gathered (lowering/autodiff/transpose.py)
         return None
+
+    def _gatherable(self, fk) -> list:
+        """`fk` with a stencil's `grad` demoted to Enzyme's convention unless
+        every array the kernel writes is `cot` (the gathered replay of the
+        reverse body must observe no write of its own)."""
+        ok = all(fk[gi] == "cot" for gi, g in enumerate(self.groups) if self.written(g))
+        return [None if (k == "grad" and self.facts[g[0]].get("load_key") is None and not ok)
+                else k for g, k in zip(self.groups, fk)]
 
     def covered(self, i) -> bool:
         """Every element of array `i` is one thread's global-id index."""
         grid, block = self.launcher.grid, self.launcher.block
         key, shape = self.facts[i]["load_key"], M.shape_of(self.args[i])
+        if key is None and self.facts[i].get("stencil"):
+            key = [0]  # a 1-D stencil: x[gid(0) + k]
+            if len(shape) != 1:
+                return False
         if len(set(key)) != len(key):  # x[i, i]: only the diagonal is anyone's
             return False
         return all(grid[d] * block[d] >= n for d, n in zip(key, shape))
@@ -275,7 +292,7 @@ class Call:
         kinds = ["const"] * len(self.names)
         shadows = [None] * len(self.names)
         with M.device_scope(self.args[self.groups[0][0]] if self.groups else None):
-            fk = [self.functional_kind(g, outputs) for g in self.groups]
+            fk = self._gatherable([self.functional_kind(g, outputs) for g in self.groups])
             # a `cot` array's writes are dropped: the caller's array is passed
             prim = self.primals(outputs, {gi for gi, k in enumerate(fk) if k == "cot"})
             for gi, g in enumerate(self.groups):
