@@ -16,6 +16,10 @@ that the shadows follow the functional convention, as in JAX's vjp:
 |        |                                        | `shadow[key]` at exit (when in bounds): the |
 |        |                                        | gradient is written, never read            |
 
+A `grad` input read at several offsets of one global id (a 1-D stencil,
+`x[i - 1]`, `x[i]`, `x[i + 1]`) is instead transposed into a gather:
+transpose.py.
+
 Both rest on facts the caller guarantees, as `dg.vjp` does at launch: the
 geometry dimensions not named in the index have one thread and one block
 (so the index is one thread's), a `grad` shadow is a buffer no other
