@@ -29,11 +29,12 @@ def sumsq_grad(out, dout, x, dx):  # its reverse reads dout[0]: an elementwise k
 
 
 @dg.kernel
-def two_sums(out, x, w):  # two uniform addresses, an integer one too
+def two_sums(out, x, w, count):  # two uniform addresses, and an integer count
     i = dg.global_id(0)
     if i < len(x):
         dg.atomic_add(out, 1, x[i] * w[i])
         dg.atomic_add(out, 0, x[i])
+        dg.atomic_add(count, 0, 1)
 
 
 @dg.kernel
@@ -75,11 +76,13 @@ def with_barrier(out, x):
 
 
 @pytest.mark.parametrize("kernel,arrays,ok", [
-    (sumsq, 2, True), (two_sums, 3, True), (result_used, 3, False), (scatter, 2, False),
+    (sumsq, 2, True), (two_sums, 4, True), (result_used, 3, False), (scatter, 2, False),
     (reads_out, 3, False), (nested, 2, False),
 ])
 def test_reduction_eligibility(kernel, arrays, ok):
     args = [np.zeros(8, np.float32) for _ in range(arrays)]
+    if kernel is two_sums:
+        args[-1] = np.zeros(1, np.int32)
     ctx, _m, fn = _module_fn(kernel, args)
     with ctx:
         assert coarsen.analyze(fn) is None  # never without the reduction rule
@@ -149,7 +152,7 @@ def test_coarsened_reduction_equals_plain_on_the_cpu(n, grid_div16):
     rng = np.random.default_rng(n)
     x, w = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     for kernel, args in ((sumsq, [np.zeros(1, np.float32), x]),
-                         (two_sums, [np.zeros(2, np.float32), x, w])):
+                         (two_sums, [np.zeros(2, np.float32), x, w, np.zeros(1, np.int32)])):
         block = 32
         grid = -(-n // block)
         step = 16 if grid_div16 else 4
@@ -164,6 +167,8 @@ def test_coarsened_reduction_equals_plain_on_the_cpu(n, grid_div16):
                          [x.astype(np.float64).sum(), (x.astype(np.float64) * w).sum()])
         np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-4 * np.sqrt(n))
         np.testing.assert_allclose(got[0], exact, rtol=1e-5, atol=1e-4 * np.sqrt(n))
+        if kernel is two_sums:
+            assert got[3][0] == want[3][0] == n
 
 
 def test_ptx_one_atomic_per_16_elements():
