@@ -16,7 +16,16 @@ Runs after `diffgpu-autodiff` (and `diffgpu-specialize`) on both targets. A
    without memory effects, atomic adds with unused results, accesses to
    thread-private `memref.alloca`s and, in functions whose array arguments
    a launch proved disjoint (`diffgpu.noalias`, lowering/specialize.py),
-   accesses to other array arguments.
+   accesses to other array arguments;
+5. its kernel holds fewer than MAX_BLOCK_SUMS block sums so far.
+
+Rule 5 keeps compile time linear in kernel size. Each block sum adds a
+barrier and a shared array; the host lowering splits a kernel into one
+phase function per barrier, each taking every shared array, so n block sums
+cost n * n arguments there (and n shared arrays exceed the GPU's shared
+memory). The gradient of a flat sum of 2,000 terms has 2,000 such adds:
+the last MAX_BLOCK_SUMS in program order are summed per block, the others
+stay atomic adds (per warp on the GPU: diffgpu-warp-atomics).
 
 The guards become `scf.if`s yielding the value (zero where the add did not
 happen); a function hands it to its caller as one more result. Every thread
@@ -53,15 +62,18 @@ from diffgpu.lowering.uniform import Uniformity, walk
 #: block's sum; diffgpu-warp-atomics leaves it alone too) or "thread" (the
 #: per-thread fallback, which diffgpu-warp-atomics may still sum per warp)
 AGGREGATED = "diffgpu.aggregated"
+#: rule 5: block sums per kernel (module docstring)
+MAX_BLOCK_SUMS = 16
 
 
-def candidate(op, uniform):
-    """The op's Site when it can be block-aggregated (rules 1 to 4), else None."""
+def candidate(op, uniform, full=frozenset()):
+    """The op's Site when it can be block-aggregated (rules 1 to 5), else None.
+    `full`: the names of the kernels that hold MAX_BLOCK_SUMS block sums."""
     if (not isinstance(op.operation.opview, AtomicAddOp) or len(list(op.results[0].uses))
             or AGGREGATED in op.attributes or str(op.operands[1].type) not in SHUFFLE_TYPES):
         return None
     site = H.site_of(op, uniform)
-    if site is None:
+    if site is None or _name(site.kernel) in full:
         return None
     if not all(uniform.is_uniform(v) for i, v in enumerate(op.operands) if i != 1):
         return None
@@ -94,17 +106,25 @@ class AggregateAtomics(ModulePass):
                               "kernel's top level or under its guards")
 
     def run(self, module) -> None:
-        while self._one(module):
+        sums: dict[str, int] = {}  # kernel name -> block sums built in it
+        while self._one(module, sums):
             pass
 
     @staticmethod
-    def _one(module) -> bool:
+    def _one(module, sums) -> bool:
         """Aggregate the last candidate in program order (an earlier one in the
         same guard may become a candidate once this one has left it)."""
         uniform = Uniformity(module)
+        full = {k for k, n in sums.items() if n >= MAX_BLOCK_SUMS}
         for op in reversed(walk(module)):
-            found = candidate(op, uniform)
+            found = candidate(op, uniform, full)
             if found is not None:
+                kernel = _name(found.kernel)
                 aggregate(op, found)
+                sums[kernel] = sums.get(kernel, 0) + 1
                 return True
         return False
+
+
+def _name(fn) -> str:
+    return ir.StringAttr(fn.attributes["sym_name"]).value
