@@ -37,6 +37,12 @@ original threads):
     scf.if %c { S(%g) }                     =>       scf.if (%b + 3 < %n) { S(%b); S(%b + 1); S(%b + 2); S(%b + 3) }
                                                      else { scf.if (%b < %n) { S(%b) } ... 4 guarded copies }
 
+A reduction kernel -- the same, but with atomic adds to one element under
+the guard (lowering/coarsen_reduce.py) -- is eligible with `noalias` facts:
+coarsened by REDUCE_COARSEN (`grid_div16`) or COARSEN, its copies' values
+summed in registers and added once per thread. `factor_for` picks the
+factor; the tail's name carries it when it is not COARSEN (`factor_in_ptx`).
+
 With several guards, the fast path needs each guard to hold for the last
 element. The unguarded copies sit in one block: with contiguous, 16-byte aligned
 arrays (launch facts) LLVM merges their accesses into `ld.global.v4` /
@@ -49,13 +55,13 @@ from typing import ClassVar
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering.ir_util import walk
+from diffgpu.lowering.coarsen_reduce import REDUCE_COARSEN, pairwise_sum, reduction_atomic
+from diffgpu.lowering.coarsen_reduce import defining_op as _op
+from diffgpu.lowering.coarsen_reduce import depends_on as _depends_on
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.specialize import NOALIAS_ATTR, order_function
 
 COARSEN = 4
-#: elements per thread of a reduction kernel (see `reduction_atomic`): its
-#: atomics become one per REDUCE_COARSEN elements before the block sum
-REDUCE_COARSEN = 16
 COARSEN_ATTR = "diffgpu.coarsen"
 #: a function LLVM must not inline (lowering/gpu_nvvm.py sets `no_inline`)
 NOINLINE_ATTR = "diffgpu.noinline"
@@ -66,12 +72,6 @@ _PREFIX_OK = ("arith.", "index.")
 _LOOPS = ("scf.for", "scf.while")
 #: larger guarded bodies are compute-bound: coarsening buys no vector access
 MAX_BODY_OPS = 256
-
-
-def _op(v):
-    from diffgpu._mlir import ir
-    owner = v.owner
-    return None if isinstance(owner, ir.Block) else owner.operation
 
 
 def _dim(op):
@@ -143,29 +143,6 @@ def analyze(fn, reduce: bool = False):
     return gids, out
 
 
-def reduction_atomic(op, guard, fn, gids) -> bool:
-    """Is `op` an atomic add the coarsened thread may sum in a register
-    first? Its result is unused, it sits directly in the body of `guard`
-    (it runs whenever the guard holds), its array is an argument of `fn`
-    that no other op of the body touches (no load can see the moved add),
-    its indices do not depend on the global id (one address for all threads)
-    and its value is a float or integer scalar."""
-    from diffgpu._mlir import ir
-    if op.name != N.ATOMIC_ADD or len(list(op.results[0].uses)):
-        return False
-    if op.parent.name != "scf.if" or op.parent != guard:
-        return False
-    mem = op.operands[0]
-    if not isinstance(mem.owner, ir.Block) or mem.owner != fn.regions[0].blocks[0]:
-        return False
-    if any(_depends_on(v, gids) for v in list(op.operands)[2:]):
-        return False
-    if str(op.operands[1].type) not in ("f32", "f64", "i32", "i64"):
-        return False
-    return all(u.owner.operation.name == N.ATOMIC_ADD and u.operand_number == 0
-               for u in mem.uses)
-
-
 def _local_store(op) -> bool:
     """A store into a `memref.alloca` (a per-thread slot: derivative
     functions zero their adjoint slots up front)."""
@@ -205,19 +182,6 @@ def _const(v):
     if o is not None and o.name == "arith.index_cast":
         o = _op(o.operands[0])
     return o if o is not None and o.name == "arith.constant" else None
-
-
-def _depends_on(v, gids) -> bool:
-    todo, seen = [v], 0
-    while todo and seen < 1000:
-        seen += 1
-        x = todo.pop()
-        if any(x == g for g in gids):
-            return True
-        o = _op(x)
-        if o is not None:
-            todo.extend(o.operands)
-    return bool(todo)
 
 
 def eligible(fn, module=None, noalias=False) -> bool:
@@ -383,7 +347,7 @@ def coarsen(fn, found, factor: int) -> None:
                     else:
                         _clone(o, mapping)
             for atomic, values in sums.items():  # one add of the group's (pairwise) sum
-                total = _pairwise_sum(values)
+                total = pairwise_sum(values)
                 _clone(atomic, [(atomic.operands[1], total)] + mapping)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):  # the tail: a call (see _tail_function)
@@ -399,16 +363,6 @@ def _mapped(v, mapping):
         if v == old:
             return rep
     return v
-
-
-def _pairwise_sum(values):
-    """A balanced tree of adds (one rounding path of depth log2(len))."""
-    from diffgpu._mlir import arith
-    while len(values) > 1:
-        add = arith.addf if str(values[0].type).startswith("f") else arith.addi
-        pairs = [add(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
-        values = pairs + (values[-1:] if len(values) % 2 else [])
-    return values[0]
 
 
 def _hoisted(n, before):
