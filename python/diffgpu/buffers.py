@@ -100,6 +100,18 @@ def zeros_like(a):
     return xp_of(a).zeros(*_shape_dtype(a))
 
 
+def slot_sum(slots):
+    """An Active scalar's gradient from its slot array (the kernel adds each
+    block's partial sum into one of its slots), summed in float64 and
+    rounded to the slots' type. Host slots give a Python float. Device slots
+    give a 0-d device array, summed on the device: nothing is copied back,
+    so `dg.vjp` returns without waiting for the kernel (`float(g)` waits
+    when the value is needed), and back-to-back calls keep the GPU busy."""
+    if isinstance(slots, np.ndarray):
+        return float(slots.dtype.type(slots.sum(dtype=np.float64)))
+    return slots.sum(dtype=np.float64).astype(slots.dtype)
+
+
 def empty_like(a):
     return xp_of(a).empty(*_shape_dtype(a))
 

@@ -17,8 +17,8 @@ array parameters into
 |          | (also `dg.atomic_add`)   | final value, returns the     | initial value, returns the |
 |          |                          | gradient of its initial one  | tangent of its final one   |
 
-Float scalars are inputs (vjp returns a Python float, jvp needs a scalar
-tangent); integer arrays and scalars are not differentiated. An array passed
+Float scalars are inputs (vjp returns a Python float, a 0-d device array on
+a GPU: no wait for the kernel; jvp needs a scalar tangent); integer arrays and scalars are not differentiated. An array passed
 for several parameters (the same memory, same layout) is one variable: its
 role is the union, its cotangent or tangent is given once (under any of its
 names) and its result appears under each name. Arrays that overlap without
@@ -56,7 +56,8 @@ def _launcher(launcher, name: str):
 @user_facing
 def vjp(launcher, *args, cotangents=None, outputs=False):
     """Reverse mode: {parameter name: gradient} for the kernel's float inputs
-    and in-out arrays (new arrays) and float scalars (Python floats), given
+    and in-out arrays (new arrays) and float scalars (Python floats; 0-d
+    device arrays on a GPU), given
     the cotangent of every output and in-out array."""
     from diffgpu.plan import Call
 

@@ -318,7 +318,7 @@ class Call:
         out, it = {}, iter(grads)
         for i, k in enumerate(kinds):
             if k == "active":
-                out[self.names[i]] = float(next(it))
+                out[self.names[i]] = M.slot_sum(next(it))
         for gi, g in enumerate(self.groups):
             if self.read(g):
                 grad = shadows[g[0]]
@@ -355,8 +355,9 @@ class Call:
         return {n: out[n] for n in self.names if n in out}
 
     def launch(self, mode: str, kinds, primals, shadows) -> list:
-        """Run the derivative kernel; returns the Active gradient slots."""
-        from diffgpu.diff import ACTIVE_SLOTS, _scalar, _zeros
+        """Run the derivative kernel; returns the Active gradients' slot
+        arrays (not summed: buffers.slot_sum)."""
+        from diffgpu.diff import ACTIVE_SLOTS, _zeros
         from diffgpu.launch import facts_for, flat_types, get_program, run_program, target_for
 
         flat = []
@@ -374,7 +375,7 @@ class Call:
         facts = facts_for(flat + slots, ftypes, target, grid, block)
         program = get_program(self.kernel, self.types, target, diff=diff, facts=facts)
         run_program(program, flat + slots, sig, grid, block)
-        return [_scalar(s) for s in slots]
+        return slots
 
 
 __all__ = ["Call", "access_facts"]
