@@ -215,3 +215,17 @@ def test_coarsened_sum_of_2_26_squares_within_1e5():
     ref = np.zeros(1)
     sumsq_gen_ref(ref, big)
     assert abs(out[0] - ref[0]) / ref[0] < 1e-5
+
+
+@pytest.mark.parametrize("gx", [6, 8, 16, 48, 1 << 18])
+def test_fast_path_facts_equal_the_full_path(gx):
+    """The fast path (repeated launches) selects the program of the same facts."""
+    from diffgpu.runtime import fastpath
+    from diffgpu.types import ArrayType
+
+    x, out = np.zeros(64, np.float32), np.zeros(1, np.float32)
+    types = (ArrayType("float32", 1),) * 2
+    full = S.launch_facts([out, x], types, (gx, 1, 1), (256, 1, 1))
+    unit = fastpath.unit_dims((gx, 1, 1), (256, 1, 1))
+    assert (unit[0], unit[1], unit[2]) == (full.unit_dims, full.grid_div, full.grid_div16)
+    assert full.grid_div16 == (gx % 16 == 0)

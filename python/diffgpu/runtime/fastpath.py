@@ -166,12 +166,12 @@ _UNIT: dict = {}
 
 def unit_dims(grid, block) -> tuple:
     """(geometry dimensions (1, 2) with one block and one thread, grid x a
-    multiple of COARSEN)."""
+    multiple of COARSEN, grid x a multiple of REDUCE_COARSEN)."""
     key = (grid, block)
     unit = _UNIT.get(key)
     if unit is None:
         unit = (tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1),
-                grid[0] % specialize.COARSEN == 0)
+                grid[0] % specialize.COARSEN == 0, grid[0] % specialize.REDUCE_COARSEN == 0)
         if len(_UNIT) < 4096:
             _UNIT[key] = unit
     return unit
@@ -212,6 +212,6 @@ def _program(kernel, entry, raw, unit, gpu_id):
     target = target_for(sig)
     facts = None
     if raw is not None:
-        facts = specialize.Facts(raw[0], raw[1], unit[0], raw[2], unit[1])
+        facts = specialize.Facts(raw[0], raw[1], unit[0], raw[2], unit[1], unit[2])
         facts = None if facts.trivial() else facts.for_target(target)
     return get_program(kernel, sig.types, target, facts=facts), sig
