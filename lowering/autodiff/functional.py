@@ -94,7 +94,10 @@ def _rewrite(pas, fn, acts, kinds) -> None:
         if a in ("dup", "dupnoneed"):
             shadow[k] = args[pos]
             pos += 1
-    for k, kind in sorted(kinds.items()):
+    # a stencil's gather replays the body: last, once the other shadows are
+    # written (or only read) as the functional kinds have them
+    for k, kind in sorted(kinds.items(), key=lambda kv: (
+            kv[1] == "grad" and _load_key(args[kv[0]]) is None, kv[0])):
         prim, sh = args[k], shadow[k]
         if kind == "cot":
             _cot(pas, fn, k, prim, sh)
@@ -150,21 +153,26 @@ def _only_read(pas, k, sh) -> None:
             return _bad(pas, op, k, "cot", f"its shadow is updated by '{op.name}'")
 
 
-def _grad(pas, fn, entry, k, prim, sh) -> None:
-    keys = set()
-    for op, i in _uses(prim):
-        if op.name == "memref.dim":
-            continue
-        if op.name != "memref.load":
-            return _bad(pas, op, k, "grad", f"'{op.name}' uses it (only loads are allowed)")
-        keys.add(index_key(list(op.operands)[1:]))
+def _load_key(prim):
+    """The one index of global ids every load of `prim` uses, else None."""
+    keys = {index_key(list(op.operands)[1:]) for op, _ in _uses(prim)
+            if op.name == "memref.load"}
     if len(keys) != 1 or None in keys or any(c[0] != "gid" for c in next(iter(keys))):
+        return None
+    return next(iter(keys))
+
+
+def _grad(pas, fn, entry, k, prim, sh) -> None:
+    for op, i in _uses(prim):
+        if op.name not in ("memref.dim", "memref.load"):
+            return _bad(pas, op, k, "grad", f"'{op.name}' uses it (only loads are allowed)")
+    key = _load_key(prim)
+    if key is None:
         if transpose(fn, prim, sh):  # a 1-D stencil: the scatter becomes a gather
             return None
         return _bad(pas, fn.operation, k, "grad", "its loads are not all at one index made "
                                                   "of global ids, nor a 1-D stencil whose "
                                                   "adjoint transposes into a gather")
-    (key,) = keys
     elem = B.memref_elem(sh.type)
     first, last = list(entry.operations)[0], list(entry.operations)[-1]
     guards = _bounds_guards(entry, prim, sh) if [c[1] for c in key] == [0] else None

@@ -192,3 +192,27 @@ def test_ptx_reads_dy_writes_dx_once_no_atomic(facts):
     assert ".shared" not in ptx
     assert len(re.findall(r"\bst\.global\.", ptx)) == 1
     assert len(re.findall(r"\bld\.global\.", ptx)) == 3
+
+
+@dg.kernel
+def scaled(y, a, x, w):
+    i = dg.global_id(0)
+    if i >= 1 and i < len(x) - 1:
+        y[i] = a * (x[i - 1] - x[i + 1]) * w[i]
+
+
+def test_stencil_with_an_active_scalar_and_an_elementwise_input(kinds):
+    n, a = 100, 1.25
+    x, w, y, g = f32(n), f32(n), np.zeros(n, np.float32), f32(n)
+    grads = dg.vjp(scaled[4, 32], y, a, x, w, cotangents={"y": g})
+    assert kinds == [["cot", "active", "grad", "grad"]]
+    i = np.arange(1, n - 1)
+    d = x[i - 1].astype(np.float64) - x[i + 1]
+    want_x = np.zeros(n)
+    np.add.at(want_x, i - 1, a * w[i] * g[i])
+    np.add.at(want_x, i + 1, -a * w[i] * g[i])
+    want_w = np.zeros(n)
+    want_w[i] = a * d * g[i]
+    np.testing.assert_allclose(grads["x"], want_x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grads["w"], want_w, rtol=1e-5, atol=1e-6)
+    assert grads["a"] == pytest.approx(float(np.sum(d * w[i] * g[i])), rel=1e-5)
