@@ -128,6 +128,8 @@ def builtin_cases():
          lambda r: [np.zeros((50, 40), np.float32), _f32(r, 40, 50).T, _f32(r, 50, 40)]),
         ("atomic total", total, 8, 128, "launch",
          lambda r: [np.zeros(1, np.float64), np.ones(n, np.float64)]),
+        ("atomic total coarsened x16 + tail", total, 16, 128, "launch",
+         lambda r: [np.zeros(1, np.float32), _f32(r, n)]),
         ("shared block_sum", block_sum, 16, 64, "launch",
          lambda r: [np.zeros(16, np.float32), np.arange(n, dtype=np.float32) % 7]),
         ("reverse sq", sq, 8, 128, "reverse",
