@@ -84,10 +84,18 @@ def _adds(sh):
 
 
 def plain(fn) -> bool:
-    """Every op of `fn` is one rule 2 allows (also asked of the primal kernel
-    by lowering/access.py before `dg.vjp` picks this form)."""
-    return all(op.name.startswith(("arith.", "math.", "scf.")) or op.name in _ALLOWED
-               for op in walk(fn.operation))
+    """Every op of `fn` is one rule 2 allows, and rule 3 holds (also asked
+    of the primal kernel by lowering/access.py before `dg.vjp` picks this
+    form)."""
+    for op in walk(fn.operation):
+        if not (op.name.startswith(("arith.", "math.", "scf.")) or op.name in _ALLOWED):
+            return False
+        if op.name == N.THREAD_ID and ir.IntegerAttr(op.attributes["dim"]).value == 0:
+            for use in op.results[0].uses:
+                user = _owner(use)
+                if user.name != "arith.addi" or global_dim(user.results[0]) != 0:
+                    return False
+    return True
 
 
 def _legal_body(fn) -> bool:
@@ -103,11 +111,6 @@ def _legal_body(fn) -> bool:
             written.add(op.operands[0])
         elif name == "memref.load" and not _is_alloca(op.operands[0]):
             read.add(op.operands[0])
-        elif name == N.THREAD_ID and ir.IntegerAttr(op.attributes["dim"]).value == 0:
-            for use in op.results[0].uses:
-                user = _owner(use)
-                if user.name != "arith.addi" or global_dim(user.results[0]) != 0:
-                    return False
     return not (written & read)
 
 

@@ -216,3 +216,20 @@ def test_stencil_with_an_active_scalar_and_an_elementwise_input(kinds):
     np.testing.assert_allclose(grads["x"], want_x, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grads["w"], want_w, rtol=1e-5, atol=1e-6)
     assert grads["a"] == pytest.approx(float(np.sum(d * w[i] * g[i])), rel=1e-5)
+
+
+@dg.kernel
+def lane_weighted(y, x):
+    i = dg.global_id(0)
+    if i >= 1 and i < len(x):
+        y[i] = x[i - 1] * dg.thread_id(0)
+
+
+def test_thread_id_outside_the_global_id_keeps_the_scatter(kinds):
+    n = 64  # replaying thread j - k would need j - k's thread_id, not j's shifted
+    x, y, g = f32(n), np.zeros(n, np.float32), f32(n)
+    xbar = dg.vjp(lane_weighted[2, 32], y, x, cotangents={"y": g})["x"]
+    assert kinds == [["cot", "dup"]]
+    want = np.zeros(n)
+    want[:-1] = g[1:] * (np.arange(1, n) % 32)
+    np.testing.assert_allclose(xbar, want, rtol=1e-6)
