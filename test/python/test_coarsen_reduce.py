@@ -229,3 +229,36 @@ def test_fast_path_facts_equal_the_full_path(gx):
     unit = fastpath.unit_dims((gx, 1, 1), (256, 1, 1))
     assert (unit[0], unit[1], unit[2]) == (full.unit_dims, full.grid_div, full.grid_div16)
     assert full.grid_div16 == (gx % 16 == 0)
+
+
+@pytest.mark.parametrize("n", [1, 100, 1021, 4096, 5003])
+def test_vjp_program_coarsened_equals_generic_on_the_cpu(n):
+    """The program `dg.vjp` launches (the reverse wrapper: reads x and the
+    cotangent of out, writes x's gradient), coarsened by 4, against the
+    uncoarsened one."""
+    from diffgpu.compiler import compile_host
+    from diffgpu.launch import build_module, flat_types
+    from diffgpu.runtime.args import infer_signature
+
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    types = infer_signature([np.zeros(1, np.float32), x]).types
+    diff = ("reverse", ("cot", "grad"))
+    block = 32
+    grid = -(-n // block)
+    grid += -grid % 16
+    results = []
+    for facts in (None, S.Facts(True, (), (1, 2), (), True, True)):
+        src = build_module(sumsq, types, "host", diff=diff, facts=facts)
+        text = run_pipeline(src.text, ["diffgpu-verify-targets", "diffgpu-autodiff",
+                                       "diffgpu-specialize", "diffgpu-coarsen"])
+        factor = 4 if facts is not None else 1
+        assert (coarsen.tail_name(src.entry, 4) in text) is (factor == 4)
+        args = [np.zeros(1, np.float32), np.array([0.5], np.float32), x.copy(),
+                np.full(n, 7.0, np.float32)]  # (out, its cotangent, x, x's gradient)
+        compile_host(text).launch(src.entry, args, flat_types(types, diff),
+                                  (grid // factor, 1, 1), (block, 1, 1))
+        results.append(args)
+    for a, b in zip(*results):
+        assert np.array_equal(a, b)
+    np.testing.assert_allclose(results[1][3], x, rtol=1e-6)  # 2 * x * 0.5, written
