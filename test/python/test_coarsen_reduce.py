@@ -38,6 +38,15 @@ def two_sums(out, x, w, count):  # two uniform addresses, and an integer count
 
 
 @dg.kernel
+def scale_and_sum(out, y, x):  # an elementwise store and a sum: both coarsened
+    i = dg.global_id(0)
+    if i < len(x):
+        v = x[i]
+        y[i] = 2.0 * v
+        dg.atomic_add(out, 0, v)
+
+
+@dg.kernel
 def result_used(out, y, x):  # the atomic's old value is read
     i = dg.global_id(0)
     if i < len(x):
@@ -76,7 +85,7 @@ def with_barrier(out, x):
 
 
 @pytest.mark.parametrize("kernel,arrays,ok", [
-    (sumsq, 2, True), (two_sums, 4, True), (result_used, 3, False), (scatter, 2, False),
+    (sumsq, 2, True), (two_sums, 4, True), (scale_and_sum, 3, True), (result_used, 3, False), (scatter, 2, False),
     (reads_out, 3, False), (nested, 2, False),
 ])
 def test_reduction_eligibility(kernel, arrays, ok):
@@ -152,7 +161,8 @@ def test_coarsened_reduction_equals_plain_on_the_cpu(n, grid_div16):
     rng = np.random.default_rng(n)
     x, w = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     for kernel, args in ((sumsq, [np.zeros(1, np.float32), x]),
-                         (two_sums, [np.zeros(2, np.float32), x, w, np.zeros(1, np.int32)])):
+                         (two_sums, [np.zeros(2, np.float32), x, w, np.zeros(1, np.int32)]),
+                         (scale_and_sum, [np.zeros(1, np.float32), np.zeros(n, np.float32), x])):
         block = 32
         grid = -(-n // block)
         step = 16 if grid_div16 else 4
@@ -164,7 +174,10 @@ def test_coarsened_reduction_equals_plain_on_the_cpu(n, grid_div16):
         got = [a.copy() for a in args]
         prog.launch(kernel.name, got, types, (grid // factor, 1, 1), (block, 1, 1))
         exact = np.array([(x.astype(np.float64) ** 2).sum()] if kernel is sumsq else
-                         [x.astype(np.float64).sum(), (x.astype(np.float64) * w).sum()])
+                         [x.astype(np.float64).sum(), (x.astype(np.float64) * w).sum()]
+                         [:len(got[0])])
+        if kernel is scale_and_sum:
+            assert np.array_equal(got[1], want[1]) and np.array_equal(got[1], 2 * x)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-4 * np.sqrt(n))
         np.testing.assert_allclose(got[0], exact, rtol=1e-5, atol=1e-4 * np.sqrt(n))
         if kernel is two_sums:
