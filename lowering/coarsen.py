@@ -297,10 +297,12 @@ def factor_for(fn, module, noalias: bool, grid_div: bool, grid_div16: bool) -> i
     of adding to it (the pass decides on the differentiated body)."""
     plain = eligible(fn, module, noalias)
     callee = _autodiff_callee(fn, module) if noalias and module is not None else None
-    reduces = not plain and noalias and analyze(
-        fn if callee is None else callee, reduce=True) is not None
-    if reduces and grid_div16 and callee is None:
-        return REDUCE_COARSEN
+    found = None if plain or not noalias else analyze(fn if callee is None else callee,
+                                                      reduce=True)
+    reduces = found is not None
+    if reduces and grid_div16 and callee is None and sum(
+            len(_walk(guard)) for guard, _a, _n in found[1]) <= MAX_BODY_OPS // 4:
+        return REDUCE_COARSEN  # (a longer body would grow 16-fold: factor 4 then)
     return COARSEN if (plain or reduces) and grid_div else 1
 
 

@@ -116,6 +116,7 @@ def test_gradient_of_a_reduction_coarsened_by_4():
     ctx, m, fn = _module_fn(sumsq_grad, args)
     with ctx:
         assert coarsen.factor_for(fn, m, True, True, True) == 4
+        assert coarsen.factor_for(fn, m, True, True, False) == 4
         assert coarsen.factor_for(fn, m, False, True, True) == 1
     for n in (1, 100, 1021, 4096, 5003):
         rng = np.random.default_rng(n)
@@ -275,3 +276,32 @@ def test_vjp_program_coarsened_equals_generic_on_the_cpu(n):
     for a, b in zip(*results):
         assert np.array_equal(a, b)
     np.testing.assert_allclose(results[1][3], x, rtol=1e-6)  # 2 * x * 0.5, written
+
+
+@dg.kernel
+def long_body(out, x):  # 16 copies of a long body: coarsened by 4 only
+    i = dg.global_id(0)
+    if i < len(x):
+        v = x[i]
+        s = v
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        s = (s * v + 1.0) * (s - v) + 0.5
+        dg.atomic_add(out, 0, s)
+
+
+def test_long_reduction_body_gets_factor_4():
+    args = [np.zeros(8, np.float32), np.zeros(8, np.float32)]
+    ctx, m, fn = _module_fn(long_body, args)
+    with ctx:
+        assert coarsen.factor_for(fn, m, True, True, True) == 4
+        assert coarsen.factor_for(fn, m, True, True, False) == 4
