@@ -52,12 +52,32 @@ def depends_on(v, gids) -> bool:
     return bool(todo)
 
 
+def _invariant(v, fn) -> bool:
+    """Is `v` the same in every copy of the body: computed from constants,
+    arguments of `fn` and sizes by arithmetic only (a loaded index could
+    change between copies: the combined add would miss the first ones)?"""
+    todo, seen = [v], 0
+    while todo:
+        seen += 1
+        x = todo.pop()
+        o = defining_op(x)
+        if o is None:
+            if x.owner != fn.regions[0].blocks[0]:
+                return False
+            continue
+        if seen > 64 or not (o.name.startswith(("arith.", "index.")) or o.name == "memref.dim"):
+            return False
+        todo.extend(o.operands)
+    return True
+
+
 def reduction_atomic(op, guard, fn, gids) -> bool:
     """Is `op` an atomic add the coarsened thread may sum in a register
     first? Its result is unused, it sits directly in the body of `guard`
     (it runs whenever the guard holds), its array is an argument of `fn`
     used by atomic adds only (no load can see the moved add),
-    its indices do not depend on the global id (one address for all threads)
+    its indices are arithmetic on constants, sizes and arguments (one
+    address for all threads and copies)
     and its value is a float or integer scalar."""
     from diffgpu._mlir import ir
     if op.name != N.ATOMIC_ADD or len(list(op.results[0].uses)):
@@ -67,7 +87,7 @@ def reduction_atomic(op, guard, fn, gids) -> bool:
     mem = op.operands[0]
     if not isinstance(mem.owner, ir.Block) or mem.owner != fn.regions[0].blocks[0]:
         return False
-    if any(depends_on(v, gids) for v in list(op.operands)[2:]):
+    if any(depends_on(v, gids) or not _invariant(v, fn) for v in list(op.operands)[2:]):
         return False
     if str(op.operands[1].type) not in _TYPES:
         return False

@@ -69,6 +69,14 @@ def reads_out(out, y, x):  # a load of the summed array could see the moved add
 
 
 @dg.kernel
+def loaded_index(out, idx, x):  # the address is loaded: another copy could change it
+    i = dg.global_id(0)
+    if i < len(x):
+        idx[i] = 0
+        dg.atomic_add(out, idx[0], x[i])
+
+
+@dg.kernel
 def nested(out, x):  # the add is conditional on the element
     i = dg.global_id(0)
     if i < len(x):
@@ -86,12 +94,14 @@ def with_barrier(out, x):
 
 @pytest.mark.parametrize("kernel,arrays,ok", [
     (sumsq, 2, True), (two_sums, 4, True), (scale_and_sum, 3, True), (result_used, 3, False), (scatter, 2, False),
-    (reads_out, 3, False), (nested, 2, False),
+    (reads_out, 3, False), (nested, 2, False), (loaded_index, 3, False),
 ])
 def test_reduction_eligibility(kernel, arrays, ok):
     args = [np.zeros(8, np.float32) for _ in range(arrays)]
     if kernel is two_sums:
         args[-1] = np.zeros(1, np.int32)
+    if kernel is loaded_index:
+        args[1] = np.zeros(8, np.int32)
     ctx, _m, fn = _module_fn(kernel, args)
     with ctx:
         assert coarsen.analyze(fn) is None  # never without the reduction rule
