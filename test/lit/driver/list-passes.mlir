@@ -1,5 +1,5 @@
 // --list-passes names every pass and pipeline of the registry with its
-// summary and options, and says that upstream passes work by name.
+// summary and options, then the upstream MLIR passes the bindings register.
 // RUN: diffgpu-opt --list-passes | FileCheck %s
 
 // CHECK: diffgpu passes
@@ -11,4 +11,6 @@
 // CHECK-DAG: --diffgpu-to-ptx:
 // CHECK-DAG: chip: str
 // CHECK-DAG: --diffgpu-to-host:
-// CHECK: Every upstream MLIR pass is also available by its own name
+// CHECK: upstream MLIR passes ({{[0-9]+}}), as flags (--NAME[=OPTIONS]) or inside -p:
+// CHECK-DAG: canonicalize
+// CHECK-DAG: convert-gpu-to-nvvm
