@@ -69,13 +69,8 @@ def _in_region(op, region) -> bool:
 
 
 def block_ops(op) -> list:
-    """The ops of the block holding `op`."""
-    for region in parent_op(op).regions:
-        for block in region.blocks:
-            ops = [o.operation for o in block.operations]
-            if op in ops:
-                return ops
-    return []
+    """The ops of the block holding `op` (one pass over that block only)."""
+    return [o.operation for o in op.block.operations]
 
 
 def is_arg(v) -> bool:
