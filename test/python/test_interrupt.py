@@ -243,9 +243,13 @@ def test_ctrl_c_during_the_first_compile(tmp_path, delay):
                 out[i] = x[i] * 2.0 + dg.sin(x[i]) * dg.exp(x[i])
 
         x = np.ones(4); out = np.zeros(4)
-        threading.Timer({delay}, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        timer = threading.Timer({delay}, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
         try:
             k[1, 4](x, out)
+            # a fast compile may end before the signal: it then lands here
+            timer.join()
+            time.sleep(0.3)
         except KeyboardInterrupt:
             print("INTERRUPTED", flush=True)
         time.sleep(0.3)
