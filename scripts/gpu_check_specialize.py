@@ -17,64 +17,19 @@ twice (an in-place kernel, an in-place gradient): their facts carry no
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 import diffgpu as dg
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "test", "python"))
+from kernels_specialize import (add2d, add2d_grad, loop16, loop16_grad,  # noqa: E402
+                                mul, mul_grad, scale_shift, scale_shift_grad)
+
 N = 3001  # not a multiple of 4: the coarsened kernels run their tail too
-
-
-@dg.kernel
-def scale_shift(y, x):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[i] = 2.0 * x[i] + 1.0
-
-
-@dg.kernel
-def scale_shift_grad(y, dy, x, dx):
-    dg.autodiff(scale_shift, dg.Duplicated(y, dy), dg.Duplicated(x, dx))
-
-
-@dg.kernel
-def mul(y, x, w):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[i] = x[i] * w[i]
-
-
-@dg.kernel
-def mul_grad(y, dy, x, dx, w, dw):
-    dg.autodiff(mul, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(w, dw))
-
-
-@dg.kernel
-def loop16(y, x, p):
-    i = dg.global_id(0)
-    if i < len(x):
-        s = x[i]
-        for k in range(16):
-            s = s + 0.1 * dg.sin(s) * p[i]
-        y[i] = s
-
-
-@dg.kernel
-def loop16_grad(y, dy, x, dx, p, dp):
-    dg.autodiff(loop16, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(p, dp))
-
-
-@dg.kernel
-def add2d(c, a, b):
-    i = dg.global_id(0)
-    j = dg.global_id(1)
-    if i < c.shape[0]:
-        if j < c.shape[1]:
-            c[i, j] = a[i, j] * b[i, j] + 1.0
-
-
-@dg.kernel
-def add2d_grad(c, dc, a, da, b, db):
-    dg.autodiff(add2d, dg.Duplicated(c, dc), dg.Duplicated(a, da), dg.Duplicated(b, db))
 
 
 def _f32(r, *shape):
