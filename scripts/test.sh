@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh || exit 1
 rc=0
 .venv/bin/lit -sv --order=lexical test/lit || rc=1
-.venv/bin/python -m pytest -q -n auto test/python "$@" || rc=1
+.venv/bin/python -m pytest -q -rs -n auto test/python "$@" || rc=1
 exit $rc
