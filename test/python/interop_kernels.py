@@ -64,6 +64,15 @@ OPS = {
 }
 
 
+#: the CPU/GPU test arguments of each op, framework-free: an array shape, or a
+#: float passed as it is (test_torch.py and test_jax.py build their tensors)
+TEST_ARGS = {
+    "square_scale": ((70,), 1.5),
+    "mul_add": ((70,), (70,)),
+    "dense_tanh": ((5, 3), (3, 4), (4,)),
+}
+
+
 def wrap(module, name):
     """`module.op(...)` (dg.torch or dg.jax) for the kernel `name` of OPS."""
     kernel, outputs, scalars, grid, block = OPS[name]

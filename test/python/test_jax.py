@@ -16,7 +16,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import diffgpu as dg  # noqa: E402
 import diffgpu.jax as dgj  # noqa: E402
-from interop_kernels import OPS, reference, wrap  # noqa: E402
+from interop_kernels import OPS, TEST_ARGS, reference, wrap  # noqa: E402
 
 OPS_J = {name: wrap(dgj, name) for name in OPS}
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,11 +41,7 @@ def _inputs(name, dtype, seed=0):
 
     def rnd(*shape):
         return jnp.asarray(rng.standard_normal(shape).astype(dtype))
-    if name == "square_scale":
-        return (rnd(70), 1.5)
-    if name == "mul_add":
-        return (rnd(70), rnd(70))
-    return (rnd(5, 3), rnd(3, 4), rnd(4))
+    return tuple(a if isinstance(a, float) else rnd(*a) for a in TEST_ARGS[name])
 
 
 def _outs(x):

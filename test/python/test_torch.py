@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch", reason=f"torch is not installed: {TORCH_COS
 
 import diffgpu as dg  # noqa: E402
 import diffgpu.torch as dgt  # noqa: E402
-from interop_kernels import OPS, reference, wrap  # noqa: E402
+from interop_kernels import OPS, TEST_ARGS, reference, wrap  # noqa: E402
 
 OPS_T = {name: wrap(dgt, name) for name in OPS}
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,11 +35,7 @@ def _inputs(name, dtype, device="cpu", seed=0):
 
     def rnd(*shape):
         return torch.randn(*shape, generator=g, dtype=dtype).to(device).requires_grad_()
-    if name == "square_scale":
-        return (rnd(70), 1.5)
-    if name == "mul_add":
-        return (rnd(70), rnd(70))
-    return (rnd(5, 3), rnd(3, 4), rnd(4))
+    return tuple(a if isinstance(a, float) else rnd(*a) for a in TEST_ARGS[name])
 
 
 def _outs(x):
