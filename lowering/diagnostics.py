@@ -11,19 +11,47 @@ indented below) in a PipelineRunError:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from diffgpu.lowering.pipelines import build_pass_manager
+
+
+@dataclass
+class Diagnostic:
+    """One error of a run, read out of MLIR: where (`file`, `line`, `col`,
+    1-based, or None when the location names no file position; `where` is
+    the printed location then, or empty for a bare message), the message and
+    the notes (Diagnostics)."""
+
+    where: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    col: int | None = None
+    notes: list = field(default_factory=list)
+
+    def text(self, kind: str = "error") -> str:
+        """`where: kind: message` (the bare message when `where` is empty)."""
+        return f"{self.where}: {kind}: {self.message}" if self.where else self.message
 
 
 class PipelineRunError(Exception):
     """A pipeline that failed; the message holds its diagnostics, one per line
-    (`file:line:col: error: message`, notes indented below)."""
+    (`file:line:col: error: message`, notes indented below); `diagnostics`
+    holds them as Diagnostic records (compiler.py shows the kernel's source
+    line under each)."""
+
+    def __init__(self, message: str, diagnostics=()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
 
 
-def format_location(loc) -> str:
-    """`file:line:col` of a Location (through names, call sites, fusions)."""
+def file_position(loc):
+    """(file, line, col) of a Location, through names, call sites and
+    fusions; None when it names no file position (`loc(unknown)`)."""
     for _ in range(32):
         if loc.is_a_file():
-            return f"{loc.filename}:{loc.start_line}:{loc.start_col}"
+            return loc.filename, loc.start_line, loc.start_col
         if loc.is_a_name():
             loc = loc.child_loc
         elif loc.is_a_callsite():
@@ -32,16 +60,36 @@ def format_location(loc) -> str:
             loc = loc.locations[0]
         else:
             break
-    return str(loc)
+    return None
+
+
+def format_location(loc) -> str:
+    """`file:line:col` of a Location (through names, call sites, fusions)."""
+    pos = file_position(loc)
+    return "%s:%d:%d" % pos if pos else str(loc)
+
+
+def diagnostic(d) -> Diagnostic:
+    """The Diagnostic record of an MLIR diagnostic (or DiagnosticInfo)."""
+    pos = file_position(d.location)
+    file, line, col = pos if pos else (None, None, None)
+    where = "%s:%d:%d" % pos if pos else str(d.location)
+    return Diagnostic(where, d.message, file, line, col, [diagnostic(n) for n in d.notes])
+
+
+def render(diags) -> str:
+    """`file:line:col: error: message` lines of Diagnostics (notes indented)."""
+    lines = []
+    for d in diags:
+        lines.append(d.text())
+        lines.extend("  " + n.text("note") for n in d.notes)
+    return "\n".join(lines)
 
 
 def format_diagnostics(exc) -> str:
     """`file:line:col: error: message` lines of an MLIRError (notes indented)."""
-    lines = []
-    for d in getattr(exc, "error_diagnostics", []) or []:
-        lines.append(f"{format_location(d.location)}: error: {d.message}")
-        lines.extend(f"  {format_location(n.location)}: note: {n.message}" for n in d.notes)
-    return "\n".join(lines) or str(exc)
+    return render(diagnostic(d) for d in getattr(exc, "error_diagnostics", []) or []) \
+        or str(exc)
 
 
 def run_passes(pipeline, module) -> None:
@@ -56,14 +104,12 @@ def run_passes(pipeline, module) -> None:
 
     ctx = module.context
     pm = pipeline if hasattr(pipeline, "run") else build_pass_manager(pipeline, ctx)
-    errors: list[str] = []
+    errors: list[Diagnostic] = []
 
     def on_diag(d) -> bool:
         try:
             if "ERROR" in str(d.severity).upper():
-                errors.append(f"{format_location(d.location)}: error: {d.message}")
-                errors.extend(f"  {format_location(n.location)}: note: {n.message}"
-                              for n in d.notes)
+                errors.append(diagnostic(d))
         except Exception:  # never let a handler raise into MLIR
             pass
         return True
@@ -76,10 +122,10 @@ def run_passes(pipeline, module) -> None:
         failed = False
     except MLIRError as exc:
         failed = True
-        if getattr(exc, "error_diagnostics", None) or not errors:
-            errors.append(format_diagnostics(exc))
+        found = [diagnostic(d) for d in getattr(exc, "error_diagnostics", None) or []]
+        errors.extend(found or ([] if errors else [Diagnostic("", str(exc))]))
     finally:
         handler.detach()
         ctx.emit_error_diagnostics = old
     if failed or errors:
-        raise PipelineRunError("\n".join(errors))
+        raise PipelineRunError(render(errors), errors)

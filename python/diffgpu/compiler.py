@@ -282,12 +282,43 @@ def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: 
         try:
             run_passes(pass_manager(pipeline, ctx), module)
         except PipelineRunError as exc:
-            raise CompileError(str(exc)) from None
+            raise pass_error(exc) from None
         if stage != "ptx":
             return Compiled(target, stage, str(module), module=module if host else None)
         from diffgpu.lowering.gpu_ptx import extract_ptx
         ptxs = extract_ptx(module)
     return _ptx_result(target, ptxs, kernels)
+
+
+def pass_error(exc) -> CompileError:
+    """The CompileError of a failed pipeline (a `PipelineRunError`): each
+    error as `file:line:col: error: message`, and where the location is a line
+    of Python source (a kernel's), that line and a caret under the column, as
+    the frontend's errors show them (notes indented below):
+
+        k.py:11:5: error: kernel @k_grad needs 64000 bytes of static shared memory, ...
+            dg.autodiff(k, dg.Duplicated(A, dA))
+            ^
+    The first error's position fills the CompileError's `filename`, `line`,
+    `col` (0-based) and `source_line`."""
+    import linecache
+
+    blocks, first = [], None
+    for d in exc.diagnostics:
+        src = linecache.getline(d.file, d.line) if d.file and d.line else ""
+        if src:
+            err = CompileError(d.message, d.file, d.line, max(d.col - 1, 0), src)
+            first = first or err
+            blocks.append(str(err))
+        else:
+            blocks.append(d.text())
+        blocks.extend("  " + n.text("note") for n in d.notes)
+    text = "\n".join(blocks) or str(exc)
+    if first is None:
+        return CompileError(text)
+    out = CompileError(first.msg, first.filename, first.line, first.col, first.source_line)
+    out.args = (text,)  # str(out): every error, not only the first one's block
+    return out
 
 
 def _ptx_result(chip: str, ptxs: dict, kernels: dict) -> Compiled:
