@@ -28,6 +28,12 @@ functional API move fewer bytes:
   lowering/autodiff/transpose.py replays, all of whose loads are in the
   kernel's own body at `gid(0) + k` (k constant): the sorted offsets k. Its
   gradient can be gathered (thread j sums what threads j - k gave it).
+- `store_guards`: for a `store_key` output whose key is global ids only
+  (`y[i]`, `y[j, i]`) and whose store sits only under `scf.if`s (then
+  branches) on conditions `gid(d) < len(A, k)` (`and`-ed, `A` a parameter):
+  the list of `[d, A's position, k]`. The launch then knows whether every
+  element is written (jvp allocates the tangent without zero-filling it):
+  each of those extents is at least the output's and the launch covers it.
 - `accumulate_only`: an in-out array touched only by `diffgpu.atomic_add`s
   in the kernel's own body whose results are unused (`out[0] += v`): its
   final value is its initial value plus the sum, so its cotangent is only
@@ -119,6 +125,65 @@ def _dims(key):
     return None if key is None else [c[1] if c[0] == "gid" else None for c in key]
 
 
+def _guards(op, fn):
+    """[[d, parameter position, k], ...]: the conditions `gid(d) < len(A, k)`
+    of the `scf.if`s (then branches) around `op` in the kernel `fn`, or None
+    when anything else encloses it."""
+    from diffgpu.lowering.autodiff.elision import _strip, global_dim
+
+    args = list(fn.regions[0].blocks[0].arguments)
+    out = []
+    p = op.parent
+    while p is not None and p != fn.operation:
+        if p.name != "scf.if" or _region_of(op, p) != 0:
+            return None  # a loop, an else branch, ...
+        conds = [p.operands[0]]
+        while conds:
+            c = conds.pop()
+            o = c.owner.operation if not isinstance(c.owner, ir.Block) else None
+            if o is not None and o.name == "arith.andi":
+                conds += list(o.operands)
+                continue
+            if o is not None and o.name == "scf.if" and len(o.results) == 1:
+                then, other = (list(r.blocks[0].operations)[-1] if r.blocks else None
+                               for r in o.regions)  # `a and b`: if a {b} else {a}
+                if other is not None and other.operands[0] == o.operands[0]:
+                    conds += [o.operands[0], then.operands[0]]
+                    continue
+            if (o is None or o.name != "arith.cmpi"
+                    or ir.IntegerAttr(o.attributes["predicate"]).value != 2):  # slt
+                return None
+            d = global_dim(o.operands[0])
+            n = _strip(o.operands[1])
+            dim = n.owner.operation if not isinstance(n.owner, ir.Block) else None
+            if d is None or dim is None or dim.name != "memref.dim":
+                return None
+            a = [k for k, v in enumerate(args) if v == dim.operands[0]]
+            k = _const_index(dim.operands[1])
+            if not a or k is None:
+                return None
+            out.append([d, a[0], k])
+        op, p = p, p.parent
+    return out
+
+
+def _region_of(op, parent) -> int:
+    """Which region of `parent` holds `op` (a child)."""
+    for i, r in enumerate(parent.regions):
+        for b in r.blocks:
+            for o in b.operations:
+                if o.operation == op:
+                    return i
+    return -1
+
+
+def _const_index(v):
+    o = v.owner.operation if not isinstance(v.owner, ir.Block) else None
+    if o is None or o.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(o.attributes["value"]).value
+
+
 def analyze_module(module) -> list:
     """One dict per parameter of the module's kernel (see the module
     docstring); scalars get `{"array": False}`."""
@@ -135,12 +200,14 @@ def analyze_module(module) -> list:
             continue
         info = _Param()
         _visit(arg, fn, funcs, info, 0, set())
-        store_key = load_key = None
+        store_key = load_key = store_guards = None
         if (info.write and not info.read and not info.nested and not info.opaque
                 and len(info.stores) == 1):
             op, key, where = info.stores[0]
             if key is not None and not _in_loop(op, where):
                 store_key = _dims(key)
+                if all(c[0] == "gid" for c in key):
+                    store_guards = _guards(op, fn)
         if info.read and not info.write and not info.nested and not info.opaque:
             keys = {k for _, k, _ in info.loads}
             if len(keys) == 1:
@@ -159,6 +226,7 @@ def analyze_module(module) -> list:
         out.append({"array": True, "read": info.read, "write": info.write,
                     "atomic": info.atomic, "opaque": info.opaque,
                     "store_key": store_key, "load_key": load_key, "stencil": stencil,
+                    "store_guards": store_guards,
                     "accumulate_only": accumulate_only})
     return out
 

@@ -27,7 +27,10 @@ lowering/autodiff/transpose.py). Primal
 arrays the kernel writes are replaced by scratch buffers (outputs) or
 copies (in-out) unless `outputs=True`. Forward mode passes an input's tangent itself (the tangent
 code only reads the shadows of arrays it never stores into), zeros for an
-output and a copy of the tangent for an in-out array.
+output and a copy of the tangent for an in-out array; an output whose
+every element the launch stores exactly once (`written_once`: the
+analysis's `store_key` and `store_guards`, checked against the shapes and
+the geometry) gets an uninitialised buffer instead of zeros.
 """
 from __future__ import annotations
 
@@ -278,6 +281,27 @@ class Call:
             return False
         return all(grid[d] * block[d] >= n for d, n in zip(key, shape))
 
+    def written_once(self, i) -> bool:
+        """Output `i` has each element stored by exactly one thread in this
+        launch: one store at a global-id index (`store_key`), only under
+        guards `gid(d) < len(A, k)` (`store_guards`) whose extents are at
+        least the output's, and the launch reaches every element."""
+        f = self.facts[i]
+        key, guards = f.get("store_key"), f.get("store_guards")
+        if self.role[i] != "output" or key is None or guards is None or None in key:
+            return False
+        if len(set(key)) != len(key) or not self._unique(set(key)):
+            return False
+        grid, block = self.launcher.grid, self.launcher.block
+        shape = M.shape_of(self.args[i])
+        if any(grid[d] * block[d] < n for d, n in zip(key, shape)):
+            return False
+        for d, a, k in guards:
+            bound = M.shape_of(self.args[a])[k]
+            if any(key[p] == d and bound < shape[p] for p in range(len(shape))):
+                return False
+        return True
+
     def _private_cotangent(self, seed) -> bool:
         """The cotangent shares no byte with an argument the kernel may write
         (then the kernel can read it directly)."""
@@ -340,6 +364,8 @@ class Call:
                     sh = seeds[gi]  # read only: the tangent code never stores into it
                 elif gi in seeds:
                     sh = M.copy(seeds[gi])
+                elif len(g) == 1 and self.written_once(g[0]):
+                    sh = M.empty_like(self.args[g[0]])  # every element gets its tangent
                 else:
                     sh = M.zeros_like(self.args[g[0]])
                 for i in g:
