@@ -46,8 +46,10 @@ class GeometryOp(ir.OpView):
 
     @property
     def dim(self) -> int | None:
-        """The dimension (0, 1, 2 = x, y, z), or None when `dim` is not an integer."""
-        a = self.operation.attributes["dim"]
+        """The dimension (0, 1, 2 = x, y, z), or None when `dim` is missing
+        or not an integer."""
+        attrs = self.operation.attributes
+        a = attrs["dim"] if "dim" in attrs else None
         return a.value if isinstance(a, ir.IntegerAttr) else None
 
 

@@ -23,53 +23,60 @@ AGGREGATED = "diffgpu.aggregated"
 
 def rewrite_ops(f, kernel, error) -> None:
     """Rewrite the diffgpu ops of function `f` (now in a gpu.module) to gpu
-    ops; `kernel` is `f` when it is a gpu.func kernel, else None (shared
-    memory was rejected there). Problems go to `error(op, message)`."""
+    ops, one pattern per op (ir_util.apply_patterns); `kernel` is `f` when it
+    is a gpu.func kernel, else None (shared memory was rejected there).
+    Problems go to `error(op, message)` and leave the op as it was."""
     from diffgpu._mlir import ir
+    from diffgpu.dialects import ops
 
     index = ir.IndexType.get()
-    n_shared = 0
-    for op in walk(f):
-        name = op.name
-        loc = op.location
-        ip = ir.InsertionPoint(op)
-        new = None
-        if name in GEOMETRY:
-            dim = _dim(op)
-            if dim is None:
-                error(op, f"'{name}' needs a 'dim' attribute of 0, 1 or 2")
-                continue
+    shared = []
+
+    def geometry(op, rw):
+        dim = op.dim
+        if dim not in (0, 1, 2):
+            error(op, f"'{op.operation.name}' needs a 'dim' attribute of 0, 1 or 2")
+            return True
+        with rw.ip:
             new = ir.Operation.create(
-                GEOMETRY[name], results=[index], loc=loc, ip=ip,
+                GEOMETRY[op.operation.name], results=[index], loc=op.location,
                 attributes={"dimension": ir.Attribute.parse(f"#gpu<dim {'xyz'[dim]}>")})
-        elif name == N.BARRIER:
-            new = ir.Operation.create("gpu.barrier", loc=loc, ip=ip)
-        elif name == N.ATOMIC_ADD:
-            new = _atomic(op, ip, error)
-            if new is None:
-                continue
-        elif name == N.SHARED_ALLOC:
-            mtype = op.results[0].type
-            problem = _shared_problem(mtype)
-            if problem:
-                error(op, f"{N.SHARED_ALLOC}: {problem}")
-                continue
-            arg = kernel.regions[0].blocks[0].add_argument(mtype, loc)
-            op.results[0].replace_all_uses_with(arg)
-            op.erase()
-            n_shared += 1
-            continue
-        elif name == "func.return" and kernel is not None:
-            new = ir.Operation.create("gpu.return", operands=list(op.operands), loc=loc,
-                                      ip=ip)
-        else:
-            continue
-        for old, rep in zip(op.results, new.results):
-            old.replace_all_uses_with(rep)
-        op.erase()
-    if n_shared:
+        rw.replace_op(op, new)
+
+    def barrier(op, rw):
+        with rw.ip:
+            rw.replace_op(op, ir.Operation.create("gpu.barrier", loc=op.location))
+
+    def atomic(op, rw):
+        new = _atomic(op, rw.ip, error)
+        if new is None:
+            return True
+        rw.replace_op(op, new)
+
+    def shared_alloc(op, rw):
+        mtype = op.results[0].type
+        problem = _shared_problem(mtype)
+        if problem:
+            error(op, f"{N.SHARED_ALLOC}: {problem}")
+            return True
+        shared.append(kernel.regions[0].blocks[0].add_argument(mtype, op.location))
+        rw.replace_op(op, [shared[-1]])
+
+    def kernel_return(op, rw):
+        with rw.ip:
+            rw.replace_op(op, ir.Operation.create("gpu.return", operands=list(op.operands),
+                                                  loc=op.location))
+
+    patterns = {cls: geometry for cls in ops.GEOMETRY_CLASSES}
+    patterns.update({ops.BarrierOp: barrier, ops.AtomicAddOp: atomic,
+                     ops.SharedAllocOp: shared_alloc})
+    if kernel is not None:
+        patterns["func.return"] = kernel_return
+    ir_util.apply_patterns(f, patterns)
+    if shared:
         kernel.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(64), n_shared)
+            ir.IntegerType.get_signless(64), len(shared))
+
 
 def _atomic(op, ip, error):
     from diffgpu._mlir import ir
@@ -116,14 +123,6 @@ def fresh(name: str, taken) -> str:
     while f"{name}_{i}" in taken:
         i += 1
     return f"{name}_{i}"
-
-
-def _dim(op):
-    from diffgpu._mlir import ir
-    if "dim" not in op.attributes or not isinstance(op.attributes["dim"], ir.IntegerAttr):
-        return None
-    d = ir.IntegerAttr(op.attributes["dim"]).value
-    return d if d in (0, 1, 2) else None
 
 
 def bad_memref(t) -> str | None:

@@ -79,32 +79,49 @@ def store_geometry(geom, slot: int, value, ip, loc):
 
 
 def geometry_dim(op) -> int:
-    from diffgpu._mlir import ir
+    """The `dim` of a geometry op; -1 when it has no integer `dim`."""
+    from diffgpu.dialects.ops import opview
 
-    dim = ir.IntegerAttr(op.attributes["dim"]).value if "dim" in op.attributes else -1
-    return dim
+    dim = opview(op).dim
+    return -1 if dim is None else dim
 
 
-def rewrite_geometry(op) -> None:
-    """Replace one geometry op by a load from the geometry global."""
-    from diffgpu._mlir import ir, memref
+def geometry_patterns() -> dict:
+    """The pattern of every geometry op: a load from the geometry global
+    (ir_util.apply_patterns; the global must exist)."""
+    from diffgpu.dialects import ops
+    return {cls: rewrite_geometry for cls in ops.GEOMETRY_CLASSES}
 
-    loc = op.location
-    ip = ir.InsertionPoint(op)
-    slot = GEOMETRY_BASE[op.name] + geometry_dim(op)
+
+def op_patterns(mark: bool = False) -> dict:
+    """Patterns of the other one-to-one host rewrites: `diffgpu.atomic_add`
+    (`mark`: see rewrite_atomic_add), the integer-division guard and
+    math.copysign (ir_util.apply_patterns)."""
+    from diffgpu.dialects import ops
+
+    out = {ops.AtomicAddOp: lambda op, rw: rewrite_atomic_add(op, rw, mark),
+           "math.copysign": rewrite_copysign}
+    out.update((name, guard_division) for name in INT_DIVISIONS)
+    return out
+
+
+def rewrite_geometry(op, rw) -> None:
+    """Pattern: one geometry op -> a load from the geometry global."""
+    from diffgpu._mlir import memref
+
+    loc, ip = op.location, rw.ip
+    slot = GEOMETRY_BASE[op.operation.name] + geometry_dim(op)
     geom = geometry_ref(ip, loc)
     val = memref.LoadOp(geom, [const_index(slot, ip, loc)], loc=loc, ip=ip).result
-    op.results[0].replace_all_uses_with(val)
-    op.erase()
+    rw.replace_op(op, [val])
 
 
-def rewrite_atomic_add(op, mark: bool = False) -> None:
-    """`%old = diffgpu.atomic_add(%A, %v, %i...)` -> load, add, store
+def rewrite_atomic_add(op, rw, mark: bool = False) -> None:
+    """Pattern: `%old = diffgpu.atomic_add(%A, %v, %i...)` -> load, add, store
     (with `mark`, both carry `diffgpu.atomic`: the race detector skips them)."""
     from diffgpu._mlir import arith, ir, memref
 
-    loc = op.location
-    ip = ir.InsertionPoint(op)
+    loc, ip = op.location, rw.ip
     ref, value, indices = op.operands[0], op.operands[1], list(op.operands)[2:]
     load = memref.LoadOp(ref, indices, loc=loc, ip=ip)
     old = load.result
@@ -116,8 +133,7 @@ def rewrite_atomic_add(op, mark: bool = False) -> None:
     if mark:
         for o in (load, store):
             o.operation.attributes["diffgpu.atomic"] = ir.UnitAttr.get()
-    op.results[0].replace_all_uses_with(old)
-    op.erase()
+    rw.replace_op(op, [old])
 
 
 def check_atomic_add(op) -> str | None:
@@ -154,8 +170,8 @@ INT_DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
                  "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
 
 
-def guard_division(op) -> None:
-    """Make an integer division safe on the CPU: a zero divisor, and for
+def guard_division(op, rw):
+    """Pattern: make an integer division safe on the CPU: a zero divisor, and for
     signed ones the MIN / -1 overflow, would trap (SIGFPE) and kill the
     process, where a GPU returns an unspecified value. The divisor becomes 1
     in those cases: x / 0 gives x, MIN / -1 gives MIN (two's complement wrap),
@@ -173,7 +189,7 @@ def guard_division(op) -> None:
     """
     from diffgpu._mlir import arith, ir
 
-    loc, ip = op.location, ir.InsertionPoint(op)
+    loc, ip = op.location, rw.ip
     a, b = op.operands[0], op.operands[1]
     t = b.type
     if isa(ir.IndexType, t):
@@ -181,24 +197,24 @@ def guard_division(op) -> None:
     elif isa(ir.IntegerType, t):
         width = ir.IntegerType(t).width
     else:
-        return  # vectors etc.: not emitted by diffgpu
+        return True  # vectors etc.: not emitted by diffgpu; left as they are
 
     def const(v):
         return arith.ConstantOp(t, v, loc=loc, ip=ip).result
 
     eq = arith.CmpIPredicate.eq
     bad = arith.CmpIOp(eq, b, const(0), loc=loc, ip=ip).result
-    if op.name.endswith("si") and width > 1:
+    if op.operation.name.endswith("si") and width > 1:
         is_min = arith.CmpIOp(eq, a, const(-(1 << (width - 1))), loc=loc, ip=ip).result
         is_m1 = arith.CmpIOp(eq, b, const(-1), loc=loc, ip=ip).result
         both = arith.AndIOp(is_min, is_m1, loc=loc, ip=ip).result
         bad = arith.OrIOp(bad, both, loc=loc, ip=ip).result
     safe = arith.SelectOp(bad, const(1), b, loc=loc, ip=ip).result
-    op.operands[1] = safe
+    op.operation.operands[1] = safe  # in place: the walk visits each op once
 
 
-def rewrite_copysign(op) -> None:
-    """`math.copysign %a, %b` -> `|a|` or `-|a|` by the sign bit of `b`
+def rewrite_copysign(op, rw):
+    """Pattern: `math.copysign %a, %b` -> `|a|` or `-|a|` by the sign bit of `b`
     (convert-math-to-libm marks copysign illegal without lowering it).
 
         %r = math.copysign %a, %b : f32
@@ -211,11 +227,11 @@ def rewrite_copysign(op) -> None:
     """
     from diffgpu._mlir import arith, ir, math
 
-    loc, ip = op.location, ir.InsertionPoint(op)
+    loc, ip = op.location, rw.ip
     a, b = op.operands[0], op.operands[1]
     t = a.type
     if not isa(ir.FloatType, t):
-        return
+        return True  # vectors: not emitted by diffgpu; left as they are
     it = ir.IntegerType.get_signless(ir.FloatType(t).width)
     mag = math.AbsFOp(a, loc=loc, ip=ip).result
     neg_mag = arith.NegFOp(mag, loc=loc, ip=ip).result
@@ -223,5 +239,4 @@ def rewrite_copysign(op) -> None:
     zero = arith.ConstantOp(it, 0, loc=loc, ip=ip).result
     neg = arith.CmpIOp(arith.CmpIPredicate.slt, bits, zero, loc=loc, ip=ip).result
     res = arith.SelectOp(neg, neg_mag, mag, loc=loc, ip=ip).result
-    op.results[0].replace_all_uses_with(res)
-    op.erase()
+    rw.replace_op(op, [res])

@@ -8,6 +8,9 @@
     isa(t, ir.F32Type)             -> whether type t is an f32 (never str(t) == "f32")
     sym_name(f)                    -> "k" for func.func @k
     callee(call)                   -> "g" for func.call @g(...), None for another op
+    apply_patterns(fn, {ThreadIdOp: lower_tid, "func.return": lower_ret})
+                                   -> one-to-one rewrites of the ops nested in fn
+                                      (a RewritePatternSet of Python callbacks)
 
 `walk` collects into a list first (one C++ walk), so callers may erase or
 replace the ops it returns, under one rule: once an op is erased, no handle
@@ -81,3 +84,32 @@ def callee(op) -> str | None:
     if op.name != "func.call":
         return None
     return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+
+
+def apply_patterns(root, patterns: dict) -> None:
+    """Rewrite the ops nested in `root` by one-to-one patterns: `patterns`
+    maps an op class (an OpView subclass: dialects/ops.py's, or upstream's)
+    or an op name to a callback `fn(op, rewriter)`, which gets the op as its
+    typed class and either rewrites it through the `mlir.rewrite.
+    PatternRewriter` (build at `rewriter.ip`, then `rewriter.replace_op(op,
+    new_op or values)` / `rewriter.erase_op(op)`) and returns None, or returns
+    True to leave it (no match; e.g. after reporting an error).
+
+        def barrier(op, rewriter):
+            with rewriter.ip:
+                new = ir.Operation.create("gpu.barrier", loc=op.location)
+            rewriter.replace_op(op, new)
+
+        apply_patterns(fn, {BarrierOp: barrier})
+
+    MLIR's walk-based driver (`walk_and_apply_patterns`) runs them: each op
+    is visited once, new ops are not revisited, and nothing is folded or
+    erased as dead, so the IR changes only where a callback rewrote it (a
+    greedy driver would also fold constants and drop unused ops). An
+    exception in a callback stops the walk and propagates."""
+    from diffgpu._mlir import rewrite
+
+    pset = rewrite.RewritePatternSet(root.operation.context)
+    for root_op, fn in patterns.items():
+        pset.add(root_op, fn)
+    rewrite.walk_and_apply_patterns(root.operation, pset.freeze())

@@ -57,6 +57,7 @@ from diffgpu.dialects import names as N
 from diffgpu.abi import ENTRY_PREFIX, host_entry
 from diffgpu.lowering import (host_barrier, host_bounds, host_cancel, host_inline, host_ops,
                               host_racecheck, targets)
+from diffgpu.lowering.ir_util import apply_patterns
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
@@ -111,21 +112,15 @@ class LowerToHost(ModulePass):
             if f not in kernels and f.regions[0].blocks and not name.startswith("__dg_"):
                 ir.SymbolTable.set_symbol_name(f, DEVICE_PREFIX + name)
                 ir.SymbolTable.replace_all_symbol_uses(name, DEVICE_PREFIX + name, module)
-        for f in host:
-            for op in host_ops.walk_ops(f, (N.ATOMIC_ADD,)):
-                host_ops.rewrite_atomic_add(op, mark=self.racecheck)
-            for op in host_ops.walk_ops(f, host_ops.INT_DIVISIONS):
-                host_ops.guard_division(op)
-            for op in host_ops.walk_ops(f, ("math.copysign",)):
-                host_ops.rewrite_copysign(op)
+        for f in host:  # atomics, division guards, copysign: one pattern each
+            apply_patterns(f, host_ops.op_patterns(mark=self.racecheck))
         if kernels:  # every user-visible load/store, before ours exist
             host_bounds.check_accesses(module, host, targets.get_target(kernels[0]))
             if self.racecheck:
                 host_racecheck.instrument(module, host, targets.get_target(kernels[0]))
         host_ops.ensure_geometry_global(module)
         for f in host:
-            for op in host_ops.walk_ops(f, tuple(host_ops.GEOMETRY_BASE)):
-                host_ops.rewrite_geometry(op)
+            apply_patterns(f, host_ops.geometry_patterns())
         if kernels and self.cancel:  # Ctrl-C: the user's loops check the cancel flag
             host_cancel.add_flag(module, targets.get_target(kernels[0]))
             host_cancel.instrument_loops(host)
