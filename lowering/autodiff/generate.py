@@ -179,7 +179,7 @@ class Generator:
         if launch:
             R.elision = E.analyze(act.dup - set(L.active_locals(act)), act.is_active, launch)
         L.reverse_shadows(R, entry)
-        R.prepare(entry)
+        R.prepare(entry, noalias=bool(launch) and launch.noalias)
         ret = list(entry.operations)[-1]
         with ir.InsertionPoint(ret), ret.location:
             R.sweep(entry, kind="direct", seed=lambda: _seed(R, ret, seed),

@@ -7,7 +7,8 @@ values of the block being reversed); the adjoint of a value used in a nested
 block accumulates in a zero-initialised slot instead, since nested reverse
 regions cannot yield into the parent's map. Structured ops (rules_scf) call
 `sweep` recursively for their regions. Forward values reach the reverse code
-through `need(v)` (directly, via a slot, or via the tape: see tape.py).
+through `need(v)` (directly, via a slot, via the tape: see tape.py, or
+recomputed: see remat.py).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from diffgpu._mlir import arith, func, ir, memref
 
 from . import build as B
 from . import rules_tape
+from .remat import Remat, enabled as remat_enabled, read_only_arrays
 from .activity import nested_uses, walk_ops
 from .rules_func import CallInfo
 from .partials import Args, scale
@@ -49,6 +51,8 @@ class ReverseSweep:
         self.elision = {}
         #: tapes of adjoints of tape words (rules_tape), in the reverse function
         self.sides = rules_tape.SideTapes(gen, tape.rev_entry)
+        #: which tape-frame values are recomputed instead (set by `prepare`)
+        self.remat = Remat(on=False)
 
     # -- queries ------------------------------------------------------------
     def is_active(self, v) -> bool:
@@ -196,9 +200,12 @@ class ReverseSweep:
             if callable(val):  # computed on first use, at the block's start
                 with ir.InsertionPoint(frame.anchor):
                     val = frame.cache[v] = val()
+                self.remat.made.add(val)  # no pop: later recomputations may use it
             return val
         if frame is self.frames[0] and B.is_block_arg(v):
             return self.rev_args[v.arg_number]
+        if self.remat.plan(self, v, frame):
+            return self.remat.emit(self, v, frame)
         if B.is_memref(v.type):
             self.gen.pas.fail(v.location, "an array created inside a differentiated function "
                               "cannot be used by its reverse sweep (not supported)")
@@ -258,8 +265,12 @@ class ReverseSweep:
         a = self.get_adj(v)
         return a if a is not None else B.zero(v.type)
 
-    def prepare(self, entry_block):
+    def prepare(self, entry_block, noalias=False):
+        """Before the sweep, on the forward code: `noalias`, the launch proved
+        the function's arrays disjoint (which loads may be recomputed)."""
         self.nested = nested_uses(self.act.ops, self.is_active)
+        readonly = () if self.split else read_only_arrays(entry_block, noalias)
+        self.remat = Remat(readonly, on=remat_enabled())
 
 
 def nested_needs(D, op):

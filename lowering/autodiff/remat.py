@@ -1,0 +1,205 @@
+"""Rematerialisation: which forward values the reverse sweep recomputes
+instead of taping them.
+
+A value defined in a loop body (or anywhere in a split augmented-forward /
+reverse pair) reaches the reverse sweep through the tape's stack (tape.py):
+one 8-byte word pushed by the forward code and popped by the reverse, with
+a counter update and a capacity check at each end, in local memory. A value
+that is cheap to compute again from values the reverse block already has
+costs less recomputed: an index is one or two integer ops, and a load from
+an array that nothing writes moves 4 bytes through the cache instead of 16
+through local memory. The decision is made here, per value, when the
+reverse sweep first needs it (reverse.py `need`):
+
+    scf.for %k = %c0 to %m step %c1 {               // forward
+      %ki = arith.index_cast %k : index to i64
+      %kf = arith.sitofp %ki : i64 to f32            // recomputed
+      %wk = memref.load %w[%k]                       // recomputed: %w is read-only
+      %xi = memref.load %x[%i]                       // recomputed
+      %a  = arith.mulf %xi, %kf : f32                // recomputed
+      %s  = math.sin %a : f32                        // taped (not cheap)
+  reverse, at the start of the reversed body (%k rebuilt from the reverse
+  loop's counter):
+      %kf' = arith.sitofp (arith.index_cast %k') ; %wk' = memref.load %w[%k']
+      %a'  = arith.mulf (memref.load %x[%i]), %kf' ; %s' = <pop>
+
+The cost model. A value is recomputed when its op is one of
+
+- integer / index arithmetic, casts, comparisons, min/max, select
+  (INT_OPS, cost 1; divisions and remainders cost 4);
+- cheap float arithmetic: add, sub, mul, neg, fma, select, conversions
+  (FLOAT_OPS, cost 1);
+- `memref.load` (cost 2) from a READ-ONLY array: a global-memory argument
+  of the differentiated function that no op of the function writes (no
+  store, atomic, call or other use but `load` and `dim`), and that no write
+  of the function may alias: the launch proved the function's arrays
+  pairwise disjoint (`noalias`, elision.py rule 5), or the function writes
+  no memory but its own local buffers. Never in a split pair (the caller
+  may write the array between the augmented forward and the reverse),
+  never shared memory. Shadows are assumed not to overlap their primal
+  arrays (a shadow is where the gradient goes, not an input);
+
+and each of its operands is available in the reverse block without a pop:
+a value of an enclosing block (reached as before: directly, by a slot, or
+by that block's own tape), a constant or geometry op, the loop's recomputed
+induction variable, an entry argument, a value already recomputed, or
+(recursively) another value recomputed here. The ops that would be newly
+emitted must cost at most BUDGET in total, at most DEPTH levels deep.
+Everything else keeps the tape: loop-carried values, transcendental
+results, loads of written arrays, tape words of generated derivatives (their
+tags pair a push with its pop: rules_tape.py).
+
+The recomputed ops are ordinary ops of the reverse function: differentiated
+again (higher order), a recomputed load is a load like any other, and its
+adjoint goes to its array's shadow.
+
+`DIFFGPU_REMAT=0` in the environment turns recomputation off (everything a
+loop needs is taped, as before); the setting is part of the cache key.
+"""
+from __future__ import annotations
+
+import os
+
+from diffgpu._mlir import ir
+from diffgpu.dialects import names as N
+
+from . import build as B
+from .activity import walk_ops
+from .rules import REMAT
+from .rules_tape import tag_of
+
+ENV = "DIFFGPU_REMAT"
+#: total cost of the ops newly emitted to recompute one value
+BUDGET = 8
+#: how deep a recomputation may reach through operands
+DEPTH = 6
+
+INT_OPS = {
+    "arith.addi": 1, "arith.subi": 1, "arith.muli": 1, "arith.andi": 1, "arith.ori": 1,
+    "arith.xori": 1, "arith.shli": 1, "arith.shrsi": 1, "arith.shrui": 1,
+    "arith.minsi": 1, "arith.maxsi": 1, "arith.minui": 1, "arith.maxui": 1,
+    "arith.index_cast": 1, "arith.index_castui": 1, "arith.extsi": 1, "arith.extui": 1,
+    "arith.trunci": 1, "arith.cmpi": 1, "arith.select": 1,
+    "arith.divsi": 4, "arith.divui": 4, "arith.remsi": 4, "arith.remui": 4,
+    "arith.ceildivsi": 4, "arith.ceildivui": 4, "arith.floordivsi": 4,
+}
+FLOAT_OPS = {
+    "arith.addf": 1, "arith.subf": 1, "arith.mulf": 1, "arith.negf": 1, "math.fma": 1,
+    "arith.sitofp": 1, "arith.uitofp": 1, "arith.extf": 1, "arith.truncf": 1,
+    "arith.cmpf": 1,
+}
+LOAD_COST = 2
+#: uses of an array that do not write it
+_READS = ("memref.load", "memref.dim")
+_LOCAL = ("memref.alloca", "memref.alloc", N.SHARED_ALLOC)
+
+
+def enabled() -> bool:
+    """Whether recomputation is on (`DIFFGPU_REMAT`, default on)."""
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _op(v):
+    owner = v.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _global(m) -> bool:
+    return B.is_memref(m.type) and ir.MemRefType(m.type).memory_space is None
+
+
+def _local(m) -> bool:
+    op = _op(m)
+    return op is not None and op.name in _LOCAL
+
+
+def read_only_arrays(entry, noalias: bool) -> set:
+    """The global-memory arguments of the function with entry block `entry`
+    that it never writes and that none of its writes may alias (module
+    docstring). Run on the forward code, before the sweep adds its own."""
+    args = [a for a in entry.arguments if _global(a)]
+    written = set()
+    writes_global = False
+    for op in walk_ops(entry):
+        o = op.operation
+        for pos, v in enumerate(o.operands):
+            if not B.is_memref(v.type):
+                continue
+            if o.name in _READS and pos == 0:
+                continue
+            written.add(v)  # a store, an atomic, a call, anything else
+            if not _local(v):
+                writes_global = True
+    if writes_global and not noalias:
+        return set()
+    return {a for a in args if a not in written}
+
+
+class Remat:
+    """The policy of one reverse sweep: `plan(R, v, frame)` says whether
+    forward value `v` of tape frame `frame` is recomputed; `emit` builds it
+    at the start of the reversed block."""
+
+    def __init__(self, readonly=(), on: bool = True):
+        self.readonly = set(readonly)
+        self.on = on
+        self.made = set()  # recomputed values (usable by later recomputations)
+
+    def _available(self, R, u, frame) -> bool:
+        """`u` is usable at the start of `frame`'s reversed block without a pop."""
+        f = R.frame_of(u)
+        if f is None:
+            return False
+        if f is not frame:
+            return True  # an enclosing block's value: its own frame provides it
+        op = _op(u)
+        if op is not None and op.name in REMAT:
+            return True
+        if u in frame.cache:
+            got = frame.cache[u]
+            return callable(got) or got in self.made
+        return frame is R.frames[0] and B.is_block_arg(u) and R.rev_args is not None
+
+    def _cost(self, R, v, frame, depth, seen) -> int | None:
+        """The cost of the ops newly emitted to recompute `v`, or None."""
+        if v in seen or self._available(R, v, frame):
+            return 0
+        op = _op(v)
+        if op is None or depth > DEPTH or tag_of(op) is not None or len(op.results) != 1:
+            return None
+        name = op.name
+        if name in INT_OPS:
+            cost = INT_OPS[name]
+        elif name in FLOAT_OPS or (name == "arith.select" and B.is_float(v.type)):
+            cost = FLOAT_OPS.get(name, 1)
+        elif name == "memref.load" and op.operands[0] in self.readonly:
+            cost = LOAD_COST
+        else:
+            return None
+        seen.add(v)
+        operands = list(op.operands)[1:] if name == "memref.load" else list(op.operands)
+        for u in operands:
+            c = self._cost(R, u, frame, depth + 1, seen)
+            if c is None:
+                return None
+            cost += c
+            if cost > BUDGET:
+                return None
+        return cost
+
+    def plan(self, R, v, frame) -> bool:
+        return self.on and frame.kind == "tape" and \
+            self._cost(R, v, frame, 0, set()) is not None
+
+    def emit(self, R, v, frame):
+        """Recompute `v` right before `frame`'s anchor (after the block's
+        other recomputations, before its pops); its operands first."""
+        op = _op(v)
+        with ir.InsertionPoint(frame.anchor), op.location:
+            operands = [R.need(u) for u in op.operands]
+            attrs = {k: op.attributes[k] for k in op.attributes}
+            new = ir.Operation.create(op.name, results=[v.type], operands=operands,
+                                      attributes=attrs).results[0]
+        self.made.add(new)
+        frame.cache[v] = new
+        return new
