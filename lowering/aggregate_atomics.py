@@ -53,6 +53,7 @@ from diffgpu.dialects import ops as dg
 from diffgpu.dialects.ops import AtomicAddOp
 from diffgpu.lowering import hoist as H
 from diffgpu.lowering import targets as T
+from diffgpu.lowering import grid_sum
 from diffgpu.lowering.block_sum import block_sum_gpu, block_sum_host
 from diffgpu.lowering.gpu_atomics import SHUFFLE_TYPES
 from diffgpu.lowering.registry import ModulePass, register_pass
@@ -88,8 +89,12 @@ def aggregate(op, site) -> None:
     gpu = T.is_gpu(T.get_target(site.kernel))
     with op.location, ip:
         target = [H.materialize(v, ip, site) for i, v in enumerate(target_ops) if i != 1]
+        finish = grid_sum.plan(site.kernel, target, value.type)
 
         def add_atomic(total, how="block"):
+            if finish is not None:  # across blocks in f64 (lowering/grid_sum.py)
+                finish.add(total, how)
+                return
             dg.atomic_add(target[0], total, target[1:]).owner.attributes[AGGREGATED] = \
                 ir.StringAttr.get(how)
 
@@ -109,6 +114,7 @@ class AggregateAtomics(ModulePass):
         sums: dict[str, int] = {}  # kernel name -> block sums built in it
         while self._one(module, sums):
             pass
+        grid_sum.record(module)
 
     @staticmethod
     def _one(module, sums) -> bool:

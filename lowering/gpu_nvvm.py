@@ -144,10 +144,14 @@ def apply_facts(f) -> None:
 
 def lean_param_count(descriptors, contiguous) -> int:
     """PTX parameters of a kernel with argument `descriptors` (kernel_abi)
-    whose arrays flagged in `contiguous` use the lean ABI (1 + rank)."""
+    whose arrays flagged in `contiguous` use the lean ABI (1 + rank); a
+    trailing `("scratch", slots)` (lowering/grid_sum.py) is SCRATCH_WORDS."""
+    from diffgpu.abi import SCRATCH_KIND, SCRATCH_WORDS
     n = 0
     for i, d in enumerate(descriptors):
-        if d[0] == "memref":
+        if d[0] == SCRATCH_KIND:
+            n += SCRATCH_WORDS
+        elif d[0] == "memref":
             lean = i < len(contiguous) and contiguous[i]
             n += 1 + d[1] if lean else 3 + 2 * d[1]
         else:

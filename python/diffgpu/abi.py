@@ -27,6 +27,15 @@ ExecutionEngine):
 GPU programs (PTX, lowering/to_gpu.py): a memref argument of rank r is
 `2 + 1 + 2r` `.u64` parameters (`memref_words`), a scalar one parameter.
 
+Per-launch scratch (lowering/grid_sum.py): a kernel whose aggregated float
+sums finish across blocks takes two trailing arguments the user never
+passes, `acc: memref<?xf64>` and `count: memref<?xi64>`, `slots` elements
+each (one per such sum). The module attribute `diffgpu.grid_scratch`
+(SCRATCH_ATTR) lists `"kernel=slots"`; a GPU program's argument descriptors
+end with `("scratch", slots)` (SCRATCH_KIND). The runtime passes zeroed
+scratch, one buffer per (program, device, stream) on the GPU (the last block
+of every launch leaves it zero again), a fresh one per launch on the host.
+
 Chips: KNOWN_CHIPS and `check_chip` (lowering/targets.py re-exports them).
 """
 from __future__ import annotations
@@ -55,6 +64,42 @@ RACE_REPORT_WORDS = 16
 RACE_SHADOW_WORDS = 16
 #: C-interface functions of a host module that are not kernels
 HELPER_PREFIXES = ("__dg_host_", "__dg_race_")
+
+
+#: per-launch scratch of cross-block sums (lowering/grid_sum.py)
+SCRATCH_ATTR = "diffgpu.grid_scratch"
+SCRATCH_KIND = "scratch"
+
+
+def scratch_entries(slots_by_kernel: dict) -> list[str]:
+    """The SCRATCH_ATTR strings of {kernel: slots}."""
+    return [f"{k}={n}" for k, n in sorted(slots_by_kernel.items())]
+
+
+def parse_scratch(entries) -> dict:
+    """{kernel: slots} of the SCRATCH_ATTR strings (None: no scratch)."""
+    out = {}
+    for e in entries or ():
+        k, _, n = str(e).rpartition("=")
+        out[k] = int(n)
+    return out
+
+
+def scratch_slots(descriptors) -> int:
+    """Slots of the scratch a kernel with these argument descriptors takes
+    (0: none)."""
+    if descriptors and descriptors[-1][0] == SCRATCH_KIND:
+        return int(descriptors[-1][1])
+    return 0
+
+
+def user_descriptors(descriptors):
+    """The descriptors of the arguments the caller passes (scratch dropped)."""
+    return descriptors[:-1] if scratch_slots(descriptors) else descriptors
+
+
+#: PTX parameters of the scratch: two rank-1 memref descriptors
+SCRATCH_WORDS = 2 * (3 + 2 * 1)
 
 
 def memref_words(rank: int) -> int:

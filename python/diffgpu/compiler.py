@@ -286,7 +286,9 @@ def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: 
         if stage != "ptx":
             return Compiled(target, stage, str(module), module=module if host else None)
         from diffgpu.lowering.gpu_ptx import extract_ptx
+        from diffgpu.lowering.grid_sum import with_scratch
         ptxs = extract_ptx(module)
+        kernels = with_scratch(kernels, module)  # the per-launch scratch arguments
     return _ptx_result(target, ptxs, kernels)
 
 

@@ -1,0 +1,222 @@
+"""The cross-block finish of `diffgpu-aggregate-atomics`: block sums of a float32
+add to one launch-wide element meet in float64 scratch, and the last block adds
+their total once.
+
+After the block sum (lowering/block_sum.py), one float32 rounding per block
+would remain sequential at the target, in the order the blocks finish
+(docs/atomics.md, "Accuracy"). Where every block adds to the same element,
+each block instead adds its sum, widened to f64, into a per-launch
+accumulator, then, after a memory fence, counts itself in; the block that
+counts last reads the accumulator, rounds it to f32 once and adds it to the
+target with one atomic (an add, like the original: the target keeps what was
+there). It also subtracts what it read from the accumulator and the block
+count from the counter, so the scratch is zero again for the next launch on
+that stream, with no memset per launch.
+
+    (one thread per block, %s: the block's pairwise f32 sum)
+    %w = arith.extf %s : f32 to f64
+    "diffgpu.atomic_add"(%acc, %w, %k)
+    llvm.fence syncscope("device") acq_rel              (GPU only)
+    %old = "diffgpu.atomic_add"(%count, %c1, %k) : (..., i64, index) -> i64
+    scf.if (%old == blocks - 1) {
+      llvm.fence syncscope("device") acq_rel            (GPU only)
+      %t = "diffgpu.atomic_add"(%acc, %c0_f64, %k)      (a read)
+      "diffgpu.atomic_add"(%acc, -%t, %k); "diffgpu.atomic_add"(%count, -blocks, %k)
+      "diffgpu.atomic_add"(%out, arith.truncf %t, %i)
+    }
+
+Applies when the add's value is f32, its array is an argument of the kernel
+and its indices are launch-uniform (constants, kernel arguments, array
+sizes, `grid_dim`, `block_dim` and arithmetic on them: never `block_id`, a
+loaded value or a thread id: then the blocks' adds go to one element), and
+the kernel carries launch facts (`diffgpu.launch_facts`, lowering/specialize.py):
+only the runtime's own launches specialise, and only they pass the scratch;
+the generic program (what other launchers such as `dg.jax`'s custom call
+run) keeps the per-block f32 add. Not for f64 (an f64 accumulator adds
+nothing) nor integers (exact in any order).
+
+The kernel takes the scratch as two trailing arguments (abi.py, SCRATCH_ATTR:
+`acc: memref<?xf64>`, `count: memref<?xi64>`), slot k for its k-th such sum.
+Every block counts itself exactly once: the block sum sits where every
+thread of the block arrives (guards and early returns yield a zero there).
+Blocks whose size is not a multiple of 32 (the block sum's per-thread
+fallback on the GPU) add each thread's value in f64, fence, meet at a
+barrier, and thread 0 counts the block.
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import arith, ir, scf
+
+from diffgpu.abi import SCRATCH_ATTR, scratch_entries
+from diffgpu.dialects import names as N
+from diffgpu.dialects import ops as dg
+from diffgpu.lowering import targets as T
+from diffgpu.lowering.specialize import FACTS_ATTR
+
+#: kernel attribute: grid sums built in it so far (its scratch slots)
+SLOTS_ATTR = "diffgpu.grid_sums"
+#: ops a launch-uniform index may be built from (with arith.* and kernel arguments)
+_LAUNCH_UNIFORM = frozenset({"arith.constant", "memref.dim", N.GRID_DIM, N.BLOCK_DIM})
+_MARK = "diffgpu.aggregated"  # lowering/aggregate_atomics.AGGREGATED (no import cycle)
+
+
+def launch_uniform(v, kernel) -> bool:
+    """Is `v` one value for the whole launch: built from the kernel's
+    arguments, constants, sizes and the launch geometry by arithmetic?"""
+    todo, seen = [v], 0
+    while todo:
+        x = todo.pop()
+        seen += 1
+        owner = x.owner
+        if isinstance(owner, ir.Block):
+            if owner != kernel.regions[0].blocks[0]:
+                return False
+            continue
+        op = owner.operation
+        if seen > 64 or not (op.name.startswith("arith.") or op.name in _LAUNCH_UNIFORM):
+            return False
+        todo.extend(op.operands)
+    return True
+
+
+def plan(kernel, target, value_type):
+    """A GridSum finishing the block sums of an add to `target` (memref,
+    indices: values of the kernel's body), or None where the per-block add
+    stays."""
+    if FACTS_ATTR not in kernel.attributes or not isinstance(value_type, ir.F32Type):
+        return None
+    mem = target[0]
+    if not isinstance(mem.owner, ir.Block) or mem.owner != kernel.regions[0].blocks[0]:
+        return None
+    if not all(launch_uniform(i, kernel) for i in target[1:]):
+        return None
+    return GridSum(kernel, target)
+
+
+class GridSum:
+    """One grid sum: slot `k` of the kernel's scratch (added on first use)."""
+
+    def __init__(self, kernel, target):
+        self.kernel, self.target = kernel, target
+        self.gpu = T.is_gpu(T.get_target(kernel))
+        used = ir.IntegerAttr(kernel.attributes[SLOTS_ATTR]).value \
+            if SLOTS_ATTR in kernel.attributes else 0
+        if not used:
+            _add_scratch_args(kernel)
+        self.slot = used
+        kernel.attributes[SLOTS_ATTR] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), used + 1)
+        args = kernel.regions[0].blocks[0].arguments
+        self.acc, self.count = args[len(args) - 2], args[len(args) - 1]
+
+    def add(self, total, how: str = "block") -> None:
+        """At the insertion point: the block's share `total`; `how` "block"
+        (one thread of the block runs this) or "thread" (every thread, with
+        its own value)."""
+        k = _index(self.slot)
+        wide = arith.extf(ir.F64Type.get(), total)
+        _mark(dg.atomic_add(self.acc, wide, [k]), how)
+        self._fence()
+        if how == "block":
+            self._count(k)
+            return
+        dg.barrier()
+        first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, _linear_thread(), _index(0)), [])
+        with ir.InsertionPoint(first.then_block):
+            self._count(k)
+            scf.YieldOp([])
+
+    def _count(self, k) -> None:
+        i64 = ir.IntegerType.get_signless(64)
+        old = dg.atomic_add(self.count, arith.constant(i64, 1), [k])
+        _mark(old, "block")
+        g = [dg.grid_dim(d) for d in range(3)]
+        blocks = arith.index_cast(i64, arith.muli(g[0], arith.muli(g[1], g[2])))
+        last = arith.cmpi(arith.CmpIPredicate.eq, old,
+                          arith.subi(blocks, arith.constant(i64, 1)))
+        branch = scf.IfOp(last, [])
+        with ir.InsertionPoint(branch.then_block):
+            self._fence()
+            f64 = ir.F64Type.get()
+            total = dg.atomic_add(self.acc, arith.constant(f64, 0.0), [k])
+            _mark(total, "block")
+            _mark(dg.atomic_add(self.acc, arith.negf(total), [k]), "block")
+            _mark(dg.atomic_add(self.count, arith.subi(arith.constant(i64, 0), blocks), [k]),
+                  "block")
+            narrow = arith.truncf(ir.F32Type.get(), total)
+            _mark(dg.atomic_add(self.target[0], narrow, list(self.target[1:])), "block")
+            scf.YieldOp([])
+
+    def _fence(self) -> None:
+        """Order this thread's earlier global accesses before its later ones
+        for the whole GPU (`fence.acq_rel.gpu`); the host runs one block at a
+        time and needs none."""
+        if self.gpu:
+            ir.Operation.create("llvm.fence", attributes={
+                "ordering": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 6),  # acq_rel
+                "syncscope": ir.StringAttr.get("device")})
+
+
+def record(module) -> None:
+    """The module's SCRATCH_ATTR: the scratch slots of each kernel with grid
+    sums (read by compiler.py for the GPU descriptors and by the host runtime)."""
+    slots = {}
+    for op in module.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "func.func" and SLOTS_ATTR in op.attributes:
+            slots[ir.StringAttr(op.attributes["sym_name"]).value] = \
+                ir.IntegerAttr(op.attributes[SLOTS_ATTR]).value
+    if slots:
+        module.attributes[SCRATCH_ATTR] = ir.ArrayAttr.get(
+            [ir.StringAttr.get(s) for s in scratch_entries(slots)])
+
+
+def scratch_of(module) -> dict:
+    """{kernel: slots} recorded on `module` (any stage: the attribute stays)."""
+    from diffgpu.abi import parse_scratch
+    op = getattr(module, "operation", module)
+    if SCRATCH_ATTR not in op.attributes:
+        return {}
+    return parse_scratch(ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[SCRATCH_ATTR]))
+
+
+def _add_scratch_args(kernel) -> None:
+    """Append `acc: memref<?xf64>` and `count: memref<?xi64>` to the kernel."""
+    block = kernel.regions[0].blocks[0]
+    layout = ir.Attribute.parse("strided<[?], offset: ?>")
+    types = [ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], t, layout)
+             for t in (ir.F64Type.get(), ir.IntegerType.get_signless(64))]
+    for t in types:
+        block.add_argument(t, kernel.location)
+    ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+    kernel.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(list(ftype.inputs) + types, list(ftype.results)))
+    if "arg_attrs" in kernel.attributes:
+        attrs = list(ir.ArrayAttr(kernel.attributes["arg_attrs"]))
+        kernel.attributes["arg_attrs"] = ir.ArrayAttr.get(
+            attrs + [ir.DictAttr.get({}) for _ in types])
+
+
+def _mark(value, how: str) -> None:
+    value.owner.attributes[_MARK] = ir.StringAttr.get(how)
+
+
+def _index(n):
+    return arith.constant(ir.IndexType.get(), n)
+
+
+def _linear_thread():
+    t = [dg.thread_id(d) for d in range(3)]
+    b = [dg.block_dim(d) for d in range(3)]
+    return arith.addi(t[0], arith.muli(b[0], arith.addi(t[1], arith.muli(b[1], t[2]))))
+
+
+def with_scratch(kernels: dict, module) -> dict:
+    """The kernels' argument descriptors (gpu_ptx.kernel_abi, taken before
+    the pipeline) with `("scratch", slots)` appended where the pipeline gave
+    a kernel scratch arguments: the descriptors then predict the PTX entry's
+    parameters again."""
+    from diffgpu.abi import SCRATCH_KIND
+    slots = scratch_of(module)
+    return {k: list(d) + ([(SCRATCH_KIND, slots[k])] if k in slots else [])
+            for k, d in kernels.items()}

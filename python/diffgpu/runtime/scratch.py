@@ -1,0 +1,95 @@
+"""Per-launch scratch of kernels whose float sums finish across blocks.
+
+A kernel built with grid sums (lowering/grid_sum.py) takes two trailing
+arguments its caller never passes (abi.py, SCRATCH_ATTR): `acc`, `slots`
+float64 values, and `count`, `slots` int64 block counters. Each launch needs
+them zero at its start; the last block of the launch leaves them zero again.
+
+- GPU (`GpuScratch`): one small zeroed buffer per (device, stream), made on
+  the first launch there and reused: launches on one stream run one after
+  another, so a launch always finds the buffer its predecessor left zero,
+  and no memset is issued per launch. Two streams never share a buffer: two
+  launches running at once would add into one accumulator and one counter,
+  and the first to finish would take both launches' sums (a module-level
+  buffer would do that). A stream handle that CUDA reuses after its stream
+  was destroyed gets the old stream's buffer, which that stream's last
+  launch left zero.
+- host (`HostScratch`): one pair of numpy arrays per program and kernel (a
+  program's launches are serialised); after an interrupted launch
+  (Ctrl-C), `reset` zeroes them, since its last block never ran.
+
+Kernels without scratch never reach this module: a launch of one costs
+nothing more.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+
+class GpuScratch:
+    """The scratch of one GPU program: `params(device_id)` gives the
+    SCRATCH_WORDS kernel parameters for the current stream of the device."""
+
+    def __init__(self, slots: int):
+        self.slots = slots
+        self._params: dict = {}  # (device id, stream handle) -> (params, buffer)
+        self._lock = threading.Lock()
+
+    def params(self, device_id: int) -> tuple:
+        import cupy
+        key = (device_id, cupy.cuda.get_current_stream().ptr)
+        found = self._params.get(key)
+        if found is None:
+            found = self._make(key)
+        return found[0]
+
+    def _make(self, key):
+        import cupy
+        from diffgpu.runtime.gpu import as_kernel_pointers
+        with self._lock:
+            found = self._params.get(key)
+            if found is not None:
+                return found
+            with cupy.cuda.Device(key[0]):
+                buf = cupy.zeros(2 * self.slots, np.int64)  # acc (f64 bits), then counters
+                # the zeros must land before a launch on any stream reads them
+                cupy.cuda.get_current_stream().synchronize()
+            acc, count = buf.data.ptr, buf.data.ptr + 8 * self.slots
+            words = []
+            for ptr in (acc, count):
+                words += [np.uint64(ptr), np.uint64(ptr), np.int64(0), np.int64(self.slots),
+                          np.int64(1)]
+            found = self._params[key] = (as_kernel_pointers(tuple(words)), buf)
+            return found
+
+    def wrap(self, fn, device_id: int):
+        """`fn(grid, block, values)` with the scratch parameters appended."""
+        params = self.params
+
+        def launch(grid, block, values):
+            fn(grid, block, tuple(values) + params(device_id))
+        return launch
+
+
+class HostScratch:
+    """The scratch of one kernel of a host program: memref descriptors of
+    two numpy arrays, kept zero between launches."""
+
+    def __init__(self, slots: int, descriptor):
+        self.acc = np.zeros(slots, np.float64)
+        self.count = np.zeros(slots, np.int64)
+        self._keep = []
+        self.pointers = []
+        for a in (self.acc, self.count):
+            d = descriptor(a)
+            p = ctypes.pointer(d)
+            self._keep += [d, p]
+            self.pointers.append(ctypes.cast(ctypes.pointer(p), ctypes.c_void_p))
+            self._keep.append(self.pointers[-1])
+
+    def reset(self) -> None:
+        self.acc[:] = 0
+        self.count[:] = 0
