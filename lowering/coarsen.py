@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering import coarsen_bounds as B
 from diffgpu.lowering.ir_util import walk
 from diffgpu.lowering.coarsen_reduce import REDUCE_COARSEN, pairwise_sum, reduction_atomic
 from diffgpu.lowering.coarsen_reduce import defining_op as _op
@@ -69,6 +70,9 @@ _GEOM0 = N.GEOMETRY
 _FORBIDDEN = (N.BARRIER, N.SHARED_ALLOC, N.ATOMIC_ADD, "func.call",
               "memref.atomic_rmw", "gpu.barrier") + N.DIFF
 _PREFIX_OK = ("arith.", "index.")
+#: dimension-0 extents a kernel may use outside g (block_dim(0) is kept,
+#: grid_dim(0) becomes grid_dim(0) * factor)
+_EXTENTS = (N.BLOCK_DIM, N.GRID_DIM)
 _LOOPS = ("scf.for", "scf.while")
 #: larger guarded bodies are compute-bound: coarsening buys no vector access
 MAX_BODY_OPS = 256
@@ -83,13 +87,23 @@ def _walk(op) -> list:
     return walk(op, include_self=False)
 
 
+@dataclass
+class Found:
+    """What `analyze` proved. gids: the results forming g; guards: the
+    top-level guards in order (a derivative function may have several);
+    known: {guard: [Bound]} for every guard decided per group (the
+    top-level ones, and those directly in a known guard's body); chain: the
+    ops computing the gids."""
+    gids: list
+    guards: list
+    known: dict
+    chain: set
+
+
 def analyze(fn, reduce: bool = False):
-    """(gids, guards) of an eligible kernel `fn`, else None (see the module
-    docstring). gids: the results forming g; guards: [(scf.if, A, N)], the
-    top-level guards in order (a derivative function may have several).
-    `reduce`: also accept reduction atomics (`reduction_atomic`; the caller
-    has proved the arrays disjoint)."""
-    from diffgpu._mlir import ir
+    """A `Found` for an eligible kernel `fn`, else None (see the module
+    docstring). `reduce`: also accept reduction atomics
+    (`reduction_atomic`; the caller has proved the arrays disjoint)."""
     from diffgpu.lowering.autodiff.elision import global_dim
 
     block = fn.regions[0].blocks[0]
@@ -110,37 +124,57 @@ def analyze(fn, reduce: bool = False):
     guards = []
     for o in ops[:-1]:
         if o.name == "scf.if":
-            if len(o.results) or len(o.regions[1].blocks):
+            if _is_guard(o):
+                guards.append(o)
+            elif not _is_condition(o):
                 return None
-            guards.append(o)
         elif o.name in _GEOM0 and _dim(o) == 0:
-            if o not in chain:
-                return None
-            if any(u.owner.operation not in chain for u in o.results[0].uses):
-                return None  # block_dim(0) (or thread_id(0)) used outside g
+            if o.name in _EXTENTS:
+                continue  # the same in the coarsened launch (grid_dim: rewritten)
+            if o not in chain or any(u.owner.operation not in chain for u in o.results[0].uses):
+                return None  # thread_id(0) or block_id(0) used outside g
         elif not (o.name.startswith(_PREFIX_OK) or o.name in ("memref.dim", "memref.alloca")
                   or o.name in _GEOM0 or _local_store(o)):
             return None
-    out = []
     body = [o for guard in guards for o in _walk(guard)]
     if len(body) > MAX_BODY_OPS or any(o.name in _LOOPS for o in body):
         return None  # compute-heavy: nothing to vectorise, code size x COARSEN
+    known = {}
     for guard in guards:
         for o in _walk(guard):
             if reduce and reduction_atomic(o, guard, fn, gids):
                 continue
             if o.name in _FORBIDDEN or (o.name in _GEOM0 and _dim(o) == 0):
                 return None
-        cond = _op(guard.operands[0])
-        if cond is None or cond.name != "arith.cmpi":
+        if not _decide(guard, gids, fn, known):
             return None
-        if ir.IntegerAttr(cond.attributes["predicate"]).value != 2:
-            return None  # slt (arith::CmpIPredicate): A grows with g as a signed value
-        a, n = cond.operands[0], cond.operands[1]
-        if _monotone_chain(a, gids) is None or _depends_on(n, gids):
-            return None
-        out.append((guard, a, n))
-    return gids, out
+    return Found(gids, guards, known, chain)
+
+
+def _is_guard(o) -> bool:
+    return not len(o.results) and not len(o.regions[1].blocks)
+
+
+def _is_condition(o) -> bool:
+    """A top-level `scf.if` computing an i1 from pure ops (a short-circuit
+    `and`; `coarsen_bounds.bounds` reads it where a guard uses it)."""
+    return len(o.results) == 1 and str(o.results[0].type) == "i1" and all(
+        x.name.startswith(_PREFIX_OK) or x.name in ("memref.dim", "scf.yield")
+        for x in _walk(o))
+
+
+def _decide(guard, gids, fn, known) -> bool:
+    """Record the bounds of `guard` and of the guards directly in its body
+    (recursively) that are bounds too; False when `guard`'s are not."""
+    found = B.bounds(guard.operands[0], gids, fn)
+    if found is None:
+        return False
+    known[guard] = found
+    for o in guard.regions[0].blocks[0].operations:
+        o = o.operation
+        if o.name == "scf.if" and _is_guard(o):
+            _decide(o, gids, fn, known)  # not a bound: it stays a runtime test
+    return True
 
 
 def _local_store(op) -> bool:
@@ -150,38 +184,6 @@ def _local_store(op) -> bool:
         return False
     o = _op(op.operands[1])
     return o is not None and o.name == "memref.alloca"
-
-
-def _monotone_chain(a, gids):
-    """The ops computing `a` from a gid (first to last) when each adds a
-    constant or casts index <-> integer (so `a` grows with the gid), else None."""
-    chain = []
-    v = a
-    while not any(v == g for g in gids):
-        o = _op(v)
-        if o is None or len(chain) > 8:
-            return None
-        if o.name == "arith.index_cast":
-            v = o.operands[0]
-        elif o.name == "arith.addi":
-            x, y = o.operands[0], o.operands[1]
-            if _const(y) is not None:
-                v = x
-            elif _const(x) is not None:
-                v = y
-            else:
-                return None
-        else:
-            return None
-        chain.append(o)
-    return v, chain[::-1]
-
-
-def _const(v):
-    o = _op(v)
-    if o is not None and o.name == "arith.index_cast":
-        o = _op(o.operands[0])
-    return o if o is not None and o.name == "arith.constant" else None
 
 
 def eligible(fn, module=None, noalias=False) -> bool:
@@ -301,7 +303,7 @@ def factor_for(fn, module, noalias: bool, grid_div: bool, grid_div16: bool) -> i
                                                       reduce=True)
     reduces = found is not None
     if reduces and grid_div16 and callee is None and sum(
-            len(_walk(guard)) for guard, _a, _n in found[1]) <= MAX_BODY_OPS // 4:
+            len(_walk(guard)) for guard in found.guards) <= MAX_BODY_OPS // 4:
         return REDUCE_COARSEN  # (a longer body would grow 16-fold: factor 4 then)
     return COARSEN if (plain or reduces) and grid_div else 1
 
@@ -309,28 +311,21 @@ def factor_for(fn, module, noalias: bool, grid_div: bool, grid_div16: bool) -> i
 def coarsen(fn, found, factor: int) -> None:
     from diffgpu._mlir import arith, func, ir, scf
 
-    gids, guards = found
+    gids, guards = found.gids, found.guards
     block = fn.regions[0].blocks[0]
-    ops = [o.operation for o in block.operations]
-    rest = [o for o in ops[:-1] if not _in_gid_chain(o, gids)]
     index = ir.IndexType.get()
-    first = guards[0][0]
+    _scale_grid(fn, factor)
+    ops = [o.operation for o in block.operations]
+    rest = [o for o in ops[:-1] if not _in_gid_chain(o, gids, found.chain)]
+    first = guards[0]
     for g in gids:  # a later guard's g (pure geometry arithmetic) moves up
         _hoisted(g, first)
     with ir.InsertionPoint(first), first.location:
         c = arith.constant(index, factor)
         bases = [arith.muli(g, c) for g in gids]
         all_in = None
-        for guard, a, n in guards:  # every guard holds for the group's last element
-            g_a, chain = _monotone_chain(a, gids)
-            base_a = bases[[i for i, g in enumerate(gids) if g == g_a][0]]
-            mapping = [(g_a, arith.addi(base_a, arith.constant(index, factor - 1)))]
-            for o in chain:
-                _clone(o, mapping)
-            last_a = [r for v, r in mapping if v == a][0]
-            cond = _op(guard.operands[0])
-            pred = arith.CmpIPredicate(ir.IntegerAttr(cond.attributes["predicate"]).value)
-            ok = arith.cmpi(pred, last_a, _hoisted(n, first))
+        for bound in [b for bs in found.known.values() for b in bs]:
+            ok = _bound_holds(bound, gids, bases, factor)
             all_in = ok if all_in is None else arith.andi(all_in, ok)
         branch = scf.IfOp(all_in, [], has_else=True)
         with ir.InsertionPoint(branch.then_block):  # the whole group in range
@@ -338,16 +333,7 @@ def coarsen(fn, found, factor: int) -> None:
             for k in range(factor):
                 mapping = [(g, arith.addi(b, arith.constant(index, k))) for g, b in zip(gids, bases)]
                 for o in rest:
-                    if any(o == guard for guard, _a, _n in guards):  # it holds: its body
-                        for inner in [x.operation for x in
-                                      o.regions[0].blocks[0].operations][:-1]:
-                            if reduction_atomic(inner, o, fn, gids):
-                                sums.setdefault(inner, []).append(_mapped(inner.operands[1],
-                                                                          mapping))
-                            else:
-                                _clone(inner, mapping)
-                    else:
-                        _clone(o, mapping)
+                    _emit(o, mapping, found, fn, sums)
             for atomic, values in sums.items():  # one add of the group's (pairwise) sum
                 total = pairwise_sum(values)
                 _clone(atomic, [(atomic.operands[1], total)] + mapping)
@@ -356,8 +342,57 @@ def coarsen(fn, found, factor: int) -> None:
             tail = _tail_function(fn, gids, rest, factor)
             func.CallOp([], ir.FlatSymbolRefAttr.get(tail), list(block.arguments) + bases)
             scf.YieldOp([])
-    for guard, _a, _n in guards:  # (the pure ops left unused go in LLVM's DCE)
+    for guard in guards:  # (the pure ops left unused go in LLVM's DCE)
         guard.erase()
+
+
+def _bound_holds(bound, gids, bases, factor: int):
+    """i1 at the insertion point: `bound` holds at the group's end that is
+    hardest for it (the last element for an upper bound, else the first),
+    hence for every element of the group (lowering/coarsen_bounds.py)."""
+    from diffgpu._mlir import arith, ir
+
+    index = ir.IndexType.get()
+    g_a, chain = B.monotone_chain(bound.a, gids)
+    base = bases[[i for i, g in enumerate(gids) if g == g_a][0]]
+    at = arith.addi(base, arith.constant(index, factor - 1)) if bound.upper else base
+    mapping = [(g_a, at)]
+    for o in chain:  # its constants may sit in a guard's body: recomputed here
+        for v in o.operands:
+            B.materialize(v, mapping, _clone)
+        _clone(o, mapping)
+    a = _mapped(bound.a, mapping)
+    n = B.materialize(bound.n, mapping, _clone)
+    pred = arith.CmpIPredicate(ir.IntegerAttr(bound.cmp.attributes["predicate"]).value)
+    return arith.cmpi(pred, a, n) if bound.a_lhs else arith.cmpi(pred, n, a)
+
+
+def _emit(op, mapping, found, fn, sums) -> None:
+    """One copy of `op` in the in-range path: a guard known to hold is
+    replaced by its body (its reduction atomics collected in `sums`)."""
+    if op not in found.known:
+        _clone(op, mapping)
+        return
+    for inner in [x.operation for x in op.regions[0].blocks[0].operations][:-1]:
+        if op in found.guards and reduction_atomic(inner, op, fn, found.gids):
+            sums.setdefault(inner, []).append(_mapped(inner.operands[1], mapping))
+        else:
+            _emit(inner, mapping, found, fn, sums)
+
+
+def _scale_grid(fn, factor: int) -> None:
+    """grid_dim(0) -> grid_dim(0) * factor: the original launch's extent
+    (the runtime launches grid x / factor blocks)."""
+    from diffgpu._mlir import arith, ir
+
+    for op in [o.operation for o in fn.regions[0].blocks[0].operations]:
+        if op.name == N.GRID_DIM and _dim(op) == 0:
+            with ir.InsertionPoint.after(op), op.location:
+                scaled = arith.muli(op.results[0], arith.constant(ir.IndexType.get(), factor))
+            for use in list(op.results[0].uses):
+                user = use.owner.operation
+                if user != scaled.owner.operation:
+                    user.operands[use.operand_number] = scaled
 
 
 def _mapped(v, mapping):
@@ -420,12 +455,11 @@ def _tail_function(fn, gids, rest, factor: int) -> str:
     return name
 
 
-def _in_gid_chain(op, gids) -> bool:
-    if op.name in _GEOM0 and _dim(op) == 0:
+def _in_gid_chain(op, gids, chain) -> bool:
+    """Does `op` only form g (each copy uses its own g instead)?"""
+    if any(r == g for r in op.results for g in gids):
         return True
-    return any(r == g for r in op.results for g in gids) or (
-        op.name == "arith.muli" and all(any(u.owner.operation.results[0] == g for g in gids)
-                                        for u in op.results[0].uses))
+    return op in chain and all(u.owner.operation in chain for r in op.results for u in r.uses)
 
 
 def _clone(op, mapping: list) -> None:

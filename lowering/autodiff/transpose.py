@@ -7,13 +7,18 @@ thread `i = j - k` would have added to `dx[j]`, for every offset `k`, and
 writes `dx[j]` once:
 
     acc = 0
+    <the reverse body as thread j, with its dx adds erased>
     for k in offsets:                  // unrolled: one clone of the body each
-      if 0 <= j - k < grid_dim(0) * block_dim(0):   // thread j - k exists
-        <the whole reverse body, as thread j - k>   // thread_id(0) -> thread_id(0) - k
+      if j - k >= 0 (k > 0) / j - k < grid_dim(0) * block_dim(0) (k < 0):
+        <the whole reverse body, as thread j - k>   // its global ids -> j - k
         // its add dx[(j - k) + k] += v becomes acc += v; other offsets' adds
         // and every write outside private allocas are dropped from the clone
-    <the reverse body as thread j, with its dx adds erased>
     if j < dim(x, 0): dx[j] = acc
+
+(thread j - k exists: the other side of its test holds since thread j
+does). Every guard is then an affine bound on the one global id j, so
+`diffgpu-coarsen` can give a thread 4 consecutive j: one vector store of
+dx, one vector load of dy and its two neighbours.
 
 Each clone replays the source thread's whole computation (its guards, its
 tape, its loads of `x` and `dy`), so boundary guards and nonlinear stencils
@@ -129,14 +134,15 @@ def transpose(fn, prim, sh) -> bool:
     first = list(entry.operations)[0]
     ret = list(entry.operations)[-1]
     with ir.InsertionPoint(first), fn.location:
+        gid = _gid()
         acc = memref.alloca(ir.MemRefType.get([], elem), [], [])
         memref.store(B.zero(elem), acc, [])
     for k, clone in zip(offsets, clones):
-        _gather(fn, entry, ret, acc, sh, k, clone)
+        _gather(fn, entry, ret, acc, sh, k, clone, gid)
     for op in adds:
         op.erase()
     with ir.InsertionPoint(ret), fn.location:
-        _write_back(prim, sh, acc)
+        _write_back(prim, sh, acc, gid)
     return True
 
 
@@ -145,21 +151,32 @@ def _gid():
                       dg_ops.geometry("thread_id", 0))
 
 
-def _gather(fn, entry, ret, acc, sh, k, clone) -> None:
+def _gather(fn, entry, ret, acc, sh, k, clone, gid) -> None:
     """Before `ret`: if thread gid - k exists, the body (`clone`, a copy of
     `fn`, consumed) as that thread, adding its contribution to `sh[gid]`
-    into `acc`."""
+    into `acc`. The clone's global ids become `gid - k` (rule 3: the thread
+    id is used only in them), so its index arithmetic stays affine in the
+    kernel's one global id (lowering/coarsen.py coarsens it). Thread gid - k
+    exists when it is >= 0 (k > 0) or below the launch's thread count (k <
+    0); the other side holds since thread gid does."""
     i64 = B.i64()
+    index = ir.IndexType.get()
     with ir.InsertionPoint(ret), fn.location:
-        src = arith.subi(arith.index_cast(i64, _gid()),
-                         arith.constant(i64, ir.IntegerAttr.get(i64, k)))
-        total = arith.muli(dg_ops.geometry("grid_dim", 0), dg_ops.geometry("block_dim", 0))
-        zero = arith.constant(i64, ir.IntegerAttr.get(i64, 0))
-        ok = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, src, zero),
-                        arith.cmpi(arith.CmpIPredicate.slt, src, arith.index_cast(i64, total)))
-        branch = scf.IfOp(ok, [], has_else=False)
-        with ir.InsertionPoint(branch.then_block):
-            yield_ = scf.YieldOp([])
+        shifted = arith.subi(gid, arith.constant(index, ir.IntegerAttr.get(index, k)))
+        src = arith.index_cast(i64, shifted)
+        ok = None
+        if k > 0:
+            zero = arith.constant(i64, ir.IntegerAttr.get(i64, 0))
+            ok = arith.cmpi(arith.CmpIPredicate.sge, src, zero)
+        elif k < 0:
+            total = arith.muli(dg_ops.geometry("grid_dim", 0), dg_ops.geometry("block_dim", 0))
+            ok = arith.cmpi(arith.CmpIPredicate.slt, src, arith.index_cast(i64, total))
+        if ok is None:
+            at = ret
+        else:
+            branch = scf.IfOp(ok, [], has_else=False)
+            with ir.InsertionPoint(branch.then_block):
+                at = scf.YieldOp([])
     centry = clone.regions[0].blocks[0]
     cargs, args = list(centry.arguments), list(entry.arguments)
     csh = cargs[args.index(sh)]
@@ -170,32 +187,45 @@ def _gather(fn, entry, ret, acc, sh, k, clone) -> None:
         elif op.name == N.ATOMIC_ADD or (op.name == "memref.store"
                                          and not _is_alloca(op.operands[1])):
             drop.append((op, False))
-    for op in walk(clone):  # thread_id(0) -> thread_id(0) - k
-        if op.name == N.THREAD_ID and ir.IntegerAttr(op.attributes["dim"]).value == 0:
-            with ir.InsertionPoint.after(op), op.location:
-                c = arith.constant(ir.IndexType.get(), ir.IntegerAttr.get(ir.IndexType.get(), k))
-                shifted = arith.subi(op.results[0], c)
-            tid = op.results[0]
-            for use in list(tid.uses):
-                user = _owner(use)
-                if user != shifted.owner.operation:
-                    user.operands[use.operand_number] = shifted
     for op, mine in drop:
         if mine:
             with ir.InsertionPoint(op), op.location:
                 memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
         op.erase()
+    for op in walk(clone):  # its global ids -> gid - k
+        if op.name == "arith.addi" and global_dim(op.results[0]) == 0:
+            v = shifted
+            if op.results[0].type != index:
+                with ir.InsertionPoint(op), op.location:
+                    v = arith.index_cast(op.results[0].type, shifted)
+            op.results[0].replace_all_uses_with(v)
     for a, b in zip(cargs, args):
         a.replace_all_uses_with(b)
     for op in list(centry.operations)[:-1]:
-        op.move_before(yield_)
+        op.move_before(at)
     clone.erase()
+    _erase_dead(fn)
 
 
-def _write_back(prim, sh, acc) -> None:
+#: ops `_erase_dead` removes when their results are unused
+_PURE = ("arith.", "index.")
+
+
+def _erase_dead(fn) -> None:
+    """Remove unused geometry and arithmetic (the clones' old global ids)."""
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(walk(fn.operation)):  # users before their operands
+            if (op.name in N.GEOMETRY or op.name.startswith(_PURE)) and len(op.results) and all(
+                    not len(list(r.uses)) for r in op.results):
+                op.erase()
+                changed = True
+
+
+def _write_back(prim, sh, acc, g) -> None:
     """if gid < dim(prim, 0): sh[gid] = acc."""
     i64 = B.i64()
-    g = _gid()
     ok = arith.cmpi(arith.CmpIPredicate.slt, arith.index_cast(i64, g),
                     arith.index_cast(i64, memref.dim(prim, B.idx(0))))
     branch = scf.IfOp(ok, [], has_else=False)

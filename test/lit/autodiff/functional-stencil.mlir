@@ -1,8 +1,9 @@
 // The `grad` kind for a 1-D stencil input (lowering/autodiff/transpose.py):
 // y[i] = 0.25 x[i-1] + 0.5 x[i] + 0.25 x[i+1] under 1 <= i < n - 1. The
-// reverse body is replayed once per offset k as thread gid - k (when that
-// thread exists), its add into dx[gid] going to a register; dx is written
-// once per element, with no atomic and no load of dx.
+// reverse body is replayed once per offset k as thread gid - k (its global
+// ids replaced by gid - k; when that thread exists), its add into dx[gid]
+// going to a register; dx is written once per element, with no atomic and no
+// load of dx.
 // RUN: diffgpu-opt %s --diffgpu-autodiff --diffgpu-verify-targets | FileCheck %s
 
 !A = memref<?xf32, strided<[?], offset: ?>>
@@ -48,6 +49,7 @@ func.func @vjp(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, dif
 }
 // CHECK-LABEL: func.func @__dg_rev_stencil_
 // CHECK-SAME: (%[[Y:[a-z0-9]+]]: memref<{{.+}}>, %[[X:[a-z0-9]+]]: memref<{{.+}}>, %[[DY:[a-z0-9]+]]: memref<{{.+}}>, %[[DX:[a-z0-9]+]]: memref<{{.+}}>)
+// CHECK: %[[G:.+]] = arith.addi %{{.+}}, %{{.+}} : index
 // CHECK-NEXT: %[[ACC:.+]] = memref.alloca() : memref<f32>
 // CHECK-NEXT: %[[Z:.+]] = arith.constant 0.0
 // CHECK-NEXT: memref.store %[[Z]], %[[ACC]][]
@@ -55,11 +57,12 @@ func.func @vjp(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, dif
 // CHECK-NOT: memref.store {{.+}}, %[[DX]]
 // CHECK-NOT: memref.load %[[DX]]
 // CHECK-NOT: memref.store {{.+}}, %[[Y]]
-// CHECK: "diffgpu.grid_dim"() {dim = 0 : i64}
-// the source thread gid + 1 (k = -1), replayed: thread_id(0) shifted by -1
+// the source thread gid + 1 (k = -1), replayed with its global id gid + 1;
+// it exists when gid + 1 is below the launch's thread count
 // CHECK: %[[K:.+]] = arith.constant -1 : index
-// CHECK-NEXT: arith.subi %{{[a-z0-9_]+}}, %[[K]] : index
-// CHECK: memref.load %[[DY]]
+// CHECK-NEXT: %[[SRC:.+]] = arith.subi %[[G]], %[[K]] : index
+// CHECK: "diffgpu.grid_dim"() {dim = 0 : i64}
+// CHECK: memref.load %[[DY]][%[[SRC]]]
 // CHECK: %[[OLD:.+]] = memref.load %[[ACC]][]
 // CHECK-NEXT: %[[NEW:.+]] = arith.addf %[[OLD]]
 // CHECK-NEXT: memref.store %[[NEW]], %[[ACC]][]
@@ -68,7 +71,8 @@ func.func @vjp(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, dif
 // CHECK-NEXT: %[[NEW0:.+]] = arith.addf %[[OLD0]]
 // CHECK-NEXT: memref.store %[[NEW0]], %[[ACC]][]
 // CHECK: %[[K1:.+]] = arith.constant 1 : index
-// CHECK-NEXT: arith.subi %{{[a-z0-9_]+}}, %[[K1]] : index
+// CHECK-NEXT: %[[SRC1:.+]] = arith.subi %[[G]], %[[K1]] : index
+// CHECK: memref.load %[[DY]][%[[SRC1]]]
 // CHECK: %[[OLD1:.+]] = memref.load %[[ACC]][]
 // CHECK-NEXT: %[[NEW1:.+]] = arith.addf %[[OLD1]]
 // CHECK-NEXT: memref.store %[[NEW1]], %[[ACC]][]
