@@ -38,6 +38,7 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering import gpu_shared  # noqa: F401  (diffgpu-check-shared-memory, in _front)
 from diffgpu.abi import memref_words
 from diffgpu.lowering import targets as T
+from diffgpu.lowering.ir_util import scalar_name
 from diffgpu.lowering.registry import PipelineError, register_pipeline, register_upstream_check
 
 #: upstream steps from `diffgpu-lower-to-gpu`'s output to the NVVM dialect
@@ -54,7 +55,6 @@ BINARY_FORMATS = ("isa", "assembly", "llvm", "offloading", "bin", "binary",
                   "fatbin", "fatbinary")
 #: gpu::CompilationTarget values held by gpu.ObjectAttr.format
 OBJECT_FORMATS = {1: "llvm", 2: "ptx", 3: "cubin", 4: "fatbin"}
-_NVPTX_TRIPLES = ("nvptx64-nvidia-cuda", "nvptx-nvidia-cuda")
 #: CUDA system calls: `.extern` in PTX, resolved by the driver (device heap, printf)
 SYSTEM_CALLS = ("malloc", "free", "vprintf", "__assertfail")
 _DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
@@ -76,7 +76,7 @@ def _front(opts: GpuOptions) -> list[str]:
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
             "diffgpu-specialize", "diffgpu-coarsen", "diffgpu-fuse-sincos",
             "diffgpu-stencil-adjoint",
-            "diffgpu-aggregate-atomics", lower, "diffgpu-check-shared-memory",
+            "diffgpu-aggregate-atomics", lower, "diffgpu-index32", "diffgpu-check-shared-memory",
             "diffgpu-warp-atomics"]
 
 
@@ -113,20 +113,11 @@ def check_gpu_module_to_binary(options: dict[str, str]) -> None:
 @register_upstream_check("nvvm-attach-target")
 def check_nvvm_attach_target(options: dict[str, str]) -> None:
     """`chip` must be known to NVPTX, `O` in 0..3, `triple` an NVPTX one,
-    `features` `+ptxNN`: other values abort later in the NVVM backend."""
-    if "chip" in options:
-        try:
-            T.check_chip(options["chip"])
-        except T.TargetError as exc:
-            raise PipelineError(f"nvvm-attach-target: {exc}") from None
-    if "O" in options and options["O"] not in ("0", "1", "2", "3"):
-        raise PipelineError(f"nvvm-attach-target: O must be 0, 1, 2 or 3, got {options['O']!r}")
-    if "triple" in options and options["triple"] not in _NVPTX_TRIPLES:
-        raise PipelineError(f"nvvm-attach-target: triple must be one of "
-                            f"{', '.join(_NVPTX_TRIPLES)}, got {options['triple']!r}")
-    if "features" in options and not re.fullmatch(r"(\+ptx\d+)?", options["features"]):
-        raise PipelineError(f"nvvm-attach-target: features must be '+ptxNN', got "
-                            f"{options['features']!r}")
+    `features` `+ptxNN` (targets.nvvm_problem, the check of `#nvvm.target`
+    attributes too): other values abort later in the NVVM backend."""
+    problem = T.nvvm_problem(options)
+    if problem:
+        raise PipelineError(f"nvvm-attach-target: {problem}")
 
 
 # ---------------------------------------------------------------------------
@@ -196,7 +187,7 @@ def kernel_abi(module, chip: str | None = None) -> dict[str, list[tuple]]:
         target = T.get_target(op)
         if T.KERNEL_ATTR not in op.attributes or not T.is_gpu(target):
             continue
-        if chip and (T.chip_of(target) or "sm_50") != chip:  # sm_50: the default
+        if chip and T.chip_of(target) != chip:
             continue
         name = op.attributes["sym_name"].value
         ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
@@ -226,11 +217,11 @@ def _descriptor(t, kernel: str, i: int) -> tuple:
 
     if isinstance(t, ir.MemRefType):
         m = ir.MemRefType(t)
-        elem = _DTYPES.get(str(m.element_type))
-        if elem and elem != "bool" and str(m.element_type) != "index" and m.memory_space is None:
-            return ("memref", m.rank, elem)
-    elif str(t) in _DTYPES:
-        return ("scalar", _DTYPES[str(t)])
+        name = scalar_name(m.element_type)
+        if name in _DTYPES and name not in ("i1", "index") and m.memory_space is None:
+            return ("memref", m.rank, _DTYPES[name])
+    elif scalar_name(t) in _DTYPES:
+        return ("scalar", _DTYPES[scalar_name(t)])
     raise ValueError(f"kernel '@{kernel}': argument {i} has type {t}, which a GPU launch "
                      "cannot pass")
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.lowering.ir_util import sym_name
 from diffgpu.lowering.registry import ModulePass, format_location, register_pass
 
 #: bytes of static shared memory per block, every NVIDIA chip we compile for
@@ -88,7 +89,7 @@ class CheckSharedMemory(ModulePass):
                 over = buf
         if over is None:
             return
-        sym = str(kernel.attributes["sym_name"]).strip('"')
+        sym = sym_name(kernel)
         self.error(over.location,
                    f"kernel @{sym} needs {total} bytes of static shared memory, more than "
                    f"the {SHARED_LIMIT} bytes (48 KiB) a block can have on NVIDIA GPUs: "

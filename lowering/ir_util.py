@@ -3,11 +3,16 @@
     walk(fn)                       -> [fn, every op nested in fn] (pre-order)
     walk(fn, ("func.call",))       -> the func.call ops in fn
     walk(fn, include_self=False)   -> the nested ops only
+    walk(fn, post_order=True)      -> nested ops before the ops holding them
     walk_block(block)              -> the ops of block, nested ones included,
                                       as their typed classes (isinstance(op, AutodiffOp))
     isa(t, ir.F32Type)             -> whether type t is an f32 (never str(t) == "f32")
+    scalar_name(t)                 -> "f32", "i64", "index"... read from the type's
+                                      class and width; None for other types
     sym_name(f)                    -> "k" for func.func @k
     callee(call)                   -> "g" for func.call @g(...), None for another op
+    lookup(module, "k")            -> the op defining symbol @k in module, or None
+    int_attr(op, "diffgpu.coarsen", 1) -> an integer attribute's value, or the default
     apply_patterns(fn, {ThreadIdOp: lower_tid, "func.return": lower_ret})
                                    -> one-to-one rewrites of the ops nested in fn
                                       (a RewritePatternSet of Python callbacks)
@@ -32,9 +37,10 @@ No MLIR is imported until a helper runs.
 from __future__ import annotations
 
 
-def walk(op, names=None, include_self: bool = True) -> list:
+def walk(op, names=None, include_self: bool = True, post_order: bool = False) -> list:
     """The ops nested in `op` (and `op` itself unless `include_self` is
-    False), pre-order, as `ir.Operation`s; only those named in `names` when
+    False), pre-order (post-order with `post_order`: an op after the ops
+    nested in it), as `ir.Operation`s; only those named in `names` when
     given."""
     from diffgpu._mlir import ir
 
@@ -46,9 +52,11 @@ def walk(op, names=None, include_self: bool = True) -> list:
             found.append(o)
         return ir.WalkResult.ADVANCE
 
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    if not include_self and found and found[0] == root:
-        found = found[1:]
+    root.walk(visit, ir.WalkOrder.POST_ORDER if post_order else ir.WalkOrder.PRE_ORDER)
+    if not include_self and found:
+        end = -1 if post_order else 0
+        if found[end] == root:
+            found = found[:-1] if post_order else found[1:]
     return found
 
 
@@ -68,6 +76,24 @@ def isa(t, cls) -> bool:
     return isinstance(t, cls) or isinstance(t.maybe_downcast(), cls)
 
 
+def scalar_name(t) -> str | None:
+    """The name of a scalar type, read from its class and width (never from
+    its printed form): "f16", "bf16", "f32", "f64", "i1".."i64" (signless),
+    "index"; None for any other type (memrefs, vectors, signed integers...)."""
+    from diffgpu._mlir import ir
+
+    if isa(t, ir.IndexType):
+        return "index"
+    if isa(t, ir.IntegerType):
+        t = ir.IntegerType(t)
+        return f"i{t.width}" if t.is_signless else None
+    for cls, name in ((ir.F32Type, "f32"), (ir.F64Type, "f64"), (ir.F16Type, "f16"),
+                      (ir.BF16Type, "bf16")):
+        if isa(t, cls):
+            return name
+    return None
+
+
 def sym_name(op) -> str | None:
     """The symbol name of `op` (a func.func, gpu.func, gpu.module...), or None."""
     from diffgpu._mlir import ir
@@ -84,6 +110,25 @@ def callee(op) -> str | None:
     if op.name != "func.call":
         return None
     return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+
+
+def lookup(module, name: str):
+    """The op defining symbol `@name` directly in `module` (a func.func,
+    gpu.module, memref.global...), as an `ir.Operation`, or None."""
+    for op in module.operation.regions[0].blocks[0].operations:
+        if sym_name(op) == name:
+            return op.operation
+    return None
+
+
+def int_attr(op, name: str, default=None):
+    """The value of the integer attribute `name` of `op`, or `default` when
+    `op` has none (or one that is not an integer)."""
+    from diffgpu._mlir import ir
+
+    attrs = op.operation.attributes
+    a = attrs[name] if name in attrs else None
+    return ir.IntegerAttr(a).value if a is not None and isa(a, ir.IntegerAttr) else default
 
 
 def apply_patterns(root, patterns: dict) -> None:

@@ -78,6 +78,44 @@ def chip_of(attr) -> str | None:
     return target_params(attr).get("chip") or DEFAULT_NVVM_CHIP
 
 
+#: the triples an `#nvvm.target` may name
+NVPTX_TRIPLES = ("nvptx64-nvidia-cuda", "nvptx-nvidia-cuda")
+
+
+def nvvm_problem(params: dict) -> str | None:
+    """Why the NVVM backend cannot take a GPU target with these parameters
+    (`target_params` of an `#nvvm.target`, or the options of
+    `nvvm-attach-target`), or None. The backend aborts the process on such
+    values instead of reporting them, so both are checked here first:
+
+        {"chip": "sm_90", "O": "3"}    -> None
+        {"chip": "sm_90", "O": "7"}    -> "O must be 0, 1, 2 or 3, got '7'"
+    """
+    if "chip" in params:
+        try:
+            check_chip(params["chip"])
+        except TargetError as exc:
+            return str(exc)
+    opt = params.get("O")
+    if opt is not None and opt not in ("0", "1", "2", "3"):
+        return f"O must be 0, 1, 2 or 3, got {opt!r}"
+    triple = params.get("triple")
+    if triple is not None and triple not in NVPTX_TRIPLES:
+        return f"triple must be one of {', '.join(NVPTX_TRIPLES)}, got {triple!r}"
+    features = params.get("features")
+    if features is not None and not re.fullmatch(r"(\+ptx\d+)?", features):
+        return f"features must be '+ptxNN', got {features!r}"
+    if "link" in params:
+        return "'link' (extra bitcode libraries) is not supported"
+    return None
+
+
+def gpu_target_problem(attr) -> str | None:
+    """`nvvm_problem` of an `#nvvm.target` attribute (or its text), its chip
+    read as `chip_of` does (MLIR omits the default sm_50)."""
+    return nvvm_problem({**target_params(attr), "chip": chip_of(attr)})
+
+
 def describe(attr) -> str:
     """Short user-facing name of a target attribute: `sm_90` or `host`."""
     if attr is None:

@@ -154,11 +154,11 @@ class LowerToGpu(ModulePass):
         target = T.get_target(f)
         name = sym_name(f)
         what = "kernel" if _is_kernel(f) else "function"
-        problem = _target_problem(target)
+        problem = T.gpu_target_problem(target)
         if problem:
             self.error(f, f"{what} '@{name}' has an unusable GPU target {target}: {problem}")
             return
-        chip = gpu_chip(target)
+        chip = T.chip_of(target)
         if self.chip and chip != self.chip:
             self.error(f, f"{what} '@{name}' targets {chip} but the pipeline compiles for "
                           f"{self.chip}")
@@ -211,7 +211,7 @@ class LowerToGpu(ModulePass):
             key = str(target)
             if key in out:
                 continue
-            name = fresh("diffgpu_" + gpu_chip(target), taken)
+            name = fresh("diffgpu_" + T.chip_of(target), taken)
             taken.add(name)
             gm = ir.Operation.create(
                 "gpu.module", attributes={"sym_name": ir.StringAttr.get(name),
@@ -262,36 +262,6 @@ def _rename_calls(f, renames: dict) -> None:
     for op in walk(f):
         if op.name == "func.call" and callee_of(op) in renames:
             op.attributes["callee"] = ir.FlatSymbolRefAttr.get(renames[callee_of(op)])
-
-
-def gpu_chip(target) -> str:
-    """The chip of an `#nvvm.target`. MLIR prints the attribute without its
-    default values, so `#nvvm.target<O = 3>` is sm_50 (NVVM's default chip)."""
-    return T.chip_of(target) or "sm_50"
-
-
-def _target_problem(target) -> str | None:
-    """Why the NVVM backend cannot take `target` (it aborts on bad chips)."""
-    import re
-
-    params = T.target_params(target)
-    chip = gpu_chip(target)
-    try:
-        T.check_chip(chip or "")
-    except T.TargetError as exc:
-        return str(exc)
-    opt = params.get("O", "")
-    if opt.lstrip("-").isdigit() and not 0 <= int(opt) <= 3:
-        return f"optimization level O = {opt} is not in 0..3"
-    triple = params.get("triple")
-    if triple is not None and triple not in ("nvptx64-nvidia-cuda", "nvptx-nvidia-cuda"):
-        return f"triple {triple!r} is not an NVPTX triple"
-    features = params.get("features")
-    if features is not None and not re.fullmatch(r"(\+ptx\d+)?", features):
-        return f"features {features!r}: only '+ptxNN' is supported"
-    if "link" in params:
-        return "'link' (extra bitcode libraries) is not supported"
-    return None
 
 
 from diffgpu.lowering import (coarsen, gpu_nvvm, gpu_ptx, gpu_sincos,  # noqa: E402,F401

@@ -347,12 +347,12 @@ def _ptx_result(chip: str, ptxs: dict, kernels: dict) -> Compiled:
 def _check_host_only(module) -> None:
     """GPU-target functions cannot run on the host (the pass leaves them)."""
     from diffgpu.lowering import targets
+    from diffgpu.lowering.ir_util import sym_name
 
     for op in module.body.operations:
         t = targets.get_target(op)
         if op.operation.name == "func.func" and t is not None and not targets.is_host(t):
-            name = str(op.operation.attributes["sym_name"]).strip('"')
-            raise CompileError(f"function '@{name}' targets {targets.describe(t)}; the CPU "
+            raise CompileError(f"function '@{sym_name(op)}' targets {targets.describe(t)}; the CPU "
                                "runtime compiles host-target modules only")
 
 

@@ -3,7 +3,6 @@ parameters, the chip, and what the NVVM backend cannot take (to_gpu)."""
 import pytest
 
 from diffgpu.lowering import targets as T
-from diffgpu.lowering.to_gpu import _target_problem
 
 
 def test_parameters_as_written():
@@ -20,12 +19,14 @@ def test_parameters_as_written():
 
 @pytest.mark.parametrize("text, problem", [
     ('#nvvm.target<chip = "sm_90">', None),
-    ('#nvvm.target<O = 7, chip = "sm_90">', "optimization level O = 7 is not in 0..3"),
-    ('#nvvm.target<chip = "sm_90", triple = "x86_64">', "triple 'x86_64' is not an NVPTX"),
-    ('#nvvm.target<chip = "sm_90", features = "+sse">', "features '+sse': only '+ptxNN'"),
+    ('#nvvm.target<O = 7, chip = "sm_90">', "O must be 0, 1, 2 or 3, got '7'"),
+    ('#nvvm.target<chip = "sm_90", triple = "x86_64">',
+     "triple must be one of nvptx64-nvidia-cuda, nvptx-nvidia-cuda, got 'x86_64'"),
+    ('#nvvm.target<chip = "sm_90", features = "+sse">', "features must be '+ptxNN', got '+sse'"),
+    ('#nvvm.target<chip = "sm_12">', "unknown"),
     ('#nvvm.target<chip = "sm_90", features = "+ptx80">', None),
     ('#nvvm.target<chip = "sm_90", link = ["a.bc"]>', "'link' (extra bitcode libraries)"),
 ])
 def test_backend_problems(text, problem):
-    got = _target_problem(text)
+    got = T.gpu_target_problem(text)
     assert (got is None) if problem is None else (problem in got), got
