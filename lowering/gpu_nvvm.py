@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu.lowering.llvm_flags import WRAP_OPS, replace_op
+from diffgpu.lowering.ir_util import apply_patterns
+from diffgpu.lowering.llvm_flags import WRAP_OPS, replace_op, without_flags
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.coarsen import NOINLINE_ATTR
 from diffgpu.lowering.specialize import FACTS_ATTR, READONLY_ATTR, read_facts
@@ -88,6 +89,8 @@ def apply_facts(f) -> None:
     from diffgpu._mlir import ir
 
     facts = read_facts(f)
+    if facts.get("index32"):
+        _widen_index_params(f, facts["ranks"])
     ro_attr = f.attributes[READONLY_ATTR] if READONLY_ATTR in f.attributes else None
     readonly = [bool(ir.BoolAttr(a).value) for a in ir.ArrayAttr(ro_attr)] if ro_attr else []
     block = f.regions[0].blocks[0]
@@ -132,6 +135,8 @@ def apply_facts(f) -> None:
     for i in sorted(drop, reverse=True):
         block.erase_argument(i)
     attrs = [a for i, a in enumerate(attrs) if i not in set(drop)]
+    # (the bindings build no `!llvm.func` type: mlir.dialects.llvm has no
+    # function-type class, and its ir.Type offers only `parse`, so it is text)
     kept = [str(a.type) for a in block.arguments]
     f.attributes["function_type"] = ir.TypeAttr.get(
         ir.Type.parse(f"!llvm.func<void ({', '.join(kept)})>"))
@@ -140,6 +145,32 @@ def apply_facts(f) -> None:
             ir.Attribute.parse("{" + ", ".join(sorted(a)) + "}") for a in attrs])
     elif "arg_attrs" in f.attributes:
         del f.attributes["arg_attrs"]
+
+
+def _widen_index_params(f, ranks) -> None:
+    """A kernel lowered with 32-bit indices (lowering/specialize_shapes.py,
+    `diffgpu-index32`) takes its arrays' offsets, sizes and strides as i32;
+    the runtime packs them as 64-bit words: the parameters become i64 again,
+    truncated once at entry (the launch fact `index32` says they fit)."""
+    from diffgpu._mlir import ir
+
+    i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+    block = f.regions[0].blocks[0]
+    params = list(block.arguments)
+    first = list(block.operations)[0]
+    p = 0
+    for rank in ranks:
+        if rank < 0:
+            p += 1
+            continue
+        for a in params[p + 2:p + 3 + 2 * rank]:
+            if a.type != i32:
+                continue
+            a.set_type(i64)
+            t = ir.Operation.create("llvm.trunc", results=[i32], operands=[a],
+                                    loc=first.location, ip=ir.InsertionPoint(first))
+            a.replace_all_uses_except(t.results[0], t)
+        p += 3 + 2 * rank
 
 
 def lean_param_count(descriptors, contiguous) -> int:
@@ -169,20 +200,12 @@ def entry_param_count(ptx: str, entry: str) -> int | None:
 def _rewrite_body(f) -> None:
     from diffgpu._mlir import ir
 
-    calls, flagged = [], []
+    def precise(op, rw):
+        attrs = op.operation.attributes
+        callee = ir.FlatSymbolRefAttr(attrs["callee"]).value if "callee" in attrs else None
+        if callee not in PRECISE:
+            return True
+        replace_op(op.operation, rw, PRECISE[callee], {})
 
-    def visit(op):
-        op = op.operation
-        if op.name == "llvm.call" and "callee" in op.attributes:
-            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            if callee in PRECISE:
-                calls.append((op, PRECISE[callee]))
-        elif op.name in WRAP_OPS:  # flags are invisible from Python: rebuild all
-            flagged.append(op)
-        return ir.WalkResult.ADVANCE
-
-    f.walk(visit, ir.WalkOrder.PRE_ORDER)
-    for op, intr in calls:
-        replace_op(op, intr, {})
-    for op in flagged:  # rebuilt from operands and visible attributes: no flags
-        replace_op(op, op.name, {k: op.attributes[k] for k in op.attributes})
+    # flags are invisible from Python: every WRAP_OPS op is rebuilt without them
+    apply_patterns(f, {"llvm.call": precise, **{name: without_flags for name in WRAP_OPS}})

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu.lowering.ir_util import walk
+from diffgpu.lowering.ir_util import apply_patterns
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 #: ops whose `nuw` flag MLIR's memref lowering sets on index arithmetic
@@ -25,22 +25,28 @@ WRAP_OPS = ("llvm.mul", "llvm.add", "llvm.getelementptr")
 
 
 def drop_wrap_flags(op) -> None:
-    """Rebuild every WRAP_OPS op nested in `op` without its flags."""
-    for o in walk(op, WRAP_OPS):  # rebuilt from operands and visible attributes: no flags
-        replace_op(o, o.name, {k: o.attributes[k] for k in o.attributes})
+    """Rebuild every WRAP_OPS op nested in `op` without its flags (one
+    pattern per op name: ir_util.apply_patterns)."""
+    apply_patterns(op, {name: without_flags for name in WRAP_OPS})
 
 
-def replace_op(op, name: str, attributes: dict) -> None:
-    """Replace `op` by a `name` op with the same operands, result types and
-    location, and the given attributes."""
+def without_flags(op, rewriter) -> None:
+    """Pattern: `op` rebuilt from its operands and visible attributes (the
+    flags are not visible, so they are dropped)."""
+    op = op.operation
+    replace_op(op, rewriter, op.name, {k: op.attributes[k] for k in op.attributes})
+
+
+def replace_op(op, rewriter, name: str, attributes: dict) -> None:
+    """Replace `op` through `rewriter` (a PatternRewriter) by a `name` op with
+    the same operands, result types and location, and the given attributes."""
     from diffgpu._mlir import ir
 
-    new = ir.Operation.create(name, results=[r.type for r in op.results],
-                              operands=list(op.operands), attributes=attributes,
-                              loc=op.location, ip=ir.InsertionPoint(op))
-    for old, rep in zip(op.results, new.results):
-        old.replace_all_uses_with(rep)
-    op.erase()
+    with rewriter.ip:
+        new = ir.Operation.create(name, results=[r.type for r in op.results],
+                                  operands=list(op.operands), attributes=attributes,
+                                  loc=op.location)
+    rewriter.replace_op(op, new)
 
 
 @register_pass
