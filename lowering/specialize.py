@@ -42,6 +42,7 @@ from typing import ClassVar
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.specialize_shapes import canonical_dims, cse_pure, index32_safe
 
 FACTS_ATTR = "diffgpu.launch_facts"
 NOALIAS_ATTR = "diffgpu.noalias"
@@ -64,6 +65,10 @@ def mark_facts(text: str, entry: str, facts) -> str:
                          for t in ftype.inputs]
                 text = facts.attribute_text()[:-1] + ", ranks = [" + ", ".join(
                     f"{r} : i64" for r in ranks) + "]}"
+                if getattr(facts, "index32", False) and not index32_safe(
+                        [o.operation for o in module.body.operations
+                         if o.operation.name == "func.func"]):
+                    text = text.replace("index32 = true", "index32 = false")
                 op.attributes[FACTS_ATTR] = ir.Attribute.parse(text)
                 if facts.noalias:
                     op.attributes[NOALIAS_ATTR] = ir.UnitAttr.get()
@@ -101,7 +106,10 @@ def read_facts(fn) -> dict | None:
             "aligned": ([bool(ir.BoolAttr(a).value) for a in ir.ArrayAttr(d["aligned"])]
                         if "aligned" in d else []),
             "unit_dims": tuple(ir.IntegerAttr(a).value for a in ir.ArrayAttr(d["unit_dims"])),
-            "ranks": [ir.IntegerAttr(a).value for a in ir.ArrayAttr(d["ranks"])]}
+            "ranks": [ir.IntegerAttr(a).value for a in ir.ArrayAttr(d["ranks"])],
+            "extents": ([[ir.IntegerAttr(r).value for r in ir.ArrayAttr(e)]
+                         for e in ir.ArrayAttr(d["extents"])] if "extents" in d else []),
+            "index32": "index32" in d and bool(ir.BoolAttr(d["index32"]).value)}
 
 
 # ---------------------------------------------------------------------------
@@ -153,6 +161,7 @@ class Specialize(ModulePass):
             if op.name == "func.func":
                 funcs[op.attributes["sym_name"].value] = op
         written = Written(funcs)
+        canonical_dims(funcs, read_facts)
         for f in funcs.values():
             if not f.regions[0].blocks:
                 continue
@@ -218,7 +227,8 @@ class Written:
 
 def order_function(fn) -> None:
     args = list(fn.regions[0].blocks[0].arguments)
-    _visit_blocks(fn, lambda b: _fuse_ifs(b))
+    cse_pure(fn)  # guards on one extent (launch fact `extents`) become one value
+    _visit_blocks(fn, lambda b: _fuse_ifs(b, args))
     slots = _slots(fn)
     _visit_blocks(fn, lambda b: _forward_slots(b, slots))
     _visit_blocks(fn, lambda b: _hoist_loads(b, args))
@@ -290,14 +300,15 @@ def _visit_blocks(op, fn) -> None:
                 _visit_blocks(inner.operation, fn)
 
 
-def _fuse_ifs(block) -> None:
-    """`scf.if %c {A}` directly followed by `scf.if %c {B}` (no results, no
-    else) -> `scf.if %c {A; B}`."""
+def _fuse_ifs(block, args) -> None:
+    """`scf.if %c {A}` followed by `scf.if %c {B}` (no results, no else)
+    -> `scf.if %c {A; B}`, when the ops M between them (in a derivative: the
+    active scalars' slots) commute with B: B then runs before M."""
     ops = [o.operation for o in block.operations]
-    prev = None
+    prev, between = None, []
     for op in ops:
-        if (prev is not None and _plain_if(op) and _plain_if(prev)
-                and op.operands[0] == prev.operands[0]):
+        if (prev is not None and _plain_if(op) and op.operands[0] == prev.operands[0]
+                and (not between or _commute(op, between, prev, args))):
             dst = prev.regions[0].blocks[0]
             dst_yield = list(dst.operations)[-1]
             src_ops = [o.operation for o in op.regions[0].blocks[0].operations][:-1]
@@ -305,7 +316,63 @@ def _fuse_ifs(block) -> None:
                 o.move_before(dst_yield)
             op.erase()
             continue
-        prev = op
+        if _plain_if(op):
+            prev, between = op, []
+        elif prev is not None:
+            between.append(op)
+
+
+def _commute(op, between, prev, args) -> bool:
+    """May `op` (an scf.if) move up before the ops `between`, to the end of
+    `prev`'s body? Its operands must be defined before `prev` (or in it),
+    and neither side may write an array or slot the other reads or writes."""
+    from diffgpu._mlir import ir
+
+    inner = [op] + [o.operation for o in _nested(op)]
+    mine = set(inner)
+    for o in inner:
+        for v in o.operands:
+            if isinstance(v.owner, ir.Block) or v.owner.operation in mine:
+                continue
+            d = v.owner.operation
+            if d.block == prev.block and not _before_op(d, prev):
+                return False
+    w1, r1 = _writes(op, args), _reads(op)
+    if w1 is None:
+        return False
+    for o in between:
+        w2 = _writes(o, args)
+        if w2 is None:
+            return False
+        r2 = _reads(o)
+        if any(a == b for a in w1 for b in w2 + r2) or any(a == b for a in w2 for b in r1):
+            return False
+    return True
+
+
+def _nested(op) -> list:
+    out = []
+    for region in op.regions:
+        for block in region.blocks:
+            for o in block.operations:
+                out.append(o)
+                out += _nested(o.operation)
+    return out
+
+
+def _reads(op) -> list:
+    """The roots `op` (and its nested ops) loads from."""
+    return [_root(o.operation.operands[0]) for o in [op] + _nested(op)
+            if o.operation.name == "memref.load"]
+
+
+def _before_op(a, b) -> bool:
+    for o in a.block.operations:
+        if o.operation == a:
+            return True
+        if o.operation == b:
+            return False
+    return False
 
 
 def _plain_if(op) -> bool:
@@ -394,3 +461,6 @@ def _hoist_loads(block, args) -> None:
         if k < len(placed):
             op.move_before(placed[k])
         placed.insert(k, op)
+
+
+from diffgpu.lowering import specialize_shapes  # noqa: E402,F401  (diffgpu-index32)

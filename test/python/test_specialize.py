@@ -96,9 +96,9 @@ def test_contiguity_and_geometry_facts():
     assert f.contiguous == (True, False, False)
     assert f.unit_dims == (2,)  # grid y is 2
     assert "unit_dims=2" in f.key()
-    # nothing proven: the generic program
-    assert S.launch_facts([a[:, 1::2], a[:, 2::2]], (ArrayType("float32", 2),) * 2,
-                          (1, 2, 1), (1, 1, 2)) is None
+    # nothing proven (no size shared, 2^31 threads in y): the generic program
+    assert S.launch_facts([a[:, 1::2], a[1:, 1:5:2]], (ArrayType("float32", 2),) * 2,
+                          (1, 2**30, 1), (1, 2, 2)) is None
     # alignment and a grid divisible by the coarsening factor
     f = S.launch_facts([a, a[:, 1:]], (ArrayType("float32", 2),) * 2, (8, 1, 1), (32, 1, 1))
     assert f.aligned == (a.ctypes.data % 16 == 0, False) and f.grid_div
@@ -130,7 +130,7 @@ def test_specialised_program_selected_and_cached():
     _run(scale_shift, 2, 32, args, True)
     _run(scale_shift, 2, 32, args, True)  # memory hit: same facts
     assert L.STATS["compile"] + L.STATS["disk_hit"] == c0 + 1
-    assert "noalias=1 contiguous= unit_dims=12" in _facts_keys(scale_shift)
+    assert "noalias=1 contiguous= unit_dims=12 extents=0;0" in _facts_keys(scale_shift)
     # the same array twice: a different program, without noalias
     a = _f32(rng, 64)
     scale_shift[2, 32](a, a)

@@ -14,6 +14,8 @@ of the program key (memory and disk cache), like the argument types:
 | `aligned`    | per argument: data pointer a multiple of 16 bytes | GPU: pointer `align 16` (vector loads and stores) |
 | `grid_div`   | the grid's x extent is a multiple of COARSEN      | GPU: may give each thread COARSEN consecutive elements (lowering/coarsen.py) |
 | `grid_div16` | the grid's x extent is a multiple of REDUCE_COARSEN | GPU: a reduction kernel's thread may sum REDUCE_COARSEN elements before its atomic |
+| `extents`    | per array and dimension: the first array with the same size there | `len(y)` / `memref.dim` read the representative's size (equal guards become one) |
+| `index32`    | every array's element offsets, sizes and strides, and the grid * block extents (per dimension and in total) fit in int32 | GPU: index arithmetic in 32 bits (parameters stay 64-bit) |
 
 No fact holding gives `None`: the generic program, the one every launch
 could use. Overlapping arrays (in-place kernels, the same array passed
@@ -53,6 +55,10 @@ class Facts:
     aligned: tuple = ()     # one bool per argument: data pointer % ALIGN == 0
     grid_div: bool = False  # grid x % COARSEN == 0
     grid_div16: bool = False  # grid x % REDUCE_COARSEN == 0
+    #: per argument, per dimension: the first array argument whose size there
+    #: is the same (itself when none before it); () for scalars
+    extents: tuple = ()
+    index32: bool = False   # every index value of the launch fits in int32
 
     def key(self) -> str:
         """Stable text for cache keys."""
@@ -64,17 +70,28 @@ class Facts:
                      f" grid_div={int(self.grid_div)}")
         if self.grid_div16:
             text += " grid_div16=1"
+        if self.shared_extents():
+            text += " extents=" + ";".join(",".join(map(str, e)) for e in self.extents)
+        if self.index32:
+            text += " index32=1"
         return text
 
     def for_target(self, target: str) -> "Facts | None":
         """The facts a target's compiler uses: the CPU lowering reads only
-        `noalias` and `unit_dims`, so host programs are not split by the others."""
-        f = self if target != "host" else Facts(self.noalias, (), self.unit_dims)
+        `noalias`, `unit_dims` and `extents`, so host programs are not split
+        by the others."""
+        f = self if target != "host" else Facts(self.noalias, (), self.unit_dims,
+                                               extents=self.extents)
         return None if f.trivial() else f
 
     def trivial(self) -> bool:
         return not (self.noalias or any(self.contiguous) or self.unit_dims
-                    or any(self.aligned) or self.grid_div)
+                    or any(self.aligned) or self.grid_div or self.shared_extents()
+                    or self.index32)
+
+    def shared_extents(self) -> bool:
+        """Does some array share a size with an earlier one?"""
+        return any(r != k for k, e in enumerate(self.extents) for r in e)
 
     def attribute_text(self) -> str:
         """The `diffgpu.launch_facts` dictionary attribute (MLIR syntax)."""
@@ -85,7 +102,9 @@ class Facts:
                 f"contiguous = [{bools(self.contiguous)}], unit_dims = [{dims}], "
                 f"aligned = [{bools(self.aligned)}], "
                 f"grid_div = {'true' if self.grid_div else 'false'}, "
-                f"grid_div16 = {'true' if self.grid_div16 else 'false'}}}")
+                f"grid_div16 = {'true' if self.grid_div16 else 'false'}, "
+                f"extents = [{', '.join('[' + ', '.join(f'{r} : i64' for r in e) + ']' for e in self.extents)}], "
+                f"index32 = {'true' if self.index32 else 'false'}}}")
 
 
 def array_extent(x):
@@ -134,8 +153,96 @@ def c_strides(shape, item: int) -> tuple:
 
 def disjoint(ranges) -> bool:
     """True when no two [lo, hi) byte ranges intersect (empty ones never do)."""
-    spans = sorted(r for r in ranges if r[1] > r[0])
-    return all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    spans = sorted([r for r in ranges if r[1] > r[0]])
+    for k in range(1, len(spans)):  # sorted by start: neighbours suffice
+        if spans[k][0] < spans[k - 1][1]:
+            return False
+    return True
+
+
+#: the largest value of a 32-bit signed index
+INT32_MAX = 2**31 - 1
+
+
+def extents_of(shapes) -> tuple:
+    """The `extents` fact of argument `shapes` (a tuple per array, None for
+    scalars): per argument and dimension, the first argument whose size in
+    that dimension is the same.
+
+    >>> extents_of([(8,), None, (8,), (4,), (8, 3)])
+    ((0,), (), (0,), (3,), (0, 4))
+    """
+    first: dict = {}
+    out = []
+    for k, shape in enumerate(shapes):
+        if shape is None:
+            out.append(())
+            continue
+        out.append(tuple(first.setdefault((d, int(n)), k) for d, n in enumerate(shape)))
+    return tuple(out)
+
+
+def fits_int32(layouts, grid, block) -> bool:
+    """The `index32` fact: `layouts` (per array: (shape, strides in elements))
+    have every size, stride and element offset (sum of (n - 1) * |stride|:
+    the partial sums of an address stay below it) and element count at most
+    INT32_MAX, and so do the geometry's extents grid * block per dimension
+    and its thread count.
+
+    >>> fits_int32([((2**31 - 1,), (1,))], (1, 1, 1), (256, 1, 1))
+    True
+    >>> fits_int32([((2, 2**30 + 1), (2**30 + 1, -1))], (1, 1, 1), (1, 1, 1))
+    False
+    """
+    if grid is None or block is None:
+        return False
+    total = 1
+    for g, b in zip(grid, block):
+        if g * b > INT32_MAX:
+            return False
+        total *= g * b
+    if total > INT32_MAX:
+        return False
+    for shape, strides in layouts:
+        span, count = 0, 1
+        for n, st in zip(shape, strides):
+            if n > INT32_MAX or abs(st) > INT32_MAX:
+                return False
+            count *= n
+            span += max(n - 1, 0) * abs(st)
+        if count > INT32_MAX or span > INT32_MAX:
+            return False
+    return True
+
+
+def shape_facts(arrays, grid, block) -> tuple:
+    """(extents, index32) of a launch: `arrays` per argument (shape, byte
+    strides or None when C-contiguous, item size), None for scalars."""
+    shapes, layouts, whole = [], [], True
+    for a in arrays:
+        if a is None:
+            shapes.append(None)
+            continue
+        shape, strides, item = a
+        strides = c_strides(shape, item) if strides is None else strides
+        whole = whole and not any(st % item for st in strides)
+        shapes.append(tuple(shape))
+        layouts.append((shape, [st // item for st in strides]))
+    return extents_of(shapes), whole and fits_int32(layouts, grid, block)
+
+
+def _layout(x):
+    """(shape, byte strides, item size) of an array argument, or None."""
+    if isinstance(x, np.ndarray):
+        return x.shape, x.strides, x.itemsize
+    if hasattr(getattr(x, "data", None), "ptr") and hasattr(x, "strides"):
+        return tuple(x.shape), tuple(x.strides), x.itemsize  # CuPy
+    try:
+        cai = x.__cuda_array_interface__
+    except Exception:
+        return None
+    item = np.dtype(cai["typestr"]).itemsize
+    return tuple(cai["shape"]), cai.get("strides"), item
 
 
 def launch_facts(args, types, grid=None, block=None) -> Facts | None:
@@ -145,23 +252,81 @@ def launch_facts(args, types, grid=None, block=None) -> Facts | None:
 
     if not ENABLED:
         return None
-    ranges, contiguous, aligned = [], [], []
+    arrays = []
     for x, t in zip(args, types):
         if isinstance(t, ArrayType):
             ext = array_extent(x)
-            if ext is None:
+            lay = _layout(x)
+            if ext is None or lay is None:
                 return None
-            ranges.append(ext[:2])
-            contiguous.append(bool(ext[2]))
-            aligned.append(ext[3] % ALIGN == 0)
+            arrays.append((ext[3], lay[0], lay[1], lay[2], ext[2]))
         else:
+            arrays.append(None)
+    return facts_of(arrays, grid, block)
+
+
+def facts_of(arrays, grid=None, block=None) -> Facts | None:
+    """The facts of a launch from what is known of each argument: None for
+    a scalar, else (data pointer, shape, byte strides or None when
+    C-contiguous, item size, C-contiguous). `launch_facts` reads these from
+    the arrays; the launch fast path (runtime/fastpath.py) has already read
+    them for its checks."""
+    values = fact_values(arrays, grid, block)
+    if values is None:
+        return None
+    facts = Facts(*values)
+    return None if facts.trivial() else facts
+
+
+def fact_values(arrays, grid=None, block=None) -> tuple | None:
+    """`facts_of` as the plain tuple of the `Facts` fields (None when the
+    specialisation is off): the launch fast path keys its programs by it
+    and builds a `Facts` only for a tuple it has not seen."""
+    if not ENABLED:
+        return None
+    ranges, contiguous, aligned, layouts = [], [], [], []
+    for a in arrays:
+        if a is None:
             contiguous.append(False)
             aligned.append(False)
+            layouts.append(None)
+            continue
+        ptr, shape, strides, item, contig = a
+        if strides is None:
+            strides = c_strides(shape, item)
+        lo, hi = ptr, ptr + item  # the bytes it covers; empty arrays none
+        for n, st in zip(shape, strides):
+            if n == 0:
+                lo = hi = ptr
+                break
+            if st >= 0:
+                hi += (n - 1) * st
+            else:
+                lo += (n - 1) * st
+        ranges.append((lo, hi))
+        contiguous.append(bool(contig))
+        aligned.append(ptr % ALIGN == 0)
+        layouts.append((tuple(shape), tuple(strides), item))
     noalias = bool(ranges) and disjoint(ranges)
-    unit, grid_div, grid_div16 = (), False, False
-    if grid is not None and block is not None:
-        unit = tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1)
-        grid_div = grid[0] % COARSEN == 0
-        grid_div16 = grid[0] % REDUCE_COARSEN == 0
-    facts = Facts(noalias, tuple(contiguous), unit, tuple(aligned), grid_div, grid_div16)
-    return None if facts.trivial() else facts
+    shape_key = (tuple(layouts), grid, block)  # launches repeat their shapes, not pointers
+    shaped = _SHAPED.get(shape_key)
+    if shaped is None:
+        shaped = _geometry_facts(grid, block) + shape_facts(layouts, grid, block)
+        if len(_SHAPED) >= 4096:
+            _SHAPED.clear()
+        _SHAPED[shape_key] = shaped
+    unit, grid_div, grid_div16, extents, index32 = shaped
+    return (noalias, tuple(contiguous), unit, tuple(aligned), grid_div, grid_div16, extents,
+            index32)
+
+
+#: (layouts, grid, block) -> their facts: _geometry_facts + shape_facts
+_SHAPED: dict = {}
+
+
+def _geometry_facts(grid, block) -> tuple:
+    """(unit_dims, grid_div, grid_div16) of a geometry (None: unknown)."""
+    if grid is None or block is None:
+        return (), False, False
+    return (tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1),
+            grid[0] % COARSEN == 0, grid[0] % REDUCE_COARSEN == 0)

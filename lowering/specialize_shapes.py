@@ -1,0 +1,213 @@
+"""Launch facts about shapes: equal extents and 32-bit indices.
+
+The runtime (python/diffgpu/runtime/specialize.py) records per array and
+dimension the first array argument with the same size there (`extents`),
+and whether every index value of the launch fits in int32 (`index32`).
+
+Equal extents (`canonical_dims`, run by `diffgpu-specialize`): in the kernel
+and in the functions it alone calls (derivative functions), `memref.dim` of
+an argument reads the representative's size instead. The derivative's
+write-back guard `i < len(y)` then computes what the kernel's `i < len(x)`
+does, `cse_pure` makes them one value and `diffgpu-specialize` merges the
+two `scf.if`s:
+
+    func.func @k(%o, %x, %y) {diffgpu.launch_facts = {extents = [[0], [0], [0]], ...}}
+      %n = memref.dim %y, %c0            =>      %n = memref.dim %o, %c0
+
+32-bit indices (`diffgpu-index32`, after `diffgpu-lower-to-gpu`): a
+gpu.module whose kernels all have `index32` and are `index32_safe` gets the
+data layout entry `index = 32`, so that `convert-gpu-to-nvvm` lowers `index`
+to i32 (GEPs sign-extend it to the 64-bit address); `diffgpu-nvvm-cleanup`
+widens the kernel's i32 descriptor parameters back to i64 (a trunc at entry),
+so the kernel takes exactly the parameters the runtime packs.
+
+    gpu.module @m attributes {dlti.dl_spec = #dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>, ...}
+
+`index32_safe`: the kernel's functions turn integers into indices only for
+memory subscripts (an out-of-range subscript is out of bounds either way;
+a loop bound `range(n)` of an i64 `n` could exceed int32) and have no index
+constant beyond int32; modules that allocate on the device heap (`malloc`
+takes a 64-bit size) keep 64-bit indices.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from diffgpu.dialects import names as N
+from diffgpu.lowering.registry import ModulePass, register_pass
+
+INT32_MAX = 2**31 - 1
+DL_SPEC = "#dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>"
+_PURE_PREFIXES = ("arith.", "index.")
+_PURE = frozenset(("memref.dim",) + tuple(N.GEOMETRY))
+#: op -> first operand that is a subscript
+_SUBSCRIPT = {"memref.load": 1, "memref.store": 2, N.ATOMIC_ADD: N.ATOMIC_MEMREF + 2}
+
+
+def _ops(op) -> list:
+    out = []
+    for region in op.regions:
+        for block in region.blocks:
+            for o in block.operations:
+                o = o.operation
+                out.append(o)
+                out += _ops(o)
+    return out
+
+
+def _const(v):
+    from diffgpu._mlir import ir
+    owner = v.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(owner.operation.attributes["value"]).value
+
+
+# ---------------------------------------------------------------------------
+# equal extents
+# ---------------------------------------------------------------------------
+
+def canonical_dims(funcs: dict, facts_of) -> None:
+    """Rewrite `memref.dim` of arguments to their extents representative in
+    every kernel with an `extents` fact (`facts_of(fn)`: read_facts) and in
+    the functions only it calls (each called once in the module)."""
+    from diffgpu._mlir import ir
+
+    calls: dict = {}
+    for f in funcs.values():
+        for o in _ops(f):
+            if o.name == "func.call":
+                name = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
+                calls[name] = calls.get(name, 0) + 1
+    labels = {}  # function name -> per argument: per dimension a label, or None
+    work = []
+    for name, f in funcs.items():
+        facts = facts_of(f)
+        if facts and facts.get("extents") and f.regions[0].blocks:
+            labels[name] = [[(d, r) for d, r in enumerate(e)] if e else None
+                            for e in facts["extents"]]
+            work.append(name)
+    while work:
+        name = work.pop()
+        f = funcs[name]
+        args = list(f.regions[0].blocks[0].arguments)
+        mine = labels[name]
+        for o in _ops(f):
+            if o.name != "func.call":
+                continue
+            callee = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
+            g = funcs.get(callee)
+            if (g is None or callee in labels or calls.get(callee) != 1
+                    or not g.regions[0].blocks):
+                continue
+            out = []
+            for v in o.operands:
+                k = [i for i, a in enumerate(args) if a == v]
+                out.append(mine[k[0]] if k and k[0] < len(mine) else None)
+            labels[callee] = out
+            work.append(callee)
+    for name, lab in labels.items():
+        _rewrite_dims(funcs[name], lab)
+
+
+def _rewrite_dims(f, lab) -> None:
+    args = list(f.regions[0].blocks[0].arguments)
+    first = {}
+    for k, ls in enumerate(lab[:len(args)]):
+        for label in ls or ():
+            first.setdefault(label, k)
+    for o in _ops(f):
+        if o.name != "memref.dim":
+            continue
+        k = [i for i, a in enumerate(args) if a == o.operands[0]]
+        d = _const(o.operands[1])
+        if not k or d is None or k[0] >= len(lab) or not lab[k[0]] or d >= len(lab[k[0]]):
+            continue
+        rep = first[lab[k[0]][d]]
+        if rep != k[0]:
+            o.operands[0] = args[rep]
+
+
+def cse_pure(fn) -> None:
+    """Common subexpressions of pure ops (arith, index, geometry,
+    `memref.dim`): a later op computing what an earlier one in the same or
+    an enclosing block did is replaced by it."""
+    def visit(block, scope):
+        table = dict(scope)
+        for o in [x.operation for x in block.operations]:
+            if not len(o.regions) and len(o.results) == 1 and (
+                    o.name in _PURE or o.name.startswith(_PURE_PREFIXES)):
+                key = (o.name, tuple((a, str(o.attributes[a])) for a in o.attributes),
+                       str(o.results[0].type), tuple(o.operands))
+                same = table.get(key)
+                if same is not None:
+                    o.results[0].replace_all_uses_with(same)
+                    o.erase()
+                    continue
+                table[key] = o.results[0]
+            for region in o.regions:
+                for b in region.blocks:
+                    visit(b, table)
+
+    for region in fn.regions:
+        for b in region.blocks:
+            visit(b, {})
+
+
+# ---------------------------------------------------------------------------
+# 32-bit indices
+# ---------------------------------------------------------------------------
+
+def index32_safe(funcs) -> bool:
+    """May the functions `funcs` (a frontend module's) compute their indices
+    in 32 bits under the `index32` launch fact? See the module docstring
+    (`mark_facts` drops the fact otherwise)."""
+    from diffgpu._mlir import ir
+
+    for f in funcs:
+        for o in _ops(f):
+            if o.name in ("arith.index_cast", "arith.index_castui") and isinstance(
+                    o.results[0].type, ir.IndexType):
+                for use in o.results[0].uses:
+                    user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+                    at = _SUBSCRIPT.get(user.name)
+                    if at is None or use.operand_number < at:
+                        return False
+            elif o.name == "arith.constant" and isinstance(o.results[0].type, ir.IndexType):
+                if abs(_const(o.results[0])) > INT32_MAX:
+                    return False
+    return True
+
+
+def _uses_heap(funcs) -> bool:
+    return any(o.name in ("memref.alloc", "memref.dealloc", "memref.realloc")
+               for f in funcs for o in _ops(f))
+
+
+@register_pass
+@dataclass
+class Index32(ModulePass):
+    """gpu.modules whose kernels all have the `index32` launch fact (which
+    `mark_facts` keeps only for `index32_safe` modules) and that do not use
+    the device heap lower `index` to i32 (see the module docstring)."""
+    name: ClassVar[str] = "diffgpu-index32"
+    summary: ClassVar[str] = ("lower index to i32 in gpu.modules whose launches proved "
+                              "every index fits (launch fact index32)")
+
+    def run(self, module) -> None:
+        from diffgpu._mlir import ir
+        from diffgpu.lowering.specialize import read_facts
+
+        for gm in module.regions[0].blocks[0].operations:
+            gm = gm.operation
+            if gm.name != "gpu.module":
+                continue
+            funcs = [o.operation for o in gm.regions[0].blocks[0].operations
+                     if o.operation.name in ("gpu.func", "func.func")]
+            kernels = [f for f in funcs if "gpu.kernel" in f.attributes]
+            if not kernels or not all((read_facts(k) or {}).get("index32") for k in kernels):
+                continue
+            if _uses_heap(funcs) or "dlti.dl_spec" in gm.attributes:
+                continue
+            gm.attributes["dlti.dl_spec"] = ir.Attribute.parse(DL_SPEC)
