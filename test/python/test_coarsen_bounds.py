@@ -12,59 +12,8 @@ import pytest
 
 import diffgpu as dg
 from diffgpu.runtime import specialize as S
+from kernels_coarsen import doubled, either, loaded, lower_then_upper, nested, parity, stencil
 from test_specialize_coarsen import _module_fn, run_pipeline
-
-
-@dg.kernel
-def stencil(y, x):  # Python's `and`: a short-circuit scf.if
-    i = dg.global_id(0)
-    if i >= 1 and i < len(x) - 1:
-        y[i] = 0.25 * x[i - 1] + 0.5 * x[i] + 0.25 * x[i + 1]
-
-
-@dg.kernel
-def lower_then_upper(y, x):  # N op A; the upper bound in a nested guard
-    i = dg.global_id(0)
-    if 3 <= i:
-        if i < len(x):
-            y[i - 3] = x[i] - x[i - 3]
-
-
-@dg.kernel
-def nested(y, x):  # a bound guard inside a bound guard
-    i = dg.global_id(0)
-    if i < len(y):
-        y[i] = x[i]
-        if len(x) - 2 > i:
-            y[i] = x[i] + x[i + 2]
-
-
-@dg.kernel
-def parity(y, x):  # not a bound: depends on g otherwise
-    i = dg.global_id(0)
-    if i < len(x) and i % 2 == 0:
-        y[i] = x[i]
-
-
-@dg.kernel
-def loaded(y, x):  # a bound on a loaded value
-    i = dg.global_id(0)
-    if i < len(x) and x[0] > 0.0:
-        y[i] = x[i]
-
-
-@dg.kernel
-def either(y, x):  # a disjunction
-    i = dg.global_id(0)
-    if i < 2 or i > len(x) - 3:
-        y[i] = x[i]
-
-
-@dg.kernel
-def doubled(y, x):  # 2 * g: not g plus a constant
-    i = dg.global_id(0)
-    if i * 2 < len(x):
-        y[i] = x[2 * i]
 
 
 @pytest.mark.parametrize("kernel,ok", [
