@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "test", "python"))
 from kernels_specialize import (add2d, add2d_grad, loop16, loop16_grad,  # noqa: E402
                                 mul, mul_grad, scale_shift, scale_shift_grad)
+from kernels_coarsen import lower_then_upper, nested, stencil  # noqa: E402
 
 N = 3001  # not a multiple of 4: the coarsened kernels run their tail too
 
@@ -47,6 +48,10 @@ KERNELS = [
     ("add2d_grad", add2d_grad, (4, 4), (16, 16), lambda r: [_f32(r, 50, 60) for _ in range(6)]),
     ("add2d_grad transposed", add2d_grad, (4, 4), (16, 16),
      lambda r: [_f32(r, 60, 50).T for _ in range(6)]),
+    # guards of lower and upper bounds (lowering/coarsen_bounds.py): coarsened too
+    ("stencil", stencil, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
+    ("lower_then_upper", lower_then_upper, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
+    ("nested", nested, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
 ]
 
 #: cases whose arguments repeat an array object (gpu_check.encode_args keeps that)
