@@ -55,6 +55,9 @@ from diffgpu.lowering.specialize import FACTS_ATTR
 
 #: kernel attribute: grid sums built in it so far (its scratch slots)
 SLOTS_ATTR = "diffgpu.grid_sums"
+#: marks the atomics on the scratch: no array of the kernel's caller is
+#: touched by them (lowering/hoist.py lets a later add move past them)
+SCRATCH_MARK = "diffgpu.scratch"
 #: ops a launch-uniform index may be built from (with arith.* and kernel arguments)
 _LAUNCH_UNIFORM = frozenset({"arith.constant", "memref.dim", N.GRID_DIM, N.BLOCK_DIM})
 _MARK = "diffgpu.aggregated"  # lowering/aggregate_atomics.AGGREGATED (no import cycle)
@@ -144,7 +147,8 @@ class GridSum:
             _mark(dg.atomic_add(self.count, arith.subi(arith.constant(i64, 0), blocks), [k]),
                   "block")
             narrow = arith.truncf(ir.F32Type.get(), total)
-            _mark(dg.atomic_add(self.target[0], narrow, list(self.target[1:])), "block")
+            _mark(dg.atomic_add(self.target[0], narrow, list(self.target[1:])), "block",
+                  scratch=False)
             scf.YieldOp([])
 
     def _fence(self) -> None:
@@ -197,8 +201,10 @@ def _add_scratch_args(kernel) -> None:
             attrs + [ir.DictAttr.get({}) for _ in types])
 
 
-def _mark(value, how: str) -> None:
+def _mark(value, how: str, scratch: bool = True) -> None:
     value.owner.attributes[_MARK] = ir.StringAttr.get(how)
+    if scratch:
+        value.owner.attributes[SCRATCH_MARK] = ir.UnitAttr.get()
 
 
 def _index(n):

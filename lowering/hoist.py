@@ -20,13 +20,14 @@ from diffgpu._mlir import ir, scf
 from diffgpu.dialects import names as N
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.block_sum import zero
+from diffgpu.lowering.grid_sum import SCRATCH_MARK
 from diffgpu.lowering.specialize import NOALIAS_ATTR
 from diffgpu.lowering.uniform import walk
 
 #: ops that may follow the moved add (no memory effects)
 _PURE_PREFIX = ("arith.", "math.", "scf.")
 _PURE = ("memref.dim", "memref.alloca", "func.return", N.BARRIER, N.SHARED_ALLOC,
-         "gpu.shuffle", "gpu.lane_id") + N.GEOMETRY
+         "gpu.shuffle", "gpu.lane_id", "llvm.fence") + N.GEOMETRY  # fence: grid_sum.py
 _ACCESS = {"memref.load": 0, "memref.store": 1}
 
 
@@ -82,8 +83,8 @@ def _harmless(o, target, noalias) -> bool:
     name = o.name
     if name.startswith(_PURE_PREFIX) or name in _PURE:
         return True
-    if name == N.ATOMIC_ADD:
-        return not len(list(o.results[0].uses))
+    if name == N.ATOMIC_ADD:  # the runtime's scratch never aliases an array (grid_sum.py)
+        return not len(list(o.results[0].uses)) or SCRATCH_MARK in o.attributes
     if name in _ACCESS:
         mem = o.operands[_ACCESS[name]]
         if _space(mem) != _space(target):

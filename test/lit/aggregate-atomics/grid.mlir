@@ -1,0 +1,180 @@
+// The cross-block finish of diffgpu-aggregate-atomics (lowering/grid_sum.py): in a
+// kernel with launch facts (a launch of the runtime, which passes the scratch),
+// the block sum of an f32 add to a launch-uniform element goes, widened to f64,
+// into scratch slot k (two trailing kernel arguments), the block counts itself
+// after a fence, and the last block adds the rounded total once and zeroes the
+// slot. Cases that keep the per-block add come after.
+// RUN: diffgpu-opt %s --split-input-file --diffgpu-aggregate-atomics | FileCheck %s
+
+// Host target, out[0]: thread 0 of each block finishes; no fence (one block at
+// a time on the host).
+!A = memref<?xf32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @sumsq(%out: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #host,
+    diffgpu.launch_facts = {noalias = true, contiguous = [], unit_dims = [], ranks = [1, 1]}} {
+  %i = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %c0 = arith.constant 0 : index
+  %len = memref.dim %x, %c0 : !A
+  %in = arith.cmpi slt, %i, %len : index
+  scf.if %in {
+    %v = memref.load %x[%i] : !A
+    %sq = arith.mulf %v, %v : f32
+    %o = "diffgpu.atomic_add"(%out, %sq, %c0) : (!A, f32, index) -> f32
+  }
+  return
+}
+// CHECK: module attributes {diffgpu.grid_scratch = ["sumsq=1"]}
+// CHECK-LABEL: func.func @sumsq
+// CHECK-SAME: (%[[OUT:[a-z0-9]+]]: memref<?xf32, {{[^%]+}}, %[[X:[a-z0-9]+]]: memref<?xf32, {{[^%]+}}, %[[ACC:[a-z0-9]+]]: memref<?xf64, strided<[?], offset: ?>>, %[[CNT:[a-z0-9]+]]: memref<?xi64, strided<[?], offset: ?>>)
+// CHECK-SAME: diffgpu.grid_sums = 1 : i64
+// CHECK: "diffgpu.barrier"()
+// CHECK: %[[S:.+]] = memref.load %{{.+}}[%[[C0:c0_[0-9]+]]] : memref<1024xf32
+// CHECK-NEXT: %[[K:.+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[W:.+]] = arith.extf %[[S]] : f32 to f64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[W]], %[[K]]) {diffgpu.aggregated = "block", diffgpu.scratch}
+// CHECK-NOT: llvm.fence
+// CHECK: %[[OLD:.+]] = "diffgpu.atomic_add"(%[[CNT]], %{{.+}}, %[[K]]) {diffgpu.aggregated = "block", diffgpu.scratch}
+// CHECK: %[[NB:.+]] = arith.index_cast %{{.+}} : index to i64
+// CHECK: %[[LAST:.+]] = arith.subi %[[NB]], %{{.+}} : i64
+// CHECK: %[[IS:.+]] = arith.cmpi eq, %[[OLD]], %[[LAST]] : i64
+// CHECK-NEXT: scf.if %[[IS]] {
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.000000e+00 : f64
+// CHECK-NEXT: %[[T:.+]] = "diffgpu.atomic_add"(%[[ACC]], %[[Z]], %[[K]])
+// CHECK-NEXT: %[[NEG:.+]] = arith.negf %[[T]] : f64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[NEG]], %[[K]])
+// CHECK: %[[MINUS:.+]] = arith.subi %{{.+}}, %[[NB]] : i64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[CNT]], %[[MINUS]], %[[K]])
+// CHECK-NEXT: %[[T32:.+]] = arith.truncf %[[T]] : f64 to f32
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[OUT]], %[[T32]], %{{.+}}) {diffgpu.aggregated = "block"} :
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: return
+
+// -----
+
+// GPU target, out[k] with k a kernel argument: fences before the count and in
+// the last block; the per-thread fallback (blocks not a multiple of 32 threads)
+// adds in f64, fences, meets at a barrier, and thread 0 counts the block.
+!A = memref<?xf32, strided<[?], offset: ?>>
+#gpu = #nvvm.target<O = 3, chip = "sm_90">
+func.func @at_arg(%out: !A, %k: index, %x: !A) attributes {diffgpu.kernel,
+    diffgpu.target = #gpu,
+    diffgpu.launch_facts = {noalias = true, contiguous = [], unit_dims = [], ranks = [1, -1, 1]}} {
+  %i = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %c0 = arith.constant 0 : index
+  %len = memref.dim %x, %c0 : !A
+  %in = arith.cmpi slt, %i, %len : index
+  scf.if %in {
+    %v = memref.load %x[%i] : !A
+    %o = "diffgpu.atomic_add"(%out, %v, %k) : (!A, f32, index) -> f32
+  }
+  return
+}
+// CHECK: module attributes {diffgpu.grid_scratch = ["at_arg=1"]}
+// CHECK-LABEL: func.func @at_arg
+// CHECK-SAME: (%[[OUT:[a-z0-9]+]]: memref<{{[^%]+}}, %[[KA:[a-z0-9]+]]: index, %[[X:[a-z0-9]+]]: memref<{{[^%]+}}, %[[ACC:[a-z0-9]+]]: memref<?xf64, {{[^%]+}}, %[[CNT:[a-z0-9]+]]: memref<?xi64,
+// CHECK: gpu.shuffle
+// CHECK: "diffgpu.barrier"()
+// CHECK: %[[W:.+]] = arith.extf %{{.+}} : f32 to f64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[W]], %[[K:.+]]) {diffgpu.aggregated = "block", diffgpu.scratch}
+// CHECK-NEXT: llvm.fence syncscope("device") acq_rel
+// CHECK: "diffgpu.atomic_add"(%[[CNT]]
+// CHECK: scf.if
+// CHECK-NEXT: llvm.fence syncscope("device") acq_rel
+// CHECK: %[[T:.+]] = "diffgpu.atomic_add"(%[[ACC]]
+// CHECK: %[[T32:.+]] = arith.truncf %[[T]] : f64 to f32
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[OUT]], %[[T32]], %[[KA]]) {diffgpu.aggregated = "block"}
+// CHECK: } else {
+// CHECK: %[[WT:.+]] = arith.extf %{{.+}} : f32 to f64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[WT]], %{{.+}}) {diffgpu.aggregated = "thread", diffgpu.scratch}
+// CHECK-NEXT: llvm.fence syncscope("device") acq_rel
+// CHECK-NEXT: "diffgpu.barrier"()
+// CHECK: scf.if
+// CHECK: "diffgpu.atomic_add"(%[[CNT]]
+// CHECK: "diffgpu.atomic_add"(%[[OUT]], %{{.+}}, %[[KA]]) {diffgpu.aggregated = "block"}
+// CHECK: return
+
+// -----
+
+// out[block_id]: each block adds to its own element; no finish, no scratch.
+!A = memref<?xf32, strided<[?], offset: ?>>
+#gpu = #nvvm.target<O = 3, chip = "sm_90">
+func.func @per_block(%out: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #gpu,
+    diffgpu.launch_facts = {noalias = true, contiguous = [], unit_dims = [], ranks = [1, 1]}} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %i = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %v = memref.load %x[%i] : !A
+  %o = "diffgpu.atomic_add"(%out, %v, %b) : (!A, f32, index) -> f32
+  return
+}
+// CHECK-NOT: diffgpu.grid_scratch
+// CHECK-LABEL: func.func @per_block
+// CHECK-SAME: (%[[OUT:[a-z0-9]+]]: memref<{{[^%]+}}, %[[X:[a-z0-9]+]]: memref<{{[^%]+}})
+// CHECK-NOT: diffgpu.grid_sums
+// CHECK: %[[B:.+]] = "diffgpu.block_id"()
+// CHECK-NOT: arith.extf
+// CHECK: "diffgpu.atomic_add"(%[[OUT]], %{{.+}}, %[[B]]) {diffgpu.aggregated = "block"}
+// CHECK-NOT: diffgpu.scratch
+// CHECK: return
+
+// -----
+
+// out[i] with i the global id: not uniform, not aggregated at all.
+!A = memref<?xf32, strided<[?], offset: ?>>
+#gpu = #nvvm.target<O = 3, chip = "sm_90">
+func.func @per_thread(%out: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #gpu,
+    diffgpu.launch_facts = {noalias = true, contiguous = [], unit_dims = [], ranks = [1, 1]}} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m = arith.muli %b, %n : index
+  %i = arith.addi %m, %t : index
+  %v = memref.load %x[%i] : !A
+  %o = "diffgpu.atomic_add"(%out, %v, %i) : (!A, f32, index) -> f32
+  return
+}
+// CHECK-NOT: diffgpu.grid_scratch
+// CHECK-LABEL: func.func @per_thread
+// CHECK-SAME: (%[[OUT:[a-z0-9]+]]: memref<{{[^%]+}}, %[[X:[a-z0-9]+]]: memref<{{[^%]+}})
+// CHECK: %[[I:.+]] = arith.addi
+// CHECK: "diffgpu.atomic_add"(%[[OUT]], %{{.+}}, %[[I]]) : (
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK: return
+
+// -----
+
+// Integer and f64 adds keep the per-block add (integers are exact in any
+// order; an f64 accumulator adds nothing to an f64 sum), and so does a kernel
+// without launch facts (the generic program: its launcher passes no scratch).
+!I = memref<?xi32, strided<[?], offset: ?>>
+!D = memref<?xf64, strided<[?], offset: ?>>
+!A = memref<?xf32, strided<[?], offset: ?>>
+#gpu = #nvvm.target<O = 3, chip = "sm_90">
+func.func @count(%cnt: !I, %s: !D) attributes {diffgpu.kernel, diffgpu.target = #gpu,
+    diffgpu.launch_facts = {noalias = true, contiguous = [], unit_dims = [], ranks = [1, 1]}} {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1 : i32
+  %o = "diffgpu.atomic_add"(%cnt, %one, %c0) : (!I, i32, index) -> i32
+  %h = arith.constant 0.5 : f64
+  %p = "diffgpu.atomic_add"(%s, %h, %c0) : (!D, f64, index) -> f64
+  return
+}
+func.func @generic(%out: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #gpu} {
+  %c0 = arith.constant 0 : index
+  %i = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %v = memref.load %x[%i] : !A
+  %o = "diffgpu.atomic_add"(%out, %v, %c0) : (!A, f32, index) -> f32
+  return
+}
+// CHECK-NOT: diffgpu.grid_scratch
+// CHECK-LABEL: func.func @count
+// CHECK-SAME: (%[[CNT:[a-z0-9]+]]: memref<?xi32, {{[^%]+}}, %[[S:[a-z0-9]+]]: memref<?xf64, {{[^%]+}})
+// CHECK-NOT: diffgpu.scratch
+// CHECK: "diffgpu.atomic_add"(%[[CNT]], %{{.+}}, %{{.+}}) {diffgpu.aggregated = "block"}
+// CHECK-NOT: diffgpu.scratch
+// CHECK: "diffgpu.atomic_add"(%[[S]], %{{.+}}, %{{.+}}) {diffgpu.aggregated = "block"}
+// CHECK-LABEL: func.func @generic
+// CHECK-SAME: (%[[OUT:[a-z0-9]+]]: memref<{{[^%]+}}, %[[X:[a-z0-9]+]]: memref<{{[^%]+}})
+// CHECK-NOT: diffgpu.scratch
+// CHECK: "diffgpu.atomic_add"(%[[OUT]], %{{.+}}, %{{.+}}) {diffgpu.aggregated = "block"}
+// CHECK-NOT: diffgpu.scratch
+// CHECK: return
