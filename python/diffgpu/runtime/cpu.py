@@ -31,7 +31,8 @@ import numpy as np
 
 from diffgpu.abi import (ACCESSES_ATTR, CANCEL_ADDR_FUNC, CIFACE_PREFIX, ENTRY_PREFIX,
                          HELPER_PREFIXES, RACE_BEGIN_FUNC, RACE_END_FUNC, RACE_SHARED_ATTR,
-                         RACE_SITES_ATTR, STATUS_FUNC, kernel_of_entry)
+                         RACE_SITES_ATTR, SCRATCH_ATTR, STATUS_FUNC, kernel_of_entry,
+                         parse_scratch)
 from diffgpu.errors import DiffgpuError, LaunchError
 from diffgpu.runtime import host_signal, jit, racecheck
 from diffgpu.types import ArrayType, ScalarType
@@ -147,6 +148,8 @@ class HostProgram:
             if addr:
                 self._status = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
         self._dirty = False  # a launch was interrupted before its status was read
+        self._scratch_slots: dict = {}  # kernel -> slots of its per-launch scratch
+        self._scratch: dict = {}  # kernel -> its runtime/scratch.HostScratch
         self._cancel = None  # ctypes.c_int64 at the module's cancel flag
         if f"@{CIFACE_PREFIX}{CANCEL_ADDR_FUNC}(" in llvm_text:
             addr = self._call_i64(CANCEL_ADDR_FUNC)
@@ -182,7 +185,9 @@ class HostProgram:
         sites = loaded.string_list(RACE_SITES_ATTR)
         if sites is not None:
             race = (sites, loaded.string_list(RACE_SHARED_ATTR) or [])
-        return cls(text, loaded.engine, (loaded,), accesses, race)
+        prog = cls(text, loaded.engine, (loaded,), accesses, race)
+        prog._scratch_slots = parse_scratch(loaded.string_list(SCRATCH_ATTR))
+        return prog
 
     def kernel_names(self) -> list[str]:
         """Names of the kernels (entries with the C interface)."""
@@ -227,6 +232,8 @@ class HostProgram:
         fn = self._entry(kernel_name)
         keep: list = []
         ptrs = [_pack_arg(i, a, t, keep) for i, (a, t) in enumerate(zip(args, arg_types))]
+        if kernel_name in self._scratch_slots:
+            ptrs += self._scratch_pointers(kernel_name)
         for d in grid + block:
             v = ctypes.c_int64(d)
             keep.append(v)
@@ -240,6 +247,7 @@ class HostProgram:
         with self._lock:
             if self._dirty:  # an interrupted launch left its status behind
                 self._read_status()
+                self._reset_scratch()
             if regions is not None:
                 self._race_begin(regions)  # resets the race state
             self._dirty = True
@@ -257,6 +265,20 @@ class HostProgram:
             raise OutOfBoundsError(
                 f"kernel '{kernel_name}': array index out of bounds at {where} (on the CPU "
                 "the access was skipped, a load read 0; the rest of the launch ran)")
+
+    def _scratch_pointers(self, kernel_name: str) -> list:
+        """The packed pointers of the kernel's per-launch scratch (runtime/scratch.py)."""
+        found = self._scratch.get(kernel_name)
+        if found is None:
+            from diffgpu.runtime.scratch import HostScratch
+            found = self._scratch.setdefault(kernel_name, HostScratch(
+                self._scratch_slots[kernel_name], memref_descriptor))
+        return found.pointers
+
+    def _reset_scratch(self) -> None:
+        """After an interrupted launch: its last block never zeroed the scratch."""
+        for s in self._scratch.values():
+            s.reset()
 
     def _race_begin(self, regions) -> None:
         keep: list = []

@@ -145,6 +145,8 @@ def check_abi(abi, arg_types) -> None:
     here instead of reading garbage on the GPU."""
     if abi is None:
         return
+    from diffgpu.abi import user_descriptors
+    abi = user_descriptors(abi)  # the per-launch scratch is the runtime's (runtime/scratch.py)
     want = [["memref", t.ndim, t.dtype] if isinstance(t, ArrayType) else ["scalar", t.dtype]
             for t in arg_types]
     got = [list(d) for d in abi]
@@ -238,6 +240,7 @@ class GpuProgram:
         self._checked = False
         self.uses_malloc = uses_malloc(ptx)
         self._fns: dict = {}  # device id -> loaded function
+        self.scratch = _scratch_of(abi)
 
     def launch_cached(self, cache, key, args, arg_types, grid, block, device_id: int) -> None:
         """Launch from the fast path: `cache` (a fastpath.Entry) keeps the
@@ -248,7 +251,7 @@ class GpuProgram:
             if not self._checked:
                 check_abi(self.meta, arg_types)
                 self._checked = True
-            fn = self._fns[device_id] = _load_function(self.ptx, self.entry, device_id)
+            fn = self._fns[device_id] = self._load(device_id)
         if self.uses_malloc:
             ensure_malloc_heap(device_id)
         last = cache.last  # (program, key, packed), replaced as one object: thread-safe
@@ -270,8 +273,24 @@ class GpuProgram:
             self._checked = True
         if self.uses_malloc:
             ensure_malloc_heap(device_id)
-        fn = _load_function(self.ptx, self.entry, device_id)
+        fn = self._load(device_id)
         cupy = cupy_module()
         flat = pack_args(args, arg_types, self.lean)
         with cupy.cuda.Device(device_id):
             fn(tuple(grid), tuple(block), tuple(flat))
+
+    def _load(self, device_id: int):
+        """The loaded entry; for a kernel with per-launch scratch, a launcher
+        that appends the scratch of the current stream (runtime/scratch.py)."""
+        fn = _load_function(self.ptx, self.entry, device_id)
+        return fn if self.scratch is None else self.scratch.wrap(fn, device_id)
+
+
+def _scratch_of(abi):
+    """The GpuScratch of a program with these descriptors, or None."""
+    from diffgpu.abi import scratch_slots
+    slots = scratch_slots(abi)
+    if not slots:
+        return None
+    from diffgpu.runtime.scratch import GpuScratch
+    return GpuScratch(slots)
