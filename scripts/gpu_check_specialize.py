@@ -27,7 +27,7 @@ import diffgpu as dg
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "test", "python"))
 from kernels_specialize import (add2d, add2d_grad, loop16, loop16_grad,  # noqa: E402
-                                mul, mul_grad, scale_shift, scale_shift_grad)
+                                mul, mul_grad, scale_shift, scale_shift_grad, two_guards)
 from kernels_coarsen import lower_then_upper, nested, stencil  # noqa: E402
 
 N = 3001  # not a multiple of 4: the coarsened kernels run their tail too
@@ -52,6 +52,12 @@ KERNELS = [
     ("stencil", stencil, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
     ("lower_then_upper", lower_then_upper, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
     ("nested", nested, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
+    # launch facts extents (equal lengths: one guard) and index32 (every case here)
+    ("two_guards", two_guards, 12, 256, lambda r: [_f32(r, N), _f32(r, N), _f32(r, N)]),
+    ("two_guards longer w", two_guards, 12, 256,
+     lambda r: [_f32(r, N), _f32(r, N), _f32(r, N + 40)]),
+    ("scale_shift longer y", scale_shift, 12, 256,
+     lambda r: [np.zeros(N + 7, np.float32), _f32(r, N)]),
 ]
 
 #: cases whose arguments repeat an array object (gpu_check.encode_args keeps that)

@@ -4,7 +4,8 @@ scripts/gpu_check_specialize.py runs them on the GPU, specialised and generic.
 
 - `scale_shift` (y = 2x + 1), `mul` (y = x * w), `loop16` (16 steps of
   s = s + 0.1 sin(s) p) and `add2d` (c = a * b + 1, 2-D), each with a
-  `*_grad` kernel differentiating it in reverse mode inside a kernel.
+  `*_grad` kernel differentiating it in reverse mode inside a kernel;
+- `two_guards`: guards on two arrays' lengths (the `extents` fact).
 """
 import diffgpu as dg
 
@@ -60,3 +61,14 @@ def add2d(c, a, b):
 @dg.kernel
 def add2d_grad(c, dc, a, da, b, db):
     dg.autodiff(add2d, dg.Duplicated(c, dc), dg.Duplicated(a, da), dg.Duplicated(b, db))
+
+
+@dg.kernel
+def two_guards(o, x, w):
+    """Two guards, one per array: one `scf.if` when the launch fact
+    `extents` proves len(w) == len(x) (lowering/specialize_shapes.py)."""
+    i = dg.global_id(0)
+    if i < len(x):
+        o[i] = 2.0 * x[i]
+    if i < len(w):
+        w[i] = 3.0 * w[i] + 1.0

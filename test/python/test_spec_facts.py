@@ -14,6 +14,7 @@ import diffgpu as dg
 from diffgpu import launch as L
 from diffgpu.runtime import specialize as S
 from diffgpu.types import ArrayType
+from kernels_specialize import two_guards
 
 M = S.INT32_MAX
 F1 = ArrayType("float32", 1)
@@ -33,15 +34,6 @@ def saxpy(o, a, x, y):
     i = dg.global_id(0)
     if i < len(x):
         o[i] = a * x[i] + y[i]
-
-
-@dg.kernel
-def two_guards(o, x, w):
-    i = dg.global_id(0)
-    if i < len(x):
-        o[i] = 2.0 * x[i]
-    if i < len(w):
-        w[i] = 3.0 * w[i] + 1.0
 
 
 @dg.kernel
