@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu.lowering.ir_util import apply_patterns
+from diffgpu.lowering.ir_util import apply_patterns, sym_name
 from diffgpu.lowering.llvm_flags import WRAP_OPS, replace_op, without_flags
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.coarsen import NOINLINE_ATTR
@@ -65,9 +65,9 @@ class NvvmCleanup(ModulePass):
                 continue
             funcs = [op.operation for op in gm.regions[0].blocks[0].operations
                      if op.operation.name == "llvm.func"]
-            names = {f.attributes["sym_name"].value for f in funcs}
+            names = {sym_name(f) for f in funcs}
             for f in funcs:
-                name = f.attributes["sym_name"].value
+                name = sym_name(f)
                 if not f.regions[0].blocks:
                     continue  # a declaration (libdevice before linking, externals)
                 if name.startswith(CIFACE_PREFIX) and name[len(CIFACE_PREFIX):] in names:

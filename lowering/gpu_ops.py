@@ -164,11 +164,11 @@ def expand_ipowi(gm) -> None:
         for op in walk(f.operation):
             if op.name != "math.ipowi":
                 continue
-            ty = str(op.results[0].type)
-            if ty not in helpers:
-                helpers[ty] = _ipowi_helper(block, ty, target)
+            ty = op.results[0].type
+            if ty not in helpers:  # the helper's IR text spells the type
+                helpers[ty] = _ipowi_helper(block, str(ty), target)
             call = ir.Operation.create(
-                "func.call", results=[op.results[0].type], operands=list(op.operands),
+                "func.call", results=[ty], operands=list(op.operands),
                 attributes={"callee": ir.FlatSymbolRefAttr.get(helpers[ty])},
                 loc=op.location, ip=ir.InsertionPoint(op))
             op.results[0].replace_all_uses_with(call.results[0])
@@ -179,8 +179,7 @@ def _ipowi_helper(block, ty: str, target) -> str:
     """`b ** e` by squaring; e < 0 gives 1 for b == 1, +-1 for b == -1, else 0."""
     from diffgpu._mlir import ir
 
-    taken = {o.operation.attributes["sym_name"].value for o in block.operations
-             if "sym_name" in o.operation.attributes}
+    taken = {ir_util.sym_name(o) for o in block.operations} - {None}
     name = fresh(f"__dg_ipowi_{ty}", taken)
     text = f"""
 func.func private @{name}(%b: {ty}, %e: {ty}) -> {ty} attributes {{diffgpu.target = {target}}} {{

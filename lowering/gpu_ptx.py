@@ -38,7 +38,7 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering import gpu_shared  # noqa: F401  (diffgpu-check-shared-memory, in _front)
 from diffgpu.abi import memref_words
 from diffgpu.lowering import targets as T
-from diffgpu.lowering.ir_util import scalar_name
+from diffgpu.lowering.ir_util import scalar_name, sym_name
 from diffgpu.lowering.registry import PipelineError, register_pipeline, register_upstream_check
 
 #: upstream steps from `diffgpu-lower-to-gpu`'s output to the NVVM dialect
@@ -156,7 +156,7 @@ def extract_objects(module) -> dict[str, list[GpuObject]]:
             obj = gpu.ObjectAttr(attr)
             fmt = OBJECT_FORMATS.get(int(obj.format), str(obj.format))
             objs.append(GpuObject(str(obj.target), fmt, bytes(obj.object)))
-        out[op.attributes["sym_name"].value] = objs
+        out[sym_name(op)] = objs
     return out
 
 
@@ -189,7 +189,7 @@ def kernel_abi(module, chip: str | None = None) -> dict[str, list[tuple]]:
             continue
         if chip and T.chip_of(target) != chip:
             continue
-        name = op.attributes["sym_name"].value
+        name = sym_name(op)
         ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
         out[name] = [_descriptor(t, name, i) for i, t in enumerate(ftype.inputs)]
     return out

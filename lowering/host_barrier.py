@@ -42,6 +42,7 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering import host_racecheck
 from diffgpu.lowering.host_barrier_control import ControlFlowMixin
 from diffgpu.lowering.host_ops import isa, walk_ops
+from diffgpu.lowering.targets import copy_target
 
 BARRIER = N.BARRIER
 STRUCTURED = ("scf.if", "scf.for", "scf.while")
@@ -284,7 +285,7 @@ class BarrierLowering(ControlFlowMixin):
         name = f"{self.base}__phase{len(self.phases)}"
         fn = func.FuncOp(name, ftype, loc=loc, ip=ir.InsertionPoint.after(self.anchor))
         fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
-        fn.attributes["diffgpu.target"] = self.k.attributes["diffgpu.target"]
+        copy_target(self.k, fn)
         block = fn.add_entry_block(arg_locs=[loc] * len(ftype.inputs))
         for op in ops:
             block.append(op)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from diffgpu.abi import ACCESSES_ATTR, STATUS_FUNC
 from diffgpu.lowering.host_ops import isa, walk_ops
+from diffgpu.lowering.targets import set_target
 
 STATUS_GLOBAL = "__dg_host_status_flag"
 RECORD_FUNC = "__dg_host_oob"
@@ -72,7 +73,7 @@ def add_status(module_op, target) -> None:
         op.detach_from_parent()
         body.append(op)
     for op in list(body.operations)[-2:]:
-        op.operation.attributes["diffgpu.target"] = target
+        set_target(op, target)
 
 
 def _record(number: int, ip, loc) -> None:

@@ -40,6 +40,8 @@ from __future__ import annotations
 from diffgpu.abi import CANCEL_ADDR_FUNC
 from diffgpu.dialects import names as N
 from diffgpu.lowering.host_ops import walk_ops
+from diffgpu.lowering.ir_util import lookup
+from diffgpu.lowering.targets import set_target
 
 FLAG = "__dg_host_cancel"
 LIVE_FUNC = "__dg_host_live"
@@ -54,10 +56,8 @@ def add_flag(module_op, target) -> None:
     from diffgpu._mlir import ir
 
     body = module_op.regions[0].blocks[0]
-    for op in body.operations:
-        if "sym_name" in op.operation.attributes and \
-                ir.StringAttr(op.operation.attributes["sym_name"]).value == FLAG:
-            return
+    if lookup(module_op, FLAG) is not None:
+        return
     text = f"""
     llvm.mlir.global internal @{FLAG}(0 : i64) {{addr_space = 0 : i32}} : i64
     func.func private @{LIVE_FUNC}() -> i1 {{
@@ -78,7 +78,7 @@ def add_flag(module_op, target) -> None:
         op.detach_from_parent()
         body.append(op)
     for op in list(body.operations)[-2:]:
-        op.operation.attributes["diffgpu.target"] = target
+        set_target(op, target)
 
 
 def live(ip, loc):

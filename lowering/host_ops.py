@@ -47,10 +47,8 @@ def ensure_geometry_global(module_op):
     from diffgpu._mlir import ir
 
     body = module_op.regions[0].blocks[0]
-    for op in body.operations:
-        if op.operation.name == "memref.global" and \
-                ir.StringAttr(op.operation.attributes["sym_name"]).value == GEOMETRY_GLOBAL:
-            return
+    if ir_util.lookup(module_op, GEOMETRY_GLOBAL) is not None:
+        return
     text = f'memref.global "private" @{GEOMETRY_GLOBAL} : {GEOMETRY_TYPE} = uninitialized'
     glob = ir.Operation.parse(text, context=module_op.context)
     first = body.operations[0] if len(body.operations) else None

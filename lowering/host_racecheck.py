@@ -37,6 +37,7 @@ from diffgpu.abi import RACE_SHARED_ATTR, RACE_SITES_ATTR
 from diffgpu.lowering import host_race_runtime as rt
 from diffgpu.lowering.host_bounds import location_text
 from diffgpu.lowering.host_ops import GEOMETRY_GLOBAL, GEOMETRY_TYPE, isa, walk_ops
+from diffgpu.lowering.targets import set_target
 
 SITES_ATTR = RACE_SITES_ATTR
 SHARED_ATTR = RACE_SHARED_ATTR
@@ -55,7 +56,7 @@ def add_runtime(module_op, target) -> None:
         op.detach_from_parent()
         body.append(op)
         if op.name == "func.func":
-            op.attributes["diffgpu.target"] = target
+            set_target(op, target)
 
 
 def element_size(t) -> int | None:

@@ -202,9 +202,8 @@ class LowerToGpu(ModulePass):
         from diffgpu._mlir import ir
 
         taken = set(funcs)
-        for op in body.operations:
-            if "sym_name" in op.operation.attributes:
-                taken.add(op.operation.attributes["sym_name"].value)
+        taken.update(sym_name(op) for op in body.operations)
+        taken.discard(None)
         out = {}
         for f in gpu:
             target = T.get_target(f)

@@ -57,7 +57,7 @@ from diffgpu.dialects import names as N
 from diffgpu.abi import ENTRY_PREFIX, host_entry
 from diffgpu.lowering import (host_barrier, host_bounds, host_cancel, host_inline, host_ops,
                               host_racecheck, targets)
-from diffgpu.lowering.ir_util import apply_patterns
+from diffgpu.lowering.ir_util import apply_patterns, lookup, sym_name
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
@@ -72,12 +72,6 @@ RESERVED = frozenset(_LIBM + tuple(n + "f" for n in _LIBM) + (
     "malloc", "free", "aligned_alloc", "calloc", "realloc", "memcpy", "memmove", "memset",
     "memrefCopy", "abort", "printf", "puts"))
 _DIFF_OPS = N.DIFF
-
-
-def _sym_name(op) -> str:
-    from diffgpu._mlir import ir
-
-    return ir.StringAttr(op.attributes["sym_name"]).value
 
 
 @register_pass
@@ -103,12 +97,12 @@ class LowerToHost(ModulePass):
         if not host:
             return
         kernels = [f for f in host if targets.KERNEL_ATTR in f.attributes]
-        names = {_sym_name(f) for f in funcs}
+        names = {sym_name(f) for f in funcs}
         self._check(host, kernels, names)
         if self._failed:
             return
         for f in host:  # device functions: out of the C library's namespace
-            name = _sym_name(f)
+            name = sym_name(f)
             if f not in kernels and f.regions[0].blocks and not name.startswith("__dg_"):
                 ir.SymbolTable.set_symbol_name(f, DEVICE_PREFIX + name)
                 ir.SymbolTable.replace_all_symbol_uses(name, DEVICE_PREFIX + name, module)
@@ -130,7 +124,7 @@ class LowerToHost(ModulePass):
             self.fail(exc.op, str(exc))
         for k in kernels:
             with k.location:  # builders that take no loc= (block arguments)
-                entry = entry_name(_sym_name(k))
+                entry = entry_name(sym_name(k))
                 self._lower_kernel(module, k)
                 if self.cancel and not self._failed:  # a cancelled launch skips its blocks
                     host_cancel.guard_blocks(_entry_block_loop(module, entry))
@@ -160,13 +154,13 @@ class LowerToHost(ModulePass):
                     elif not _static_memref(op.results[0].type):
                         self.error(op, f"{N.SHARED_ALLOC} needs a memref of static shape")
         for f in host:
-            name = _sym_name(f)
+            name = sym_name(f)
             if f not in kernels and f.regions[0].blocks and not name.startswith("__dg_") \
                     and DEVICE_PREFIX + name in names:
                 self.error(f, f"cannot rename device function '@{name}': symbol "
                               f"'@{DEVICE_PREFIX}{name}' already exists")
         for k in kernels:
-            name = _sym_name(k)
+            name = sym_name(k)
             if len(k.regions[0].blocks) != 1:
                 self.error(k, f"host kernel '@{name}' needs a body of one block")
                 continue
@@ -181,7 +175,7 @@ class LowerToHost(ModulePass):
     def _lower_kernel(self, module, k) -> None:
         from diffgpu._mlir import ir
 
-        name = _sym_name(k)
+        name = sym_name(k)
         tname = name + THREAD_SUFFIX
         ir.SymbolTable.set_symbol_name(k, tname)
         ir.SymbolTable.replace_all_symbol_uses(name, tname, module)
@@ -212,11 +206,10 @@ class LowerToHost(ModulePass):
 
 def _entry_block_loop(module, name: str):
     """The innermost block loop (x) of the entry `@name`."""
-    for op in module.regions[0].blocks[0].operations:
-        if op.operation.name == "func.func" and _sym_name(op.operation) == name:
-            loops = host_ops.walk_ops(op.operation, ("scf.for",))
-            return loops[2]  # z, y, x: the first three in pre-order
-    raise ValueError(f"no entry @{name}")
+    entry = lookup(module, name)
+    if entry is None:
+        raise ValueError(f"no entry @{name}")
+    return host_ops.walk_ops(entry, ("scf.for",))[2]  # z, y, x: the first three in pre-order
 
 
 def entry_name(kernel: str) -> str:
@@ -295,7 +288,7 @@ class EntryContext:
             tip = ir.InsertionPoint(guard.then_block)
             scf.YieldOp([], loc=self.loc, ip=tip)
             tip = ir.InsertionPoint.at_block_terminator(guard.then_block)
-        callee = ir.FlatSymbolRefAttr.get(ir.StringAttr(fn.attributes["sym_name"]).value)
+        callee = ir.FlatSymbolRefAttr.get(sym_name(fn))
         return func.CallOp([], callee, self.args + [self.spill, lin, self.nthreads]
                            + lowering.mbufs, loc=self.loc, ip=tip).operation
 
@@ -337,7 +330,7 @@ def _build_entry(name, k, user_types, shared_types, lowering, racecheck=False) -
     ctx = EntryContext(loc, g, zero, one, bdim, user + shared, bip)
     if lowering is None:
         tip, _ = ctx.thread_loops(bip)
-        callee = ir.FlatSymbolRefAttr.get(_sym_name(k))
+        callee = ir.FlatSymbolRefAttr.get(sym_name(k))
         func.CallOp([], callee, user + shared, loc=loc, ip=tip)
         bufs = shared
     else:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from diffgpu._mlir import ir
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.ir_util import walk
+from diffgpu.lowering.ir_util import sym_name, walk
 from diffgpu.lowering import targets
 
 _ALWAYS = frozenset({"arith.constant", N.BLOCK_ID, N.BLOCK_DIM, N.GRID_DIM,
@@ -60,7 +60,7 @@ class Uniformity:
         self._funcs = {}
         for op in walk(module):
             if op.name in ("func.func", "gpu.func"):
-                self._funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
+                self._funcs[sym_name(op)] = op
             if "callee" in op.attributes and isinstance(op.attributes["callee"],
                                                          ir.FlatSymbolRefAttr):
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
@@ -93,13 +93,13 @@ class Uniformity:
             return False
         if targets.KERNEL_ATTR in fn.attributes or "gpu.kernel" in fn.attributes:
             return True
-        name = ir.StringAttr(fn.attributes["sym_name"]).value
+        name = sym_name(fn)
         calls = self._calls.get(name, [])
         return bool(calls) and all(c.name == "func.call" and self.is_uniform(
             c.operands[number]) for c in calls)
 
     def references(self, fn) -> list:
         """The ops (`func.call`, ...) naming function `fn` in their `callee`."""
-        return list(self._calls.get(ir.StringAttr(fn.attributes["sym_name"]).value, []))
+        return list(self._calls.get(sym_name(fn), []))
 
 

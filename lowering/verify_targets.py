@@ -30,6 +30,7 @@ from typing import ClassVar
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering import targets
+from diffgpu.lowering.ir_util import sym_name
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 DIFF_OPS = N.DIFF
@@ -41,23 +42,16 @@ def _op(x):
     return getattr(x, "operation", x)
 
 
-def _sym(op) -> str | None:
-    op = _op(op)
-    if "sym_name" in op.attributes:
-        return op.attributes["sym_name"].value
-    return None
-
-
 def _label(op) -> str:
     """`'func.func' @k`, or just `'func.call'` for ops without a symbol."""
     op = _op(op)
-    name = _sym(op)
+    name = sym_name(op)
     return f"'{op.name}' @{name}" if name else f"'{op.name}'"
 
 
 def _who(op) -> str:
     """`@k` for symbols, `'op.name'` otherwise (used after `caller`)."""
-    name = _sym(op)
+    name = sym_name(op)
     return f"@{name}" if name else f"'{_op(op).name}'"
 
 
@@ -176,8 +170,8 @@ class VerifyTargets(ModulePass):
         cattr, pattr = targets.get_target(callee), targets.get_target(parent)
         if cattr is None or cattr == pattr:
             return  # a missing target on a defined callee is reported on it
-        self.error(call, f"'{call.name}' to @{_sym(callee)} crosses targets: caller "
-                         f"{_who(parent)} has {_t(pattr)}, callee @{_sym(callee)} has {_t(cattr)}")
+        self.error(call, f"'{call.name}' to @{sym_name(callee)} crosses targets: caller "
+                         f"{_who(parent)} has {_t(pattr)}, callee @{sym_name(callee)} has {_t(cattr)}")
 
     def _check_diff(self, op, attr, parent) -> None:
         if "callee" not in op.attributes:
@@ -193,11 +187,11 @@ class VerifyTargets(ModulePass):
         if cattr is None:
             return  # reported on the callee itself
         if attr is not None and cattr != attr:
-            self.error(op, f"'{op.name}' of @{_sym(callee)} crosses targets: '{op.name}'"
-                           f"{where} has {_t(attr)}, callee @{_sym(callee)} has {_t(cattr)}")
+            self.error(op, f"'{op.name}' of @{sym_name(callee)} crosses targets: '{op.name}'"
+                           f"{where} has {_t(attr)}, callee @{sym_name(callee)} has {_t(cattr)}")
         elif pattr is not None and cattr != pattr:
-            self.error(op, f"'{op.name}' of @{_sym(callee)} crosses targets: caller "
-                           f"{_who(parent)} has {_t(pattr)}, callee @{_sym(callee)} has {_t(cattr)}")
+            self.error(op, f"'{op.name}' of @{sym_name(callee)} crosses targets: caller "
+                           f"{_who(parent)} has {_t(pattr)}, callee @{sym_name(callee)} has {_t(cattr)}")
 
     # -- symbols -------------------------------------------------------------
     def _table(self, op) -> dict:
@@ -205,7 +199,7 @@ class VerifyTargets(ModulePass):
         if op not in self._symbols:  # Operation hashes/compares by identity in MLIR
             table = {}
             for child in _children(op):
-                s = _sym(child)
+                s = sym_name(child)
                 if s is not None:
                     table[s] = child
             self._symbols[op] = table
