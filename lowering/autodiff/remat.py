@@ -26,9 +26,11 @@ reverse sweep first needs it (reverse.py `need`):
 The cost model. A value is recomputed when its op is one of
 
 - integer / index arithmetic, casts, comparisons, min/max, select
-  (INT_OPS, cost 1; divisions and remainders cost 4);
+  (INT_OPS, cost 1; divisions and remainders cost 4), Python's `%` and `//`
+  included (a remainder, two comparisons and a select);
 - cheap float arithmetic: add, sub, mul, neg, fma, select, conversions
   (FLOAT_OPS, cost 1);
+- `memref.dim` of an argument (cost 1);
 - `memref.load` (cost 2) from a READ-ONLY array: a global-memory argument
   of the differentiated function that no op of the function writes (no
   store, atomic, call or other use but `load` and `dim`), and that no write
@@ -69,10 +71,13 @@ from .rules import REMAT
 from .rules_tape import tag_of
 
 ENV = "DIFFGPU_REMAT"
-#: total cost of the ops newly emitted to recompute one value
-BUDGET = 8
+#: total cost of the ops newly emitted to recompute one value: about what a
+#: push and its pop execute (counter load and store, capacity check, word
+#: conversion, the word's store and load: some 18 instructions), before
+#: counting their 16 bytes of local-memory traffic
+BUDGET = 24
 #: how deep a recomputation may reach through operands
-DEPTH = 6
+DEPTH = 12
 
 INT_OPS = {
     "arith.addi": 1, "arith.subi": 1, "arith.muli": 1, "arith.andi": 1, "arith.ori": 1,
@@ -92,6 +97,8 @@ LOAD_COST = 2
 #: uses of an array that do not write it
 _READS = ("memref.load", "memref.dim")
 _LOCAL = ("memref.alloca", "memref.alloc", N.SHARED_ALLOC)
+#: ops whose first operand is the array (an entry argument, used as it is)
+_MEMREF_OPS = ("memref.load", "memref.dim")
 
 
 def enabled() -> bool:
@@ -102,6 +109,15 @@ def enabled() -> bool:
 def _op(v):
     owner = v.owner
     return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _entry_arg(m) -> bool:
+    """`m` is an argument of the function (not a block of a nested region)."""
+    owner = m.owner
+    if not isinstance(owner, ir.Block):
+        return False
+    parent = owner.owner
+    return getattr(parent, "operation", parent).name == "func.func"
 
 
 def _global(m) -> bool:
@@ -174,10 +190,12 @@ class Remat:
             cost = FLOAT_OPS.get(name, 1)
         elif name == "memref.load" and op.operands[0] in self.readonly:
             cost = LOAD_COST
+        elif name == "memref.dim" and _entry_arg(op.operands[0]):
+            cost = 1  # an argument's extent: read from its descriptor
         else:
             return None
         seen.add(v)
-        operands = list(op.operands)[1:] if name == "memref.load" else list(op.operands)
+        operands = list(op.operands)[1:] if name in _MEMREF_OPS else list(op.operands)
         for u in operands:
             c = self._cost(R, u, frame, depth + 1, seen)
             if c is None:
