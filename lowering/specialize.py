@@ -26,6 +26,13 @@ Readers of the attribute:
   `readonly` ones for arrays the kernel never writes (`ld.global.nc`),
   `align 16` ones for `aligned` arrays, the offset and the strides of
   `contiguous` arrays folded to constants;
+- `diffgpu-specialize` also applies `extents` (lowering/specialize_shapes.py):
+  `memref.dim` of an array reads its representative's size, in the kernel
+  and the functions only it calls, so equal guards become one;
+- `diffgpu-index32` (lowering/specialize_shapes.py), after lowering to GPU:
+  `index32` kernels' gpu.modules lower `index` to i32; `mark_facts` records
+  `index32 = false` unless `index32_safe` holds for the module (integers
+  become indices only as subscripts) and no kernel parameter is an index;
 - `mark_facts` itself: an eligible elementwise kernel of a 1-D launch whose
   grid x extent divides (`grid_div`) gets `diffgpu.coarsen = 4` (16 for a
   reduction kernel when `grid_div16` holds)
@@ -65,9 +72,10 @@ def mark_facts(text: str, entry: str, facts) -> str:
                          for t in ftype.inputs]
                 text = facts.attribute_text()[:-1] + ", ranks = [" + ", ".join(
                     f"{r} : i64" for r in ranks) + "]}"
-                if getattr(facts, "index32", False) and not index32_safe(
+                if getattr(facts, "index32", False) and (any(  # an index parameter: i64 packed
+                        isinstance(t, ir.IndexType) for t in ftype.inputs) or not index32_safe(
                         [o.operation for o in module.body.operations
-                         if o.operation.name == "func.func"]):
+                         if o.operation.name == "func.func"])):
                     text = text.replace("index32 = true", "index32 = false")
                 op.attributes[FACTS_ATTR] = ir.Attribute.parse(text)
                 if facts.noalias:
