@@ -122,12 +122,29 @@ def install_standin():
 
     runtime = types.SimpleNamespace(getDevice=lambda: 0, getDeviceCount=lambda: 1,
                                     pointerGetAttributes=lambda p: types.SimpleNamespace(device=0))
-    stream = types.SimpleNamespace(synchronize=lambda: None)
+    stream = types.SimpleNamespace(synchronize=lambda: None, ptr=0)
     cuda = types.SimpleNamespace(Device=_Dev, runtime=runtime,
                                  get_current_stream=lambda: stream)
-    sys.modules["cupy"] = types.SimpleNamespace(cuda=cuda, RawModule=RawModule,
-                                                __name__="cupy")
+    sys.modules["cupy"] = types.SimpleNamespace(  # zeros: a kernel's scratch (runtime/scratch.py)
+        cuda=cuda, RawModule=RawModule, __name__="cupy",
+        zeros=lambda n, dtype=np.float64: StandinArray(np.zeros(n, dtype)))
     return calls
+
+
+def _other_arrays(make, sets=200):
+    """`sets` launches' worth of 4 distinct arrays each: more keys than a
+    kernel keeps (fastpath._HOT_MAX), so every launch takes the checked level."""
+    return [[make(np.zeros(N, np.float32)) for _ in range(4)] for _ in range(sets)]
+
+
+def _cycling(k, grid, sets):
+    it = [0]
+
+    def launch():
+        args = sets[it[0] % len(sets)]
+        it[0] += 1
+        k[grid, BLOCK](*args)
+    return launch
 
 
 def standin() -> None:
@@ -135,6 +152,7 @@ def standin() -> None:
     os.environ.setdefault("DIFFGPU_CACHE_DIR", tempfile.mkdtemp(prefix="dg-launch-"))
     calls = install_standin()
     import diffgpu as dg  # noqa: F401
+    from diffgpu.launch import STATS
     from diffgpu.runtime import fastpath
 
     k = define()
@@ -143,9 +161,14 @@ def standin() -> None:
     grid = N // BLOCK
     k[grid, BLOCK](*dev)  # compiles for sm_90 (the stand-in's chip)
     assert calls, "the stand-in kernel was not called"
+    reused = STATS["fast_reuse"]
     fast = _per_launch_us(lambda: k[grid, BLOCK](*dev))
     launcher = k[grid, BLOCK]
     fast_pre = _per_launch_us(lambda: launcher(*dev))
+    reused = STATS["fast_reuse"] - reused
+    checked = STATS["fast_checked"]
+    other = _per_launch_us(_cycling(k, grid, _other_arrays(StandinArray)), reps=400)
+    checked = STATS["fast_checked"] - checked
 
     def full():
         k.__dict__["_fast"] = {}  # every launch takes the full checks
@@ -154,12 +177,16 @@ def standin() -> None:
     k.__dict__["_fast"] = {}
     k[grid, BLOCK](*host)
     cpu = _per_launch_us(lambda: k[grid, BLOCK](*host), reps=300)
+    cpu_other = _per_launch_us(_cycling(k, grid, _other_arrays(lambda a: a)), reps=300)
     print(f"host time per launch, 4 arrays of {N} float32 (CuPy stand-in, kernel does nothing):")
-    print(f"  fast path, k[grid, block](...)         {fast:7.1f} us")
-    print(f"  fast path, launcher reused             {fast_pre:7.1f} us")
-    print(f"  full checks every launch (first launch) {slow:7.1f} us")
-    print(f"  CPU path (numpy, the kernel runs)      {cpu:7.1f} us")
-    print(f"  fast-path entries: {sum(len(v.programs) for v in k._fast.values())} programs, "
+    print(f"  same arrays, k[grid, block](...)         {fast:7.1f} us")
+    print(f"  same arrays, launcher reused             {fast_pre:7.1f} us")
+    print(f"  other arrays every launch (checks, facts) {other:6.1f} us")
+    print(f"  full checks every launch (first launch)  {slow:7.1f} us")
+    print(f"  CPU path (numpy, the kernel runs), same arrays  {cpu:7.1f} us")
+    print(f"  CPU path, other arrays every launch             {cpu_other:7.1f} us")
+    print(f"  launches: {reused} reused an earlier one, {checked} took the checked level; "
+          f"fast-path entries: {sum(len(v.programs) for v in k._fast.values())} programs, "
           f"{len(fastpath._ARRAYS)} array types")
 
 
@@ -199,6 +226,8 @@ def run(path: str) -> None:
     assert np.allclose(cp.asnumpy(dev[0]), want), "diffgpu result differs"
     sync = cp.cuda.runtime.deviceSynchronize
     dg_us = _per_launch_us(lambda: k[grid, BLOCK](*dev), sync=sync)
+    other = _cycling(k, grid, _other_arrays(cp.asarray))
+    other_us = _per_launch_us(other, reps=400, sync=sync)
     raw = cp.RawKernel(r'''extern "C" __global__ void fma4(float* d, const float* a,
         const float* b, const float* c, long long n) { long long i = (long long)blockIdx.x *
         blockDim.x + threadIdx.x; if (i < n) d[i] = a[i] * b[i] + c[i]; }''', "fma4")
@@ -206,8 +235,10 @@ def run(path: str) -> None:
     raw_us = _per_launch_us(lambda: raw((grid,), (BLOCK,), (dev[0], dev[1], dev[2], dev[3], n)),
                             sync=sync)
     print(f"host time per launch, 4 arrays: diffgpu {dg_us:.1f} us, CuPy RawKernel "
-          f"{raw_us:.1f} us; programs: {STATS['disk_hit']} from the cache, "
-          f"{STATS['generic_fallback']} generic fallbacks")
+          f"{raw_us:.1f} us; diffgpu with other arrays every launch {other_us:.1f} us; "
+          f"programs: {STATS['disk_hit']} from the cache, "
+          f"{STATS['generic_fallback']} generic fallbacks; launches: {STATS['fast_reuse']} "
+          f"reused, {STATS['fast_checked']} checked")
 
 
 def main(argv=None) -> int:

@@ -19,7 +19,8 @@ from diffgpu.runtime.args import check_arity, infer_signature, parse_type
 from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import launch_facts
 
-#: counters: "compile" (built from source), "disk_hit", "memory_hit"
+#: counters: "compile" (built from source), "disk_hit", "memory_hit"; launches on the
+#: fast path: "fast_checked" (per-value checks), "fast_reuse" (an earlier launch reused)
 STATS: collections.Counter = collections.Counter()
 _locks: dict = {}
 _locks_guard = threading.Lock()
@@ -41,11 +42,12 @@ def target_for(sig) -> str:
 def launch(kernel, args, grid, block) -> None:
     """Check, compile (once per signature and launch facts) and run `kernel`
     on `args`. Launches with an argument signature seen before take the
-    fast path (runtime/fastpath.py): per-value checks only."""
-    fast = fastpath.lookup(kernel, args, grid, block)
-    if fast is not None:
-        program, sig, cached = fast
-        run_program(program, args, sig, grid, block, cached)
+    fast path (runtime/fastpath.py): per-value checks only, or nothing but
+    the run when the launch equals an earlier one."""
+    ready = fastpath.lookup(kernel, args, grid, block)
+    if ready is not None:
+        STATS["fast_reuse" if ready.packed is not None else "fast_checked"] += 1
+        run_program(ready.program, args, ready.sig, grid, block, ready)
         return
     check_arity(args, kernel.arg_names, kernel.name)
     sig = infer_signature(args, kernel.arg_names, kernel.name)
@@ -73,17 +75,21 @@ def program_key(defn, types, target: str, diff=None, facts=None) -> str:
 
 
 def run_program(program, args, sig, grid, block, cached=None) -> None:
-    """Run `program`; `cached`: (fastpath entry, argument values) of a
-    fast-path launch, whose packed GPU arguments may be reused."""
+    """Run `program`; `cached`: the `fastpath.Ready` of a fast-path launch,
+    whose packed arguments are built by its first launch and then reused."""
     if program.kind == "gpu":
+        if cached is not None:
+            program.gpu.launch_cached(cached, args, program.flat_types, sig.gpu_id or 0)
+            return
         if program.coarsen > 1:  # each thread covers `coarsen` elements (lowering/coarsen.py)
             grid = (grid[0] // program.coarsen,) + tuple(grid[1:])
-        if cached is not None:
-            entry, values = cached
-            program.gpu.launch_cached(entry, values, args, program.flat_types, grid, block,
-                                      sig.gpu_id or 0)
-            return
         program.gpu.launch(args, program.flat_types, grid, block, sig.gpu_id or 0)
+    elif cached is not None:
+        packed = cached.packed
+        if packed is None:
+            packed = cached.packed = program.host.pack(program.entry, args, program.flat_types,
+                                                       grid, block)
+        program.host.run_packed(program.entry, packed, args, program.payload.get("arg_names"))
     else:
         program.host.launch(program.entry, list(args), list(program.flat_types), grid, block,
                             program.payload.get("arg_names"))

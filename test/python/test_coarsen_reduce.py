@@ -246,16 +246,37 @@ def test_coarsened_sum_of_2_26_squares_within_1e5():
 
 @pytest.mark.parametrize("gx", [6, 8, 16, 48, 1 << 18])
 def test_fast_path_facts_equal_the_full_path(gx):
-    """The fast path (repeated launches) selects the program of the same facts."""
-    from diffgpu.runtime import fastpath
+    """The fast path (repeated launches, a CuPy stand-in: nothing runs)
+    selects the program of the same facts."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import launch_overhead as LO
+
+    from diffgpu.runtime import fastpath, gpu
     from diffgpu.types import ArrayType
+
+    @dg.kernel  # its own kernel: the stand-in's functions stay with its programs
+    def sumsq_fast(out, x):
+        i = dg.global_id(0)
+        if i < len(x):
+            dg.atomic_add(out, 0, x[i] * x[i])
 
     x, out = np.zeros(64, np.float32), np.zeros(1, np.float32)
     types = (ArrayType("float32", 1),) * 2
     full = S.launch_facts([out, x], types, (gx, 1, 1), (256, 1, 1))
-    unit = fastpath.unit_dims((gx, 1, 1), (256, 1, 1))
-    assert (unit[0], unit[1], unit[2]) == (full.unit_dims, full.grid_div, full.grid_div16)
     assert full.grid_div16 == (gx % 16 == 0)
+    LO.install_standin()
+    saved, gpu._chips = gpu._chips, {0: "sm_90"}
+    try:
+        dev = (LO.StandinArray(out), LO.StandinArray(x))
+        for _ in range(3):
+            sumsq_fast[gx, 256](*dev)
+        ready = sumsq_fast._fast.hot[fastpath.launch_key(dev, (gx, 1, 1), (256, 1, 1))]
+    finally:
+        sys.modules.pop("cupy", None)
+        gpu._chips = saved
+    assert ready.program.payload["facts"] == full.key()
 
 
 @pytest.mark.parametrize("n", [1, 100, 1021, 4096, 5003])

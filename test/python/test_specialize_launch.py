@@ -76,20 +76,36 @@ def test_aliasing_changes_the_program_not_the_result():
     assert np.array_equal(z, 2 * np.arange(8, dtype=np.float32))
 
 
-def test_fast_facts_equal_full_facts():
+def test_fast_facts_equal_full_facts(monkeypatch):
+    """The program a repeated launch runs (stand-in GPU: every fact counts)
+    is the one for the launch facts of its arguments."""
     from diffgpu.launch import facts_for
+    from diffgpu.runtime import gpu
     from diffgpu.runtime.args import infer_signature
 
+    @dg.kernel  # its own kernel: the stand-in's functions stay with its programs
+    def axpy_facts(y, x, a):
+        i = dg.global_id(0)
+        if i < len(y):
+            y[i] = y[i] + a * x[i]
+
+    LO.install_standin()
+    monkeypatch.setattr(gpu, "_chips", {0: "sm_90"})
     buf = np.zeros(64, np.float32)
     cases = [(buf[:16], buf[16:32]), (buf[:16], buf[8:24]), (buf[::2], buf[1::2]),
              (buf[:0], buf[:16]), (buf[::-1][:16], buf[40:56]), (buf[10:26], buf[::4])]
-    for y, x in cases:
-        args = (y, x, 1.0)
-        sig = infer_signature(args)
-        entry = fastpath.Entry(sig, args)
-        raw, _gpu, _vals = fastpath.check_values(entry, args)
-        full = facts_for(args, sig.types, "sm_90", (1, 1, 1), (16, 1, 1))
-        assert raw == (full.noalias, full.contiguous, full.aligned), (y.strides, x.strides)
+    try:
+        for y, x in cases:
+            args = (LO.StandinArray(y), LO.StandinArray(x), 1.0)
+            for _ in range(3):
+                axpy_facts[1, 16](*args)
+            ready = axpy_facts._fast.hot[fastpath.launch_key(args, (1, 1, 1), (16, 1, 1))]
+            full = facts_for(args, infer_signature(args).types, "sm_90", (1, 1, 1),
+                             (16, 1, 1))
+            assert ready.program.payload["facts"] == (full and full.key()), (y.strides,
+                                                                               x.strides)
+    finally:
+        sys.modules.pop("cupy", None)
 
 
 def test_programs_dropped_restart_the_fast_path():

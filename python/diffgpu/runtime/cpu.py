@@ -108,7 +108,7 @@ def _pack_arg(i: int, value, typ, keep: list):
                               f"a {value.ndim}-d {value.dtype.name} array")
         desc = memref_descriptor(value)
         ptr = ctypes.pointer(desc)
-        keep += [value, desc, ptr]
+        keep += [desc, ptr]  # not `value`: the caller keeps it alive during the run
         return ctypes.cast(ctypes.pointer(ptr), ctypes.c_void_p)
     if isinstance(typ, ScalarType):
         ctype = _SCALAR_CTYPES.get(typ.dtype)
@@ -224,6 +224,16 @@ class HostProgram:
         anything if they do not match. A race-checked program raises RaceError
         after a launch with a data race (`arg_names` name the arrays in it).
         """
+        args = tuple(args)
+        self.run_packed(kernel_name, self.pack(kernel_name, args, arg_types, grid, block), args,
+                        arg_names)
+
+    def pack(self, kernel_name: str, args, arg_types, grid, block) -> tuple:
+        """(entry function, packed argument array, what keeps it valid, grid,
+        block) of a launch: a function of the arguments' types, data pointers, shapes,
+        strides and scalar values and of the geometry, so the launch fast
+        path (runtime/fastpath.py) reuses it while those stay the same. It
+        keeps no reference to the arrays themselves."""
         args, arg_types = tuple(args), tuple(arg_types)
         if len(args) != len(arg_types):
             raise LaunchError(f"kernel {kernel_name!r} takes {len(arg_types)} arguments, "
@@ -238,7 +248,11 @@ class HostProgram:
             v = ctypes.c_int64(d)
             keep.append(v)
             ptrs.append(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p))
-        packed = (ctypes.c_void_p * len(ptrs))(*ptrs)
+        return fn, (ctypes.c_void_p * len(ptrs))(*ptrs), keep, grid, block
+
+    def run_packed(self, kernel_name: str, packed, args, arg_names=None) -> None:
+        """Run a launch `pack` built for `args` (which the caller keeps alive)."""
+        fn, packed, _keep, grid, block = packed
         regions = race = None
         if self._race is not None:
             names = list(arg_names or [])

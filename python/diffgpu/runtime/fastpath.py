@@ -1,33 +1,55 @@
 """The launch fast path: full checks once per argument signature, then only
-what depends on the values.
+what depends on the values; a launch equal to an earlier one reuses all of it.
+
+Three levels, each taken only when the one before it does not apply:
+
+| level    | taken when                                   | a launch then                              |
+|----------|----------------------------------------------|--------------------------------------------|
+| reuse    | its *key* equals an earlier launch's key     | runs the program with the packed arguments kept from then: no checks, no facts, no packing |
+| checked  | its *token* has an entry                     | checks the per-value properties, computes the launch facts (runtime/specialize.py `facts_of`, from the values the checks read), looks the program up per (facts, GPU), packs |
+| full     | otherwise                                    | runs runtime/args.py's checks (and raises their errors) |
 
 A launch's *token* is, per argument, its Python type, and for arrays also
 the dtype (by identity: an entry keeps its dtype objects alive, so their
-ids are not reused) and ndim: everything `infer_signature` (runtime/args.py) checks
-except per-value properties. The first launch with a token runs the full
-checks (and gives their errors); when it succeeds, `remember` stores an
-`Entry` under the token in the kernel. Later launches with that token check
-only the per-value properties:
+ids are not reused) and ndim: everything `infer_signature` (runtime/args.py)
+checks except per-value properties. The first launch with a token runs the
+full checks; when it succeeds, `remember` stores an `Entry` under the token
+in the kernel. Later launches with that token check only:
 
 | argument       | checked on every launch                                  |
 |----------------|----------------------------------------------------------|
-| numpy array    | writeable; strides multiples of the item size (unless C-contiguous) |
-| device array   | strides (unless C-contiguous); all on one GPU            |
+| numpy array    | writeable; strides multiples of the item size            |
+| device array   | strides multiples of the item size; all on one GPU       |
 | Python int     | fits in int64                                            |
 
-and compute the launch facts (runtime/specialize.py) from the address
-ranges. The program is looked up per (facts, GPU) in the entry, and the
-GPU's packed kernel arguments are reused while the arrays and scalars are
-the same as the previous launch's. Any doubt (a check that fails, an
-unknown argument type) sends the launch down the full path, so errors stay
-exactly those of runtime/args.py.
+A launch's *key* is everything the checks, the facts, the program and the
+packed arguments depend on, read with one attribute access each:
+
+    (grid, block, specialize.ENABLED,
+     per numpy array:  type, dtype, data pointer, shape, strides, writeable,
+     per device array: type, dtype, data pointer, shape, strides, GPU id,
+     per scalar:       type, value (zero with its sign: 0.0 == -0.0),
+     the race detector's switch (launches without device arrays))
+
+Everything a check or a fact reads is a function of these (C-contiguity of
+shape and strides, alignment of the pointer, overlap of the address ranges),
+so a launch with an equal key passes the same checks and gets the same
+facts, program and packed arguments: they are kept in a `Ready` per key
+(`_HOT_MAX` per kernel). A reshape in place (`a.shape = ...`), a writeable
+flag flipped, a freed array's pointer reused by another layout, another GPU:
+each changes the key, and the launch goes down the checked level again. Any
+doubt (a check that fails, an unknown argument type) sends the launch down
+the full path, so errors stay exactly those of runtime/args.py.
 
 Device arrays take this path when their type exposes CuPy's attributes
 (`.data.ptr`, `.shape`, `.strides`, `.dtype`, `.flags.c_contiguous`,
-`.device.id`); others (torch tensors, plain `__cuda_array_interface__`
-objects) always take the full path.
+`.device.id`) and its arrays are writeable; others (torch tensors, plain
+`__cuda_array_interface__` objects) always take the full path.
 """
 from __future__ import annotations
+
+import ctypes
+import platform
 
 import numpy as np
 
@@ -39,6 +61,56 @@ _SCALARS = frozenset((float, int, np.float32, np.float64, np.int32, np.int64))
 #: array types with fast attributes; device types join on first sight
 _ARRAYS: set = {np.ndarray}
 _INT64 = (-(2**63), 2**63 - 1)
+#: launch keys kept per kernel (a loop over changing scalars replaces them)
+_HOT_MAX = 64
+
+
+def _data_offset():
+    """Where a numpy array object keeps its data pointer (right after the
+    object header, numpy's `PyArrayObject`), or None when that cannot be
+    confirmed here: reading it costs 0.1 us, `__array_interface__` 1 us."""
+    if platform.python_implementation() != "CPython":  # id() is the address there only
+        return None
+    off = object.__basicsize__
+    base = np.arange(64, dtype=np.float64).reshape(8, 8)
+    for a in (base, base[3:, ::-2], base.T[1:], np.zeros(0, np.float32), base[0, :0]):
+        if ctypes.c_void_p.from_address(id(a) + off).value != a.__array_interface__["data"][0]:
+            return None
+    return off
+
+
+_OFFSET = _data_offset()
+_AT = ctypes.c_void_p.from_address
+
+
+def host_pointer(a: np.ndarray) -> int:
+    """The data pointer of a numpy array (exactly np.ndarray, not a subclass)."""
+    if _OFFSET is None:
+        return a.__array_interface__["data"][0]
+    return _AT(id(a) + _OFFSET).value or 0
+
+
+def launch_key(args, grid, block):
+    """The key of a launch (module docstring), or None when an argument's
+    type is not fast-path material."""
+    key = [grid, block, specialize.ENABLED]
+    device = False
+    off = _OFFSET
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            ptr = _AT(id(a) + off).value if off is not None else host_pointer(a)
+            key += (t, a.dtype, ptr, a.shape, a.strides, a.flags.writeable)
+        elif t in _ARRAYS:
+            key += (t, a.dtype, a.data.ptr, a.shape, a.strides, a.device.id)
+            device = True
+        elif t in _SCALARS:
+            key += (t, a if a else (a, repr(a)))  # -0.0 == 0.0, but other bits
+        else:
+            return None
+    if not device:  # a host program: the race-checked variant apart
+        key.append(racecheck_enabled())
+    return tuple(key)
 
 
 def token(args):
@@ -57,11 +129,11 @@ def token(args):
 
 def _ptr_array(x) -> bool:
     """Does `x` (a device array) expose CuPy's attributes consistently with
-    its `__cuda_array_interface__`?"""
+    its `__cuda_array_interface__`, writeable?"""
     try:
         cai = x.__cuda_array_interface__
         ptr = x.data.ptr
-        ok = (isinstance(ptr, int) and ptr == int(cai["data"][0])
+        ok = (isinstance(ptr, int) and ptr == int(cai["data"][0]) and not cai["data"][1]
               and tuple(x.shape) == tuple(cai["shape"])
               and isinstance(x.flags.c_contiguous, bool) and isinstance(x.device.id, int)
               and isinstance(x.nbytes, int)
@@ -75,8 +147,7 @@ def _ptr_array(x) -> bool:
 class Entry:
     """What the full checks established for one token."""
 
-    __slots__ = ("sig", "layout", "ints", "scalars", "no_contiguity", "programs", "last",
-                 "dtypes")
+    __slots__ = ("sig", "layout", "ints", "programs", "dtypes")
 
     def __init__(self, sig, args):
         self.sig = sig
@@ -85,10 +156,35 @@ class Entry:
         self.layout = [(i, np.dtype(t.dtype).itemsize, type(args[i]) is np.ndarray)
                        for i, t in enumerate(sig.types) if isinstance(t, ArrayType)]
         self.ints = [i for i, a in enumerate(args) if type(a) is int]
-        self.scalars = [i for i, t in enumerate(sig.types) if not isinstance(t, ArrayType)]
-        self.no_contiguity = (False,) * len(args)
-        self.programs: dict = {}  # (raw facts, unit dims, gpu id) -> program
-        self.last = None  # (values, packed GPU arguments) of the previous launch
+        self.programs: dict = {}  # (fact values, gpu id, race-checked) -> program
+
+
+class Table(dict):
+    """A kernel's `_fast`: token -> Entry, and `hot`: launch key -> Ready.
+    Clearing it clears both (tests that drop programs clear it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hot: dict = {}
+
+    def clear(self) -> None:
+        super().clear()
+        self.hot.clear()
+
+
+class Ready:
+    """Everything one launch key selects: the program, the signature (with
+    its GPU), the geometry the program runs on (a coarsened kernel's grid is
+    smaller) and the packed arguments, which the first launch with the key
+    fills in (`launch.run_program`) and later ones reuse."""
+
+    __slots__ = ("program", "sig", "grid", "block", "packed")
+
+    def __init__(self, program, sig, grid, block):
+        self.program, self.sig, self.block = program, sig, block
+        coarsen = program.coarsen if program.kind == "gpu" else 1
+        self.grid = grid if coarsen == 1 else (grid[0] // coarsen,) + tuple(grid[1:])
+        self.packed = None
 
 
 def remember(kernel, args, sig) -> None:
@@ -99,119 +195,86 @@ def remember(kernel, args, sig) -> None:
             if t not in _ARRAYS and t not in _SCALARS and _ptr_array(a):
                 _ARRAYS.add(t)
     tok = token(args)
-    fast = kernel.__dict__.setdefault("_fast", {})
+    fast = kernel.__dict__.get("_fast")
+    if type(fast) is not Table:  # absent, or replaced by a plain dict
+        fast = kernel.__dict__["_fast"] = Table()
     if tok is not None and tok not in fast:
         fast[tok] = Entry(sig, args)
 
 
 def check_values(entry, args):
-    """(raw facts, gpu id, values) of a launch with a known token, or None
-    when a per-value check fails (the full path then reports it). Raw facts:
-    (noalias, contiguous and aligned per argument), None with specialisation off;
-    values: what the packed kernel arguments depend on."""
-    ranges, contiguous, gpu_id = [], list(entry.no_contiguity), None
-    aligned = list(entry.no_contiguity)
-    values = [args[i] for i in entry.scalars]
+    """(GPU id or None for the host, per argument what `specialize.facts_of`
+    reads) of a launch with a known token, or None when a per-value check
+    fails (the full path then reports it)."""
+    gpu_id = None
+    arrays = [None] * len(args)
     for i, item, on_host in entry.layout:
         a = args[i]
         flags = a.flags
         if on_host:
             if not flags.writeable:
                 return None
-            ptr = a.__array_interface__["data"][0]
+            ptr = host_pointer(a)
         else:
-            ptr = a.data.ptr
             did = a.device.id
             if gpu_id is None:
                 gpu_id = did
             elif did != gpu_id:
                 return None
-        shape = a.shape
-        aligned[i] = ptr % specialize.ALIGN == 0
-        if flags.c_contiguous:
-            contiguous[i] = True
-            if a.nbytes:  # empty arrays overlap nothing
-                ranges.append((ptr, ptr + a.nbytes))
-            values.append((ptr, shape))
-            continue
+            ptr = a.data.ptr
         strides = a.strides
-        values.append((ptr, shape, strides))
-        lo, hi = ptr, ptr + item
-        for n, st in zip(shape, strides):
+        for st in strides:
             if st % item:
                 return None
-            if st >= 0:
-                hi += (n - 1) * st
-            else:
-                lo += (n - 1) * st
-        if 0 not in shape:
-            ranges.append((lo, hi))
+        arrays[i] = (ptr, a.shape, strides, item, flags.c_contiguous)
     for i in entry.ints:
         if not _INT64[0] <= args[i] <= _INT64[1]:
             return None
-    values = tuple(values)
-    if not specialize.ENABLED:
-        return None, gpu_id, values
-    ranges.sort()
-    noalias = True
-    for k in range(1, len(ranges)):
-        if ranges[k][0] < ranges[k - 1][1]:  # sorted, none empty: neighbours suffice
-            noalias = False
-            break
-    return (noalias, tuple(contiguous), tuple(aligned)), gpu_id, values
-
-
-_UNIT: dict = {}
-
-
-def unit_dims(grid, block) -> tuple:
-    """(geometry dimensions (1, 2) with one block and one thread, grid x a
-    multiple of COARSEN, grid x a multiple of REDUCE_COARSEN)."""
-    key = (grid, block)
-    unit = _UNIT.get(key)
-    if unit is None:
-        unit = (tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1),
-                grid[0] % specialize.COARSEN == 0, grid[0] % specialize.REDUCE_COARSEN == 0)
-        if len(_UNIT) < 4096:
-            _UNIT[key] = unit
-    return unit
+    return gpu_id, arrays
 
 
 def lookup(kernel, args, grid, block):
-    """(program, signature, (entry, values)) of a launch with a known token,
-    to run with `launch.run_program(..., cached=...)`; None when the full
-    path must run."""
-    fast = getattr(kernel, "_fast", None)
-    if not fast:
+    """The `Ready` of a launch whose token is known, to run with
+    `launch.run_program(..., cached=ready)`; None when the full path must run."""
+    fast = kernel.__dict__.get("_fast")
+    if not fast or type(fast) is not Table:
         return None
     if not kernel._programs:  # programs dropped (tests force reloads): start over
         fast.clear()
         return None
-    tok = token(args)
+    hot = fast.hot
+    key = launch_key(args, grid, block)
+    if key is not None:
+        ready = hot.get(key)
+        if ready is not None:
+            return ready
+    tok = token(args) if key is not None else None
     entry = fast.get(tok) if tok is not None else None
     if entry is None:
         return None
     checked = check_values(entry, args)
     if checked is None:
         return None
-    raw, gpu_id, values = checked
-    unit = unit_dims(grid, block)
-    key = (raw, unit, gpu_id, racecheck_enabled())  # the race-checked variant apart
-    found = entry.programs.get(key)
-    if found is None:
-        found = entry.programs[key] = _program(kernel, entry, raw, unit, gpu_id)
-    return found[0], found[1], (entry, values)
+    ready = _ready(kernel, entry, checked[0], checked[1], grid, block)
+    if len(hot) >= _HOT_MAX:
+        hot.clear()
+    hot[key] = ready
+    return ready
 
 
-def _program(kernel, entry, raw, unit, gpu_id):
+def _ready(kernel, entry, gpu_id, arrays, grid, block) -> Ready:
     from diffgpu.launch import get_program, target_for
 
     sig = entry.sig
     if gpu_id is not None and gpu_id != sig.gpu_id:
         sig = type(sig)(sig.types, sig.device, gpu_id)
-    target = target_for(sig)
-    facts = None
-    if raw is not None:
-        facts = specialize.Facts(raw[0], raw[1], unit[0], raw[2], unit[1], unit[2])
-        facts = None if facts.trivial() else facts.for_target(target)
-    return get_program(kernel, sig.types, target, facts=facts), sig
+    values = specialize.fact_values(arrays, grid, block)
+    mem = (values, gpu_id, sig.device == "host" and racecheck_enabled())
+    found = entry.programs.get(mem)
+    if found is None:
+        target = target_for(sig)
+        facts = None if values is None else specialize.Facts(*values)
+        if facts is not None:
+            facts = None if facts.trivial() else facts.for_target(target)
+        found = entry.programs[mem] = get_program(kernel, sig.types, target, facts=facts)
+    return Ready(found, sig, grid, block)

@@ -242,30 +242,29 @@ class GpuProgram:
         self._fns: dict = {}  # device id -> loaded function
         self.scratch = _scratch_of(abi)
 
-    def launch_cached(self, cache, key, args, arg_types, grid, block, device_id: int) -> None:
-        """Launch from the fast path: `cache` (a fastpath.Entry) keeps the
-        packed arguments of its previous launch, reused while `key` (the
-        arrays' pointers, shapes, strides and the scalars) is the same."""
-        fn = self._fns.get(device_id)
-        if fn is None:
-            if not self._checked:
-                check_abi(self.meta, arg_types)
-                self._checked = True
-            fn = self._fns[device_id] = self._load(device_id)
-        if self.uses_malloc:
-            ensure_malloc_heap(device_id)
-        last = cache.last  # (program, key, packed), replaced as one object: thread-safe
-        if last is not None and last[0] is self and last[1] == key:
-            packed = last[2]
+    def launch_cached(self, ready, args, arg_types, device_id: int) -> None:
+        """Launch from the fast path: `ready` (a fastpath.Ready, one per
+        launch key) keeps what its first launch built: the loaded function,
+        the packed arguments and CuPy's current-device query."""
+        packed = ready.packed
+        if packed is None:
+            fn = self._fns.get(device_id)
+            if fn is None:
+                if not self._checked:
+                    check_abi(self.meta, arg_types)
+                    self._checked = True
+                fn = self._fns[device_id] = self._load(device_id)
+            if self.uses_malloc:
+                ensure_malloc_heap(device_id)
+            cupy = cupy_module()
+            packed = ready.packed = (fn, as_kernel_pointers(pack_fast(args, arg_types, self.lean)),
+                                     cupy.cuda.runtime.getDevice, cupy.cuda.Device)
+        fn, values, current, device = packed
+        if current() == device_id:
+            fn(ready.grid, ready.block, values)
         else:
-            packed = as_kernel_pointers(pack_fast(args, arg_types, self.lean))
-            cache.last = (self, key, packed)
-        cupy = cupy_module()
-        if cupy.cuda.runtime.getDevice() == device_id:
-            fn(grid, block, packed)
-        else:
-            with cupy.cuda.Device(device_id):
-                fn(grid, block, packed)
+            with device(device_id):
+                fn(ready.grid, ready.block, values)
 
     def launch(self, args, arg_types, grid, block, device_id: int = 0) -> None:
         if not self._checked:

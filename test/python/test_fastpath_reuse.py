@@ -1,0 +1,227 @@
+"""The launch fast path's reuse level (runtime/fastpath.py): a launch whose
+key (types, dtypes, data pointers, shapes, strides, writeable flags, GPUs,
+scalar values, geometry) equals an earlier one's runs the kept program and
+packed arguments with no checks; anything that changes the key, in place or
+through another array at the same address, goes through the checks again."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import diffgpu as dg
+from diffgpu.launch import STATS
+from diffgpu.runtime import fastpath
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import launch_overhead as LO  # noqa: E402  (the CuPy stand-in)
+
+
+def _counts():
+    return STATS["fast_reuse"], STATS["fast_checked"]
+
+
+def _since(before):
+    now = _counts()
+    return now[0] - before[0], now[1] - before[1]
+
+
+@dg.kernel
+def rows(a):
+    i = dg.global_id(0)
+    j = dg.global_id(1)
+    if i < a.shape[0]:
+        if j < a.shape[1]:
+            a[i, j] = float(i) * 10.0 + float(j)
+
+
+@dg.kernel
+def iota(y):
+    i = dg.global_id(0)
+    if i < len(y):
+        y[i] = float(i)
+
+
+@dg.kernel
+def setv(y, v):
+    i = dg.global_id(0)
+    if i < len(y):
+        y[i] = v
+
+
+def test_repeated_launch_reuses_everything(monkeypatch):
+    from diffgpu.runtime.cpu import HostProgram
+
+    y = np.zeros(8, np.float32)
+    iota[1, 8](y)  # full checks
+    before = _counts()
+    iota[1, 8](y)  # checked level: packs once
+    assert _since(before) == (0, 1)
+    monkeypatch.setattr(fastpath, "check_values", lambda *a: pytest.fail("checks ran"))
+    monkeypatch.setattr(HostProgram, "pack", lambda *a: pytest.fail("packed again"))
+    y[:] = -1
+    for _ in range(3):
+        iota[1, 8](y)
+    assert _since(before) == (3, 1)
+    assert np.array_equal(y, np.arange(8))
+
+
+def test_reshape_in_place_rechecks():
+    a = np.zeros(8, np.float32).reshape(2, 4)
+    for _ in range(3):
+        rows[1, (4, 4)](a)
+    assert np.array_equal(a, [[0, 1, 2, 3], [10, 11, 12, 13]])
+    a.shape = (4, 2)  # same object, pointer, dtype and ndim
+    before = _counts()
+    rows[1, (4, 4)](a)
+    assert _since(before) == (0, 1)
+    assert np.array_equal(a, [[0, 1], [10, 11], [20, 21], [30, 31]])
+
+
+def test_writeable_flag_flipped_in_place_gets_the_full_error():
+    y = np.zeros(8, np.float32)
+    for _ in range(3):
+        iota[1, 8](y)
+    y.flags.writeable = False
+    with pytest.raises(dg.LaunchError, match=r"argument 0 \('y'\): read-only array"):
+        iota[1, 8](y)
+    y.flags.writeable = True
+    y[:] = 0
+    iota[1, 8](y)
+    assert np.array_equal(y, np.arange(8))
+
+
+def test_same_pointer_other_layout_is_not_reused():
+    buf = np.zeros(16, np.float32)
+    for _ in range(3):
+        iota[1, 8](buf[:8])  # a new view object each time, the same key: reused
+    buf[:] = 0
+    strided = buf[::2]  # the same data pointer, shape and dtype; stride 8 bytes
+    assert strided.__array_interface__["data"][0] == buf.__array_interface__["data"][0]
+    before = _counts()
+    iota[1, 8](strided)
+    assert _since(before) == (0, 1)
+    assert np.array_equal(buf[::2], np.arange(8)) and not buf[1::2].any()
+
+
+def test_freed_pointer_reused_by_another_layout():
+    """A new array at a freed array's address (forced: both view one buffer)
+    with another shape: the checks and the packing run again."""
+    buf = np.zeros(32, np.float32)
+    for _ in range(3):
+        rows[1, (8, 8)](buf[:8].reshape(2, 4))
+    buf[:] = 0
+    rows[1, (8, 8)](buf[:8].reshape(4, 2))
+    assert np.array_equal(buf[:8].reshape(4, 2), [[0, 1], [10, 11], [20, 21], [30, 31]])
+
+
+def test_negative_zero_is_not_zero():
+    y = np.ones(4, np.float64)
+    for _ in range(3):
+        setv[1, 4](y, 0.0)
+    assert not np.signbit(y).any()
+    setv[1, 4](y, -0.0)  # == 0.0, but other bits
+    assert np.signbit(y).all()
+
+
+def test_bad_scalar_after_reuse_gets_the_full_error():
+    y = np.zeros(4, np.float64)
+
+    @dg.kernel
+    def seti(y, n):
+        i = dg.global_id(0)
+        if i < len(y):
+            y[i] = float(n)
+
+    for _ in range(3):
+        seti[1, 4](y, 3)
+    with pytest.raises(dg.LaunchError, match="integer 1180591620717411303424 does not fit"):
+        seti[1, 4](y, 2**70)
+
+
+def test_race_detector_switched_on_after_reuse():
+    @dg.kernel
+    def racy(y):
+        i = dg.global_id(0)
+        if i < len(y):
+            y[0] = float(i)
+
+    y = np.zeros(4, np.float32)
+    for _ in range(3):
+        racy[1, 4](y)
+    with dg.racecheck():
+        with pytest.raises(dg.RaceError):
+            racy[1, 4](y)
+    racy[1, 4](y)  # and off again: the unchecked program
+
+
+def test_changing_scalars_keep_at_most_hot_max_keys():
+    y = np.zeros(4, np.float64)
+    for v in range(fastpath._HOT_MAX + 10):
+        setv[1, 4](y, float(v) + 0.5)
+    assert np.all(y == fastpath._HOT_MAX + 9.5)
+    assert 0 < len(setv._fast.hot) <= fastpath._HOT_MAX
+
+
+# ---------------------------------------------------------------------------
+# device arrays (the CuPy stand-in of bench/launch_overhead.py: nothing runs)
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def standin(monkeypatch):
+    from diffgpu.runtime import gpu
+    calls = LO.install_standin()
+    monkeypatch.setattr(gpu, "_chips", {0: "sm_90", 1: "sm_90"})
+    packs = []
+    real = gpu.pack_fast
+    monkeypatch.setattr(gpu, "pack_fast", lambda *a: packs.append(1) or real(*a))
+    yield calls, packs
+    sys.modules.pop("cupy", None)
+
+
+def _on(gpu_id, host):
+    a = LO.StandinArray(host)
+    a.device = LO._Dev()
+    a.device.id = gpu_id
+    return a
+
+
+@dg.kernel
+def dev_axpy(y, x, a):  # its own kernel: the stand-in's functions stay with its programs
+    i = dg.global_id(0)
+    if i < len(y):
+        y[i] = y[i] + a * x[i]
+
+
+def test_device_launch_reused_and_rechecked_on_another_gpu(standin):
+    calls, packs = standin
+    hy, hx = np.zeros(64, np.float32), np.ones(64, np.float32)
+    y, x = _on(0, hy), _on(0, hx)
+    for _ in range(4):
+        dev_axpy[1, 64](y, x, 0.5)
+    assert len(calls) == 4 and len(packs) == 1  # full, checked (packs), reused twice
+    y1, x1 = _on(1, hy), _on(1, hx)  # the same addresses, on GPU 1
+    before = _counts()
+    dev_axpy[1, 64](y1, x1, 0.5)
+    dev_axpy[1, 64](y1, x1, 0.5)
+    assert _since(before) == (1, 1) and len(packs) == 2 and len(calls) == 6
+    ready = dev_axpy._fast.hot[fastpath.launch_key((y1, x1, 0.5), (1, 1, 1), (64, 1, 1))]
+    assert ready.sig.gpu_id == 1
+    with pytest.raises(dg.LaunchError, match=r"different GPUs \[0, 1\]"):
+        dev_axpy[1, 64](y, x1, 0.5)
+
+
+def test_device_array_reshaped_in_place_is_repacked(standin):
+    calls, packs = standin
+    y, x = _on(0, np.zeros(64, np.float32)), _on(0, np.ones(64, np.float32))
+    for _ in range(3):
+        dev_axpy[1, 64](y, x, 0.5)
+    assert len(packs) == 1
+    y.shape = (32,)  # CuPy arrays take `a.shape = ...` in place too
+    y.nbytes = 128
+    dev_axpy[1, 64](y, x, 0.5)
+    assert len(packs) == 2
+    ready = dev_axpy._fast.hot[fastpath.launch_key((y, x, 0.5), (1, 1, 1), (64, 1, 1))]
+    assert ready.packed[1][1] == 32  # the lean ABI's size of y
