@@ -28,10 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.dialects.names import DIALECT
 from diffgpu.lowering import targets
+from diffgpu.lowering.ir_util import sym_name, walk
 from diffgpu.lowering.registry import ModulePass, register_pass, register_promise
 
 CAST = "builtin.unrealized_conversion_cast"
+_DIALECT_PREFIX = DIALECT + "."
 
 #: pipeline -> what its result may hold: "llvm" (only LLVM dialect ops) or
 #: "lowered" (no diffgpu op and no unresolved cast; GPU pipelines keep
@@ -58,7 +61,7 @@ class CheckLowered(ModulePass):
     def run(self, module):
         promise = PROMISES.get(self.pipeline, "lowered")
         found = self._offenders(module, promise)
-        kernels = [fn for fn, op in found if op is fn and "diffgpu.kernel" in fn.attributes]
+        kernels = [fn for fn, op in found if op is fn and targets.KERNEL_ATTR in fn.attributes]
         gpu_code = any(op.operation.name in ("gpu.module", "gpu.binary")
                        for op in module.regions[0].blocks[0].operations)
         for fn, op in found:
@@ -71,33 +74,26 @@ class CheckLowered(ModulePass):
 
     def _offenders(self, module, promise):
         """(enclosing function or None, first bad op) per function."""
-        from diffgpu._mlir import ir
-
         found, seen = [], set()
         gpu = promise != "llvm"
-
-        def visit(op):  # post-order: a function's own ops come before it
+        for op in walk(module, post_order=True):  # a function's own ops come before it
             name = op.name
             if gpu and name in _FUNCS and op.parent is not None \
                     and op.parent.name == "builtin.module":
-                key = str(op.attributes["sym_name"])
-                attr = targets.TARGET_ATTR
-                if key not in seen and attr in op.attributes \
-                        and targets.is_host(op.attributes[attr]):
+                key = sym_name(op)
+                target = targets.get_target(op)
+                if key not in seen and target is not None and targets.is_host(target):
                     seen.add(key)
                     found.append((op, op))
-                return ir.WalkResult.ADVANCE
-            if name.startswith("diffgpu.") or name == CAST or (
+                continue
+            if name.startswith(_DIALECT_PREFIX) or name == CAST or (
                     promise == "llvm" and not name.startswith("llvm.")
                     and name != "builtin.module"):
                 fn = _function_of(op)
-                key = None if fn is None else str(fn.attributes["sym_name"])
+                key = None if fn is None else sym_name(fn)
                 if key not in seen:
                     seen.add(key)
                     found.append((fn, op))
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)  # one C++ walk: ~1 µs per op
         return found
 
     def _message(self, fn, op, promise):
@@ -105,12 +101,10 @@ class CheckLowered(ModulePass):
         msg = f"{self.pipeline} promises LLVM, but '{op.name}' {what}"
         if fn is None:
             return msg
-        sym = fn.attributes["sym_name"]
-        msg += f" in @{str(sym).strip(chr(34))}"
-        attr = targets.TARGET_ATTR
-        target = fn.attributes[attr] if attr in fn.attributes else None
+        msg += f" in @{sym_name(fn)}"
+        target = targets.get_target(fn)
         if target is not None:
-            kind = "gpu" if "nvvm" in str(target) else "host"
+            kind = "gpu" if targets.is_gpu(target) else "host"
             want = "host" if self.pipeline == "diffgpu-to-host" else "gpu"
             if kind != want:
                 msg += (f": its target is {target}, which {self.pipeline} does not "
@@ -119,9 +113,9 @@ class CheckLowered(ModulePass):
 
 
     def _host_message(self, fn):
-        sym = str(fn.attributes["sym_name"]).strip(chr(34))
-        what = "kernel" if "diffgpu.kernel" in fn.attributes else "function"
-        target = fn.attributes[targets.TARGET_ATTR]
+        sym = sym_name(fn)
+        what = "kernel" if targets.KERNEL_ATTR in fn.attributes else "function"
+        target = targets.get_target(fn)
         return (f"{self.pipeline} produced no gpu.module: it lowers GPU targets, but {what} "
                 f"@{sym} targets the host ({target}): build the IR "
                 f"for a GPU chip (kernel.ir(..., target=\"sm_90\")), or lower it with "
