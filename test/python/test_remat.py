@@ -276,7 +276,9 @@ def _reverse(kernel, grid, block, args, monkeypatch, remat):
     """dg.autodiff on copies: the arrays and shadows after the launch."""
     monkeypatch.setenv("DIFFGPU_REMAT", "1" if remat else "0")
     acts = _acts([a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    kernel._programs.clear()  # the in-memory programs do not know the setting
     dg.autodiff(kernel[grid, block], *acts)
+    kernel._programs.clear()
     out = []
     for a in acts:
         if isinstance(a, dg.Duplicated):
@@ -332,3 +334,43 @@ def test_cache_key_includes_the_setting(monkeypatch):
     monkeypatch.delenv("DIFFGPU_REMAT")
     assert on != off
     assert cache_key.cache_key(wsin, types, "host") == on  # on by default
+
+
+def _corpus_loops():
+    """kernels_corpus.py kernels with a loop and a float array (differentiated
+    with every float array Duplicated)."""
+    import inspect
+
+    import kernels_corpus
+
+    out = []
+    for c in kernels_corpus.CASES:
+        src = inspect.getsource(c.kernel.py_func)
+        if c.needs_autodiff or not ("for " in src or "while " in src):
+            continue
+        if any(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in c.make(np.float64, np)):
+            out.append(c)
+    return out
+
+
+CORPUS_LOOPS = {c.name: c for c in _corpus_loops()}
+
+
+def test_corpus_has_loops():
+    assert len(CORPUS_LOOPS) >= 8, sorted(CORPUS_LOOPS)
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS_LOOPS))
+def test_corpus_recomputed_equals_taped(name, monkeypatch):
+    c = CORPUS_LOOPS[name]
+    args = c.make(np.float64, np)
+    _same(_reverse(c.kernel, c.grid, c.block, args, monkeypatch, True),
+          _reverse(c.kernel, c.grid, c.block, args, monkeypatch, False), np.float64)
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS_LOOPS))
+def test_corpus_gradcheck(name):
+    c = CORPUS_LOOPS[name]
+    args = c.make(np.float64, np)
+    assert dg.gradcheck(c.kernel[c.grid, c.block], *_acts(args), eps=1e-6, atol=1e-6,
+                        rtol=1e-5, max_elements=0)
