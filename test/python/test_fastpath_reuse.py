@@ -225,3 +225,35 @@ def test_device_array_reshaped_in_place_is_repacked(standin):
     assert len(packs) == 2
     ready = dev_axpy._fast.hot[fastpath.launch_key((y, x, 0.5), (1, 1, 1), (64, 1, 1))]
     assert ready.packed[1][1] == 32  # the lean ABI's size of y
+
+
+def test_checked_level_facts_equal_launch_facts():
+    """What the checked level reads (check_values) gives the facts
+    `launch_facts` reads from the arrays: random views of one buffer,
+    numpy and stand-in device arrays, positive, negative and zero-size."""
+    from diffgpu.runtime import specialize
+    from diffgpu.runtime.args import infer_signature
+
+    rng = np.random.default_rng(7)
+    buf = np.zeros(256, np.float32)
+
+    def view():
+        start = int(rng.integers(0, 64))
+        step = int(rng.choice([1, 1, 2, 3, -1, -2]))
+        n = int(rng.integers(0, 24))
+        v = buf[start:][::step][:n] if step > 0 else buf[start + 64:start:step][:n]
+        return v.reshape(2, -1) if v.size % 2 == 0 and v.size and rng.random() < 0.3 else v
+
+    for trial in range(300):
+        y, x = view(), view()
+        if y.ndim != x.ndim:
+            x = x.reshape(-1) if y.ndim == 1 else np.zeros((2, 3), np.float32)
+        args = (y, x, 1.0)
+        if trial % 2:
+            args = (LO.StandinArray(y), LO.StandinArray(x), 1.0)
+        sig = infer_signature(args)
+        grid = ((1, 3)[trial % 2], 1, 1)
+        entry = fastpath.Entry(sig, args)
+        _gpu, arrays = fastpath.check_values(entry, args)
+        assert specialize.facts_of(arrays, grid, (16, 1, 1)) == specialize.launch_facts(
+            args, sig.types, grid, (16, 1, 1)), (y.strides, y.shape, x.strides, x.shape)

@@ -259,7 +259,8 @@ def launch_facts(args, types, grid=None, block=None) -> Facts | None:
             lay = _layout(x)
             if ext is None or lay is None:
                 return None
-            arrays.append((ext[3], lay[0], lay[1], lay[2], ext[2]))
+            strides = None if lay[1] is None else tuple(lay[1])  # hashable: facts_of's memo
+            arrays.append((ext[3], tuple(lay[0]), strides, lay[2], ext[2]))
         else:
             arrays.append(None)
     return facts_of(arrays, grid, block)
@@ -281,47 +282,66 @@ def facts_of(arrays, grid=None, block=None) -> Facts | None:
 def fact_values(arrays, grid=None, block=None) -> tuple | None:
     """`facts_of` as the plain tuple of the `Facts` fields (None when the
     specialisation is off): the launch fast path keys its programs by it
-    and builds a `Facts` only for a tuple it has not seen."""
+    and builds a `Facts` only for a tuple it has not seen. What depends on
+    shapes, strides and the geometry only is computed once per layout
+    (`_shaped`): launches repeat their layouts, not their pointers."""
     if not ENABLED:
         return None
-    ranges, contiguous, aligned, layouts = [], [], [], []
-    for a in arrays:
+    layouts = tuple([None if a is None else a[1:] for a in arrays])
+    shaped = _SHAPED.get((layouts, grid, block))
+    if shaped is None:
+        shaped = _shaped(layouts, grid, block)
+    spans, contiguous, unit, grid_div, grid_div16, extents, index32 = shaped
+    ranges, aligned, any_array = [], [], False
+    for a, span in zip(arrays, spans):
         if a is None:
-            contiguous.append(False)
             aligned.append(False)
-            layouts.append(None)
             continue
-        ptr, shape, strides, item, contig = a
+        any_array = True
+        ptr = a[0]
+        aligned.append(ptr % ALIGN == 0)
+        if span is not None:  # empty arrays cover no byte
+            ranges.append((ptr + span[0], ptr + span[1]))
+    noalias = any_array and (len(ranges) < 2 or disjoint(ranges))
+    return (noalias, contiguous, unit, tuple(aligned), grid_div, grid_div16, extents, index32)
+
+
+#: (layouts, grid, block) -> `_shaped` of them
+_SHAPED: dict = {}
+
+
+def _shaped(layouts, grid, block) -> tuple:
+    """The facts of a launch that do not depend on its pointers, and per
+    argument the bytes an array covers relative to its pointer (None: none):
+    (spans, contiguous, unit_dims, grid_div, grid_div16, extents, index32)."""
+    spans, contiguous, shapes = [], [], []
+    for lay in layouts:
+        if lay is None:
+            spans.append(None)
+            contiguous.append(False)
+            shapes.append(None)
+            continue
+        shape, strides, item, contig = lay
         if strides is None:
             strides = c_strides(shape, item)
-        lo, hi = ptr, ptr + item  # the bytes it covers; empty arrays none
+        lo, hi = 0, item
         for n, st in zip(shape, strides):
             if n == 0:
-                lo = hi = ptr
+                lo = hi = None
                 break
             if st >= 0:
                 hi += (n - 1) * st
             else:
                 lo += (n - 1) * st
-        ranges.append((lo, hi))
+        spans.append(None if lo is None else (lo, hi))
         contiguous.append(bool(contig))
-        aligned.append(ptr % ALIGN == 0)
-        layouts.append((tuple(shape), tuple(strides), item))
-    noalias = bool(ranges) and disjoint(ranges)
-    shape_key = (tuple(layouts), grid, block)  # launches repeat their shapes, not pointers
-    shaped = _SHAPED.get(shape_key)
-    if shaped is None:
-        shaped = _geometry_facts(grid, block) + shape_facts(layouts, grid, block)
-        if len(_SHAPED) >= 4096:
-            _SHAPED.clear()
-        _SHAPED[shape_key] = shaped
-    unit, grid_div, grid_div16, extents, index32 = shaped
-    return (noalias, tuple(contiguous), unit, tuple(aligned), grid_div, grid_div16, extents,
-            index32)
-
-
-#: (layouts, grid, block) -> their facts: _geometry_facts + shape_facts
-_SHAPED: dict = {}
+        shapes.append((shape, strides, item))
+    shaped = (tuple(spans), tuple(contiguous)) + _geometry_facts(grid, block) \
+        + shape_facts(shapes, grid, block)
+    if len(_SHAPED) >= 4096:
+        _SHAPED.clear()
+    _SHAPED[(layouts, grid, block)] = shaped
+    return shaped
 
 
 def _geometry_facts(grid, block) -> tuple:
