@@ -132,10 +132,20 @@ class Launcher:
 
     @user_facing
     def __call__(self, *args, **kwargs) -> None:
-        from diffgpu.launch import launch
         if kwargs:
             args = bind_arguments(self.kernel, args, kwargs)
-        launch(self.kernel, args, self.grid, self.block)
+        (_LAUNCH or _launch_function())(self.kernel, args, self.grid, self.block)
+
+
+#: diffgpu.launch.launch once imported (an import statement per launch costs 0.5 us)
+_LAUNCH = None
+
+
+def _launch_function():
+    global _LAUNCH
+    from diffgpu.launch import launch
+    _LAUNCH = launch
+    return launch
 
 
 def bind_arguments(defn, args, kwargs) -> tuple:
