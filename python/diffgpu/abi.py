@@ -100,6 +100,16 @@ def user_descriptors(descriptors):
 
 #: PTX parameters of the scratch: two rank-1 memref descriptors
 SCRATCH_WORDS = 2 * (3 + 2 * 1)
+#: the GPU buffer's cache line: the counters start on the line after the
+#: accumulators, so the two per-block atomics queue at different L2 lines
+SCRATCH_LINE = 128
+
+
+def scratch_layout(slots: int) -> tuple[int, int]:
+    """(byte offset of the counters, bytes) of a GPU scratch buffer: the
+    accumulators from byte 0, the counters from the next SCRATCH_LINE."""
+    count = -(-8 * slots // SCRATCH_LINE) * SCRATCH_LINE
+    return count, count + 8 * slots
 
 
 def memref_words(rank: int) -> int:

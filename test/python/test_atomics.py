@@ -77,6 +77,20 @@ def sumsq_gen_ref(out, n):
     out[0] += np.sum((v * v).astype(np.float64))
 
 
+@dg.kernel
+def sumsq_periodic_gen(out, n):  # period 256: every block of 256 or 1024 has the same sum
+    i = dg.global_id(0)
+    if i < n:
+        v = np.float32(i % 256) / np.float32(256.0) + np.float32(0.5)
+        dg.atomic_add(out, 0, v * v)
+
+
+def sumsq_periodic_gen_ref(out, n):
+    """float64 sum of the float32 squares sumsq_periodic_gen adds."""
+    v = (np.arange(n) % 256).astype(np.float32) / np.float32(256.0) + np.float32(0.5)
+    out[0] += np.sum((v * v).astype(np.float64))
+
+
 def gpu_cases():
     """Cases for scripts/gpu_check.py: (name, kernel, grid, block, mode,
     make(rng), numpy reference or None for the CPU's result)."""
@@ -90,6 +104,12 @@ def gpu_cases():
          lambda r: [np.zeros(1, np.float32), big], sumsq_gen_ref),
         ("atomics sumsq 2^26 f32 blocks of 1024", sumsq_gen, big // 1024, 1024, "launch",
          lambda r: [np.zeros(1, np.float32), big], sumsq_gen_ref),
+        ("atomics sumsq 2^26 f32 periodic (equal block sums) blocks of 256",
+         sumsq_periodic_gen, big // 256, 256, "launch",
+         lambda r: [np.zeros(1, np.float32), big], sumsq_periodic_gen_ref),
+        ("atomics sumsq 2^26 f32 periodic (equal block sums) blocks of 1024",
+         sumsq_periodic_gen, big // 1024, 1024, "launch",
+         lambda r: [np.zeros(1, np.float32), big], sumsq_periodic_gen_ref),
         ("atomics sumsq blocks of 48 (partial warps)", sumsq_gen, 2000, 48, "launch",
          lambda r: [np.zeros(1, np.float32), 95_000], sumsq_gen_ref),
         ("atomics early return f64", sumsq_early_return, 40, 128, "launch",

@@ -53,11 +53,13 @@ class GpuScratch:
             found = self._params.get(key)
             if found is not None:
                 return found
+            from diffgpu.abi import scratch_layout
+            offset, size = scratch_layout(self.slots)
             with cupy.cuda.Device(key[0]):
-                buf = cupy.zeros(2 * self.slots, np.int64)  # acc (f64 bits), then counters
+                buf = cupy.zeros(size // 8, np.int64)  # acc (f64 bits), then counters
                 # the zeros must land before a launch on any stream reads them
                 cupy.cuda.get_current_stream().synchronize()
-            acc, count = buf.data.ptr, buf.data.ptr + 8 * self.slots
+            acc, count = buf.data.ptr, buf.data.ptr + offset
             words = []
             for ptr in (acc, count):
                 words += [np.uint64(ptr), np.uint64(ptr), np.int64(0), np.int64(self.slots),
