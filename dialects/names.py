@@ -24,6 +24,11 @@ SHARED_ALLOC = "diffgpu.shared_alloc"
 AUTODIFF = "diffgpu.autodiff"
 FWDDIFF = "diffgpu.fwddiff"
 
+#: marks the add of an Active scalar's gradient into its slot buffer (the
+#: host-API derivative kernel, frontend/diff_lower.py): the runtime sums every
+#: slot, so which slot an add lands in never changes the result
+ACTIVE_SLOTS_ATTR = "diffgpu.active_slots"
+
 #: thread-geometry ops, each `() -> index` with an integer attribute `dim`
 GEOMETRY = (THREAD_ID, BLOCK_ID, BLOCK_DIM, GRID_DIM)
 #: the differentiation requests (reverse, forward)

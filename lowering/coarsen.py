@@ -43,8 +43,20 @@ coarsened by REDUCE_COARSEN (`grid_div16`) or COARSEN, its copies' values
 summed in registers and added once per thread. `factor_for` picks the
 factor; the tail's name carries it when it is not COARSEN (`factor_in_ptx`).
 
-With several guards, the fast path needs each guard to hold for the last
-element. The unguarded copies sit in one block: with contiguous, 16-byte aligned
+Guards may be conjunctions of lower and upper bounds on g (Python's
+short-circuit `and` included; lowering/coarsen_bounds.py): the group is in
+range when every bound holds at the group's end that is hardest for it
+(the first element for a lower bound, the last for an upper one); guards
+nested directly in such a guard count too (the gathered stencil gradient's
+replays). `grid_dim(0)` and `block_dim(0)` may appear outside g at the top
+level: the pass rewrites `grid_dim(0)` to `grid_dim(0) * factor`.
+
+A derivative wrapper with Active scalars ends, after its last guard, with
+the slot adds of their gradients (`coarsen_reduce.slot_epilogue`: marked
+by the frontend, the runtime sums every slot): the copies' gradients are
+summed in registers and added once, into the coarsened block's slot.
+
+With several guards, the fast path needs each guard to hold for the group. The unguarded copies sit in one block: with contiguous, 16-byte aligned
 arrays (launch facts) LLVM merges their accesses into `ld.global.v4` /
 `st.global.v4`.
 """
@@ -56,7 +68,8 @@ from typing import ClassVar
 from diffgpu.dialects import names as N
 from diffgpu.lowering import coarsen_bounds as B
 from diffgpu.lowering.ir_util import walk
-from diffgpu.lowering.coarsen_reduce import REDUCE_COARSEN, pairwise_sum, reduction_atomic
+from diffgpu.lowering.coarsen_reduce import (REDUCE_COARSEN, pairwise_sum, reduction_atomic,
+                                            slot_atomic, slot_epilogue)
 from diffgpu.lowering.coarsen_reduce import defining_op as _op
 from diffgpu.lowering.coarsen_reduce import depends_on as _depends_on
 from diffgpu.lowering.registry import ModulePass, register_pass
@@ -93,11 +106,13 @@ class Found:
     top-level guards in order (a derivative function may have several);
     known: {guard: [Bound]} for every guard decided per group (the
     top-level ones, and those directly in a known guard's body); chain: the
-    ops computing the gids."""
+    ops computing the gids; epilogue: the ops after the last guard (the
+    Active scalars' slot adds, coarsen_reduce.slot_epilogue)."""
     gids: list
     guards: list
     known: dict
     chain: set
+    epilogue: list
 
 
 def analyze(fn, reduce: bool = False):
@@ -108,7 +123,13 @@ def analyze(fn, reduce: bool = False):
 
     block = fn.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]
-    if len(ops) < 2 or ops[-1].name != "func.return" or ops[-2].name != "scf.if":
+    if len(ops) < 2 or ops[-1].name != "func.return":
+        return None
+    at = [i for i, o in enumerate(ops) if o.name == "scf.if" and _is_guard(o)]
+    if not at:
+        return None
+    epilogue = ops[at[-1] + 1:-1]  # after the last guard: the slot adds only
+    if epilogue and not slot_epilogue(epilogue, fn):
         return None
     gids = [o.results[0] for o in ops if o.name == "arith.addi" and global_dim(o.results[0]) == 0]
     if not gids:
@@ -122,7 +143,7 @@ def analyze(fn, reduce: bool = False):
             if _op(v).name == "arith.muli":
                 chain.update(_op(w) for w in _op(v).operands)
     guards = []
-    for o in ops[:-1]:
+    for o in ops[:at[-1] + 1]:
         if o.name == "scf.if":
             if _is_guard(o):
                 guards.append(o)
@@ -134,7 +155,7 @@ def analyze(fn, reduce: bool = False):
             if o not in chain or any(u.owner.operation not in chain for u in o.results[0].uses):
                 return None  # thread_id(0) or block_id(0) used outside g
         elif not (o.name.startswith(_PREFIX_OK) or o.name in ("memref.dim", "memref.alloca")
-                  or o.name in _GEOM0 or _local_store(o)):
+                  or o.name in _GEOM0 or _local_store(o) or _local_load(o)):
             return None
     body = [o for guard in guards for o in _walk(guard)]
     if len(body) > MAX_BODY_OPS or any(o.name in _LOOPS for o in body):
@@ -148,7 +169,7 @@ def analyze(fn, reduce: bool = False):
                 return None
         if not _decide(guard, gids, fn, known):
             return None
-    return Found(gids, guards, known, chain)
+    return Found(gids, guards, known, chain, epilogue)
 
 
 def _is_guard(o) -> bool:
@@ -177,6 +198,15 @@ def _decide(guard, gids, fn, known) -> bool:
     return True
 
 
+def _local_load(op) -> bool:
+    """A load from a `memref.alloca` (a per-thread slot: a derivative
+    function reads an Active scalar's gradient between its guards)."""
+    if op.name != "memref.load":
+        return False
+    o = _op(op.operands[0])
+    return o is not None and o.name == "memref.alloca"
+
+
 def _local_store(op) -> bool:
     """A store into a `memref.alloca` (a per-thread slot: derivative
     functions zero their adjoint slots up front)."""
@@ -196,13 +226,16 @@ def eligible(fn, module=None, noalias=False) -> bool:
 
 
 def _autodiff_callee(fn, module):
-    """The function a lone `diffgpu.autodiff` (no results, distinct argument
-    operands) of kernel `fn` differentiates, else None."""
+    """The function a lone `diffgpu.autodiff` (distinct argument operands)
+    of kernel `fn` differentiates, else None. Its results (Active scalars'
+    gradients) may only go to their slot adds (`slot_epilogue`)."""
     from diffgpu.dialects.ops import AutodiffOp
 
     block = fn.regions[0].blocks[0]
     ops = list(block.operations)
-    if len(ops) != 2 or not isinstance(ops[0], AutodiffOp) or len(ops[0].results):
+    if len(ops) < 2 or not isinstance(ops[0], AutodiffOp):
+        return None
+    if not _results_to_slots(ops[0].operation, [o.operation for o in ops[1:-1]], fn):
         return None
     args = list(block.arguments)
     operands = list(ops[0].operands)
@@ -217,16 +250,29 @@ def _autodiff_callee(fn, module):
     return None
 
 
+def _results_to_slots(producer, epilogue, fn) -> bool:
+    """No results and nothing after `producer`, or results used only as the
+    values of slot adds in a `slot_epilogue`."""
+    if not len(producer.results):
+        return not epilogue
+    return slot_epilogue(epilogue, fn) and all(
+        slot_atomic(u.owner.operation) and u.operand_number == 1
+        for r in producer.results for u in r.uses)
+
+
 def inline_lone_call(fn, module) -> None:
     """A kernel whose body is one `func.call` (a derivative wrapper after
-    autodiff) gets the callee's body instead."""
+    autodiff; its results, if any, going to slot adds) gets the callee's
+    body instead."""
     from diffgpu._mlir import ir
 
     block = fn.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]
-    if len(ops) != 2 or ops[0].name != "func.call" or len(ops[0].results):
+    if len(ops) < 2 or ops[0].name != "func.call":
         return
     call = ops[0]
+    if not _results_to_slots(call, ops[1:-1], fn):
+        return
     name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
     src = next((o.operation for o in module.regions[0].blocks[0].operations
                 if o.operation.name == "func.func"
@@ -237,8 +283,14 @@ def inline_lone_call(fn, module) -> None:
     body = copy.regions[0].blocks[0]
     for arg, v in zip(list(body.arguments), list(call.operands)):
         arg.replace_all_uses_with(v)
-    for o in [x.operation for x in body.operations][:-1]:
+    inner = [x.operation for x in body.operations]
+    if len(inner[-1].operands) != len(call.results):
+        copy.erase()
+        return
+    for o in inner[:-1]:
         o.move_before(call)
+    for r, v in zip(list(call.results), list(inner[-1].operands)):
+        r.replace_all_uses_with(v)
     call.erase()
     copy.erase()
 
@@ -344,8 +396,12 @@ def coarsen(fn, found, factor: int) -> None:
             tail = _tail_function(fn, gids, rest, factor)
             func.CallOp([], ir.FlatSymbolRefAttr.get(tail), list(block.arguments) + bases)
             scf.YieldOp([])
-    for guard in guards:  # (the pure ops left unused go in LLVM's DCE)
-        guard.erase()
+    # the originals after the new branch (guards, the epilogue, the ops
+    # between: each path has its own copies), last first
+    later = [o.operation for o in block.operations]
+    later = later[later.index(branch.operation) + 1:-1]
+    for op in later[::-1]:
+        op.erase()
 
 
 def _bound_holds(bound, gids, bases, factor: int):
@@ -372,6 +428,9 @@ def _bound_holds(bound, gids, bases, factor: int):
 def _emit(op, mapping, found, fn, sums) -> None:
     """One copy of `op` in the in-range path: a guard known to hold is
     replaced by its body (its reduction atomics collected in `sums`)."""
+    if slot_atomic(op):  # the copies' gradients summed, added once
+        sums.setdefault(op, []).append(_mapped(op.operands[1], mapping))
+        return
     if op not in found.known:
         _clone(op, mapping)
         return

@@ -103,3 +103,76 @@ def pairwise_sum(values):
         pairs = [add(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
         values = pairs + (values[-1:] if len(values) % 2 else [])
     return values[0]
+
+
+def slot_atomic(op) -> bool:
+    """The add of an Active scalar's gradient into its slot buffer (marked
+    by the host-API derivative kernel, frontend/diff_lower.py), result
+    unused. The runtime sums every slot, so a coarsened thread may add its
+    copies' gradients once, into the slot of its own (coarsened) block."""
+    return (op.name == N.ATOMIC_ADD and N.ACTIVE_SLOTS_ATTR in op.attributes
+            and not len(list(op.results[0].uses)))
+
+
+#: ops a derivative kernel runs after its last guard (the slot epilogue)
+_EPILOGUE_OK = ("arith.", "index.")
+
+
+def slot_epilogue(ops, fn) -> bool:
+    """Are `ops` (a kernel's top-level ops after its derivative call or last
+    guard) only the Active scalars' slot adds and what they need: reads of
+    the thread's private one-value slots (its gradients), stores into them,
+    arithmetic, sizes and geometry, where thread_id(0) is absent and
+    block_id(0) feeds the slot indices only (a coarsened launch renumbers
+    the blocks; the slot does not matter)? The slot buffers are arguments
+    of `fn` touched by slot adds (and their sizes) only."""
+    for op in ops:
+        name = op.name
+        if slot_atomic(op):
+            mem = op.operands[0]
+            if not _argument(mem, fn) or not all(
+                    (slot_atomic(u.owner.operation) and u.operand_number == 0)
+                    or u.owner.operation.name == "memref.dim" for u in mem.uses):
+                return False
+            if str(op.operands[1].type) not in _TYPES:
+                return False
+        elif name == N.THREAD_ID and _dim(op) == 0:
+            return False
+        elif name == N.BLOCK_ID and _dim(op) == 0:
+            if not _feeds_slot_index(op):
+                return False
+        elif name in ("memref.load", "memref.store"):
+            slot = defining_op(op.operands[0 if name == "memref.load" else 1])
+            if slot is None or slot.name != "memref.alloca":
+                return False
+        elif not (name.startswith(_EPILOGUE_OK) or name == "memref.dim" or name in N.GEOMETRY):
+            return False
+    return True
+
+
+def _dim(op) -> int:
+    from diffgpu._mlir import ir
+    return ir.IntegerAttr(op.attributes["dim"]).value
+
+
+def _argument(v, fn) -> bool:
+    from diffgpu._mlir import ir
+    return isinstance(v.owner, ir.Block) and v.owner == fn.regions[0].blocks[0]
+
+
+def _feeds_slot_index(op) -> bool:
+    """Every use of `op`'s result, through arithmetic, is a slot add's index."""
+    todo, seen = [op], 0
+    while todo:
+        seen += 1
+        o = todo.pop()
+        if seen > 64:
+            return False
+        for use in o.results[0].uses:
+            user = use.owner.operation
+            if slot_atomic(user) and use.operand_number >= 2:
+                continue
+            if not user.name.startswith(_EPILOGUE_OK) or len(user.results) != 1:
+                return False
+            todo.append(user)
+    return True

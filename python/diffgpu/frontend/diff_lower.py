@@ -234,7 +234,8 @@ def build_diff_text(defn, mode, kinds, arg_types, target):
             g = f"%g#{k}" if len(rtypes) > 1 else "%g"
             body.append(f"%n{k} = memref.dim {b.ref}, %c0 : {b.type.mlir()} {loc}")
             body.append(f"%s{k} = arith.remui %blk, %n{k} : index {loc}")
-            body.append(f'%old{k} = "{N.ATOMIC_ADD}"({b.ref}, {g}, %s{k}) : '
+            body.append(f'%old{k} = "{N.ATOMIC_ADD}"({b.ref}, {g}, %s{k}) '
+                        f"{{{N.ACTIVE_SLOTS_ATTR}}} : "
                         f"({b.type.mlir()}, {t.ty}, index) -> {t.ty} {loc}")
     else:
         body.append(f"{text} {loc}")
