@@ -60,16 +60,19 @@ class NonDifferentiable(Exception):
     pass
 
 
-def load(source: str, tag: str):
-    """Import the generated module from a file (the frontend reads sources)."""
-    d = tempfile.mkdtemp(prefix="dgfuzz-")
-    path = os.path.join(d, f"fuzz_{tag}.py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(f"fuzz_{tag}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@contextlib.contextmanager
+def loaded(source: str, tag: str):
+    """The generated module, imported from a file in a temporary directory
+    (the frontend reads kernel sources from their file when it compiles);
+    the directory is removed when the block ends, so compile inside it."""
+    with tempfile.TemporaryDirectory(prefix="dgfuzz-") as d:
+        path = os.path.join(d, f"fuzz_{tag}.py")
+        with open(path, "w") as fh:
+            fh.write(source)
+        spec = importlib.util.spec_from_file_location(f"fuzz_{tag}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        yield mod
 
 
 def python_reference(mod, case):
@@ -117,9 +120,14 @@ def run_primal(kk, case, x, y, w, f):
     return [x, y, w]
 
 
-def check_case(case, mod=None) -> str:
-    """Run the four checks; returns "ok", "skipped" or "nondiff"; raises Failure."""
-    mod = mod or load(case.source, f"s{case.seed}")
+def check_case(case, tag=None) -> str:
+    """Run the four checks on the case's module (imported as fuzz_<tag>);
+    returns "ok", "skipped" or "nondiff"; raises Failure."""
+    with loaded(case.source, tag or f"s{case.seed}") as mod:
+        return _check_module(case, mod)
+
+
+def _check_module(case, mod) -> str:
     kk = mod.kk
     ref = python_reference(mod, case)
     if ref is None:
@@ -246,7 +254,7 @@ def shrink(case, failure, budget=60):
             try:
                 trial = type(case)(**{**case.__dict__, "source": cand})
                 with time_limit(120):  # a removed `t += 1` may make a loop endless
-                    check_case(trial, load(cand, f"s{case.seed}_{budget}"))
+                    check_case(trial, f"s{case.seed}_{budget}")
             except Failure as f2:
                 if f2.check == failure.check:
                     best, progress = cand, True

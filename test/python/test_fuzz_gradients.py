@@ -7,6 +7,7 @@ forward mode (dot-product test). Plus tests that each check can fail."""
 from __future__ import annotations
 
 import io
+import tempfile
 
 import numpy as np
 import pytest
@@ -103,11 +104,13 @@ def test_wrong_primal_is_caught(monkeypatch):
     assert info.value.check == "primal"
 
 
-def test_failures_print_shrunk_reproducers(monkeypatch):
+def test_failures_print_shrunk_reproducers(monkeypatch, tmp_path):
     monkeypatch.setattr(fz, "dg", _Perturbed(fz.dg, "autodiff"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the cases' modules go
     out = io.StringIO()
     counts, failures = fz.run(1, 3, do_shrink=True, out=out, shrink_budget=4)
     assert counts["failed"] == 1
+    assert list(tmp_path.iterdir()) == []  # the case and each shrink trial cleaned up
     text = out.getvalue()
     assert "=== FAIL seed 3: reverse-vs-forward" in text
     assert "def kk(x, y, w, m, n, f):" in text and "x = np.array([" in text
