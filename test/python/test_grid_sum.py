@@ -34,6 +34,14 @@ def sumsq_at(out, k, x):  # the element is a kernel argument: launch-uniform
 
 
 @dg.kernel
+def sumsq_return(out, x):  # early return: whole blocks past the end add nothing
+    i = dg.global_id(0)
+    if i >= len(x):
+        return
+    dg.atomic_add(out, 0, x[i] * x[i])
+
+
+@dg.kernel
 def two_sums(out, x):  # two grid sums in one kernel: two scratch slots
     i = dg.global_id(0)
     if i < len(x):
@@ -143,6 +151,19 @@ def test_argument_index_any_grid_shape():
     sumsq_at[(5, 4, 1), (64, 1, 1)](out, 2, x)  # 20 blocks, the y ones repeat x's
     want = 4 * np.sum(np.square(x[:320], dtype=np.float64))
     assert out[0] == out[1] == 0 and close(out[2], want, 64)
+
+
+@pytest.mark.parametrize("kernel", [sumsq, sumsq_return], ids=["guard", "return"])
+def test_blocks_with_no_thread_in_range_still_count(kernel):
+    """Blocks whose threads all fail the guard (or return) count themselves
+    too: without them the last count is never reached and nothing is added."""
+    x = hashed(1000)
+    out = np.zeros(1, np.float32)
+    kernel[40, 64](out, x)  # 16 blocks cover x, 24 have no element
+    assert close(out[0], np.sum(np.square(x, dtype=np.float64)), 64)
+    (prog,) = [p for p in kernel._programs.values() if p.host._scratch]
+    (scratch,) = prog.host._scratch.values()
+    assert not scratch.acc.any() and not scratch.count.any()
 
 
 def test_two_sums_two_slots():
@@ -286,3 +307,36 @@ def test_gpu_scratch_per_stream(monkeypatch):
     assert calls == [entry_param_count(payload["ptx"], "sumsq")] * 5
     ptrs = [int(p[0]) for p in seen]  # the accumulator's address (numpy scalars here)
     assert ptrs[0] == ptrs[1] == ptrs[4] != ptrs[2] == ptrs[3]
+
+
+def test_gpu_launch_path_passes_the_scratch(monkeypatch):
+    """Through kernel[grid, block] (full path, then the fast path): every
+    call of the entry gets the PTX entry's parameter count, scratch included,
+    and a kernel without scratch gets no wrapper around its function."""
+    import os
+    import sys
+    from diffgpu.lowering.gpu_nvvm import entry_param_count
+    from diffgpu.lowering.gpu_ptx import has_nvptx
+    from diffgpu.runtime import gpu
+    if not has_nvptx():
+        pytest.skip("these MLIR bindings have no NVPTX backend")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import launch_overhead as LO
+    calls = LO.install_standin()
+    monkeypatch.setattr(gpu, "_chips", {0: "sm_90"})
+    try:
+        out, x = LO.StandinArray(np.zeros(1, np.float32)), LO.StandinArray(hashed(1 << 14))
+        for _ in range(3):
+            sumsq[(1 << 14) // 256, 256](out, x)
+        y = LO.StandinArray(np.zeros(1 << 14, np.float32))
+        w = LO.StandinArray(np.ones(1, np.float32))
+        for _ in range(2):
+            scale[(1 << 14) // 256, 256](y, w, x)
+    finally:
+        sys.modules.pop("cupy", None)
+    (prog,) = [p for p in sumsq._programs.values() if p.kind == "gpu"]
+    (plain,) = [p for p in scale._programs.values() if p.kind == "gpu"]
+    assert prog.gpu.scratch is not None and plain.gpu.scratch is None
+    assert calls == [entry_param_count(prog.gpu.ptx, "sumsq")] * 3 + \
+        [entry_param_count(plain.gpu.ptx, "scale")] * 2
+    assert plain.gpu._fns[0].__class__.__name__ == "Function"  # the stand-in's own
