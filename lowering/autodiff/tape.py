@@ -18,7 +18,9 @@ block in exactly the reverse order, pushes and pops match LIFO.
 
 Loops with a small constant trip count never reach the stack: the function
 being differentiated gets them unrolled first (unroll.py), so their values
-use one-value slots, which LLVM keeps in registers.
+use one-value slots, which LLVM keeps in registers. Values that are cheap to
+compute again in the reverse (index arithmetic, loads of read-only arrays,
+simple float ops of those) are not pushed at all (remat.py).
 
 A float word is tagged at both ends with the same number: the op encoding it
 carries `diffgpu.tape_push = N`, the op decoding it `diffgpu.tape_pop = N`.
