@@ -297,11 +297,27 @@ class _on_stream:
         return False
 
 
+_STREAMS: dict = {}
+
+
 def _external_stream(cupy, ptr: int, index: int):
-    try:
-        return cupy.cuda.ExternalStream(ptr, index)
-    except TypeError:  # CuPy < 13: no device argument
-        return cupy.cuda.ExternalStream(ptr)
+    """CuPy's view of torch's stream `ptr` on GPU `index`, made once per
+    stream (it only wraps the handle). CuPy 14 deprecates `ExternalStream`
+    in favour of `Stream.from_external` (the CUDA stream protocol, which
+    torch's streams do not all implement): the warning is silenced here."""
+    key = (ptr, index)
+    s = _STREAMS.get(key)
+    if s is None:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                s = cupy.cuda.ExternalStream(ptr, index)
+            except TypeError:  # CuPy < 13: no device argument
+                s = cupy.cuda.ExternalStream(ptr)
+        _STREAMS[key] = s
+    return s
 
 
 __all__ = ["op", "KernelFunction"]
