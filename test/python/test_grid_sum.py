@@ -281,6 +281,7 @@ def test_gpu_scratch_per_stream(monkeypatch):
     import os
     import sys
     import types as T
+    from diffgpu.abi import SCRATCH_WORDS
     from diffgpu.lowering.gpu_nvvm import entry_param_count
     from diffgpu.runtime import gpu
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -296,8 +297,8 @@ def test_gpu_scratch_per_stream(monkeypatch):
         monkeypatch.setattr(cupy.cuda, "get_current_stream", lambda: current[0], raising=False)
         prog = gpu.GpuProgram(payload["ptx"], payload["entry"], payload["abi"],
                               payload.get("lean"))
-        real = prog.scratch.params
-        monkeypatch.setattr(prog.scratch, "params", lambda d: seen.append(real(d)) or seen[-1])
+        monkeypatch.setattr(gpu, "_load_function", lambda *a: lambda g, b, args: (
+            calls.append(len(args)), seen.append(args[-SCRATCH_WORDS:])))
         dev = [LO.StandinArray(a) for a in host]
         for s in (0, 0, 1, 1, 0):
             current[0] = streams[s]
@@ -307,6 +308,7 @@ def test_gpu_scratch_per_stream(monkeypatch):
     assert calls == [entry_param_count(payload["ptx"], "sumsq")] * 5
     ptrs = [int(p[0]) for p in seen]  # the accumulator's address (numpy scalars here)
     assert ptrs[0] == ptrs[1] == ptrs[4] != ptrs[2] == ptrs[3]
+    assert len(prog.scratch._params) == 2  # one buffer per stream, made once
 
 
 def test_gpu_launch_path_passes_the_scratch(monkeypatch):

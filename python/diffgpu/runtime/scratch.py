@@ -30,21 +30,27 @@ import numpy as np
 
 
 class GpuScratch:
-    """The scratch of one GPU program: `params(device_id)` gives the
-    SCRATCH_WORDS kernel parameters for the current stream of the device."""
+    """The scratch of one GPU program: `wrap` makes a launcher that appends
+    the SCRATCH_WORDS kernel parameters of the device's current stream."""
 
     def __init__(self, slots: int):
         self.slots = slots
         self._params: dict = {}  # (device id, stream handle) -> (params, buffer)
         self._lock = threading.Lock()
 
-    def params(self, device_id: int) -> tuple:
+    def wrap(self, fn, device_id: int):
+        """`fn(grid, block, values)` with the scratch parameters of the
+        current stream appended (a dictionary look-up per launch)."""
         import cupy
-        key = (device_id, cupy.cuda.get_current_stream().ptr)
-        found = self._params.get(key)
-        if found is None:
-            found = self._make(key)
-        return found[0]
+        current, table, make = cupy.cuda.get_current_stream, self._params, self._make
+
+        def launch(grid, block, values):
+            key = (device_id, current().ptr)
+            found = table.get(key)
+            if found is None:
+                found = make(key)
+            fn(grid, block, tuple(values) + found[0])
+        return launch
 
     def _make(self, key):
         import cupy
@@ -66,14 +72,6 @@ class GpuScratch:
                           np.int64(1)]
             found = self._params[key] = (as_kernel_pointers(tuple(words)), buf)
             return found
-
-    def wrap(self, fn, device_id: int):
-        """`fn(grid, block, values)` with the scratch parameters appended."""
-        params = self.params
-
-        def launch(grid, block, values):
-            fn(grid, block, tuple(values) + params(device_id))
-        return launch
 
 
 class HostScratch:
