@@ -42,7 +42,7 @@ DL_SPEC = "#dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>"
 _PURE_PREFIXES = ("arith.", "index.")
 _PURE = frozenset(("memref.dim",) + tuple(N.GEOMETRY))
 #: op -> first operand that is a subscript
-_SUBSCRIPT = {"memref.load": 1, "memref.store": 2, N.ATOMIC_ADD: N.ATOMIC_MEMREF + 2}
+_SUBSCRIPT = {"memref.load": 1, "memref.store": 2, N.ATOMIC_ADD: N.ATOMIC_FIRST_INDEX}
 
 
 def _ops(op) -> list:

@@ -108,9 +108,19 @@ def _facts_attr(kernel, *args, grid=(1, 1, 1), block=(32, 1, 1)):
     return re.search(r"diffgpu\.launch_facts = \{[^}]*\}", text).group(0)
 
 
+@dg.kernel
+def gather_sum(out, x, idx):
+    i = dg.global_id(0)
+    if i < len(idx):
+        dg.atomic_add(out, 0, x[idx[i]])
+
+
 def test_index32_only_where_integers_index_memory():
     x = np.zeros(64, np.float32)
     assert "index32 = true" in _facts_attr(square, x, x.copy())
+    # loaded and literal integers as subscripts (of a load, of an atomic add)
+    assert "index32 = true" in _facts_attr(gather_sum, np.zeros(1, np.float32), x,
+                                           np.zeros(64, np.int32))
     # range(n) of an int64 n: a loop bound could exceed int32
     assert "index32 = false" in _facts_attr(looped, x, x.copy(), 3)
     assert "index32 = false" in _facts_attr(square, x, x.copy(), grid=(2**23, 1, 1),
