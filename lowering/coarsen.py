@@ -62,6 +62,7 @@ arrays (launch facts) LLVM merges their accesses into `ld.global.v4` /
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -381,27 +382,56 @@ def coarsen(fn, found, factor: int) -> None:
         for bound in [b for bs in found.known.values() for b in bs]:
             ok = _bound_holds(bound, gids, bases, factor)
             all_in = ok if all_in is None else arith.andi(all_in, ok)
-        branch = scf.IfOp(all_in, [], has_else=True)
-        with ir.InsertionPoint(branch.then_block):  # the whole group in range
-            sums = {}  # reduction atomic -> its value in each copy
-            for k in range(factor):
-                mapping = [(g, arith.addi(b, arith.constant(index, k))) for g, b in zip(gids, bases)]
-                for o in rest:
-                    _emit(o, mapping, found, fn, sums)
-            for atomic, values in sums.items():  # one add of the group's (pairwise) sum
-                total = pairwise_sum(values)
-                _clone(atomic, [(atomic.operands[1], total)] + mapping)
-            scf.YieldOp([])
-        with ir.InsertionPoint(branch.else_block):  # the tail: a call (see _tail_function)
-            tail = _tail_function(fn, gids, rest, factor)
-            func.CallOp([], ir.FlatSymbolRefAttr.get(tail), list(block.arguments) + bases)
-            scf.YieldOp([])
+        tail = _tail_function(fn, gids, rest, factor)
+        branch = None
+        if _sign_test(fn, rest):  # base >= 0 first (always true): see _sign_test
+            branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.sge, bases[0],
+                                         arith.constant(index, 0)), [], has_else=True)
+            with ir.InsertionPoint(branch.else_block):
+                func.CallOp([], ir.FlatSymbolRefAttr.get(tail), list(block.arguments) + bases)
+                scf.YieldOp([])
+        with ir.InsertionPoint(branch.then_block) if branch else nullcontext():
+            inner = scf.IfOp(all_in, [], has_else=True)
+            with ir.InsertionPoint(inner.then_block):  # the whole group in range
+                sums = {}  # reduction atomic -> its value in each copy
+                for k in range(factor):
+                    mapping = [(g, arith.addi(b, arith.constant(index, k)))
+                               for g, b in zip(gids, bases)]
+                    for o in rest:
+                        _emit(o, mapping, found, fn, sums)
+                for atomic, values in sums.items():  # one add of the group's (pairwise) sum
+                    total = pairwise_sum(values)
+                    _clone(atomic, [(atomic.operands[1], total)] + mapping)
+                scf.YieldOp([])
+            with ir.InsertionPoint(inner.else_block):  # the tail: a call (see _tail_function)
+                func.CallOp([], ir.FlatSymbolRefAttr.get(tail), list(block.arguments) + bases)
+                scf.YieldOp([])
+            if branch:
+                scf.YieldOp([])
+        branch = branch or inner
     # the originals after the new branch (guards, the epilogue, the ops
     # between: each path has its own copies), last first
     later = [o.operation for o in block.operations]
     later = later[later.index(branch.operation) + 1:-1]
     for op in later[::-1]:
         op.erase()
+
+
+def _sign_test(fn, rest) -> bool:
+    """Test the group's first index for `>= 0` before the bounds? With
+    32-bit indices (launch fact `index32`) each copy's index `base + k` is
+    sign-extended for its address; LLVM turns some of those extensions into
+    zero extensions (where the bounds show the index is not negative) and
+    not others, and then cannot see that the copies' addresses are
+    adjacent: the stencil's gradient stored two `st.global.v2`. Testing
+    `base >= 0` first (a thread's index always is) makes every extension
+    the same. Not for kernels that sum atomics: the block sums after the
+    pass would be built once per path."""
+    from diffgpu.lowering.specialize import read_facts
+
+    facts = read_facts(fn) or {}
+    return bool(facts.get("index32")) and not any(
+        o.name == N.ATOMIC_ADD for op in rest for o in [op] + _walk(op))
 
 
 def _bound_holds(bound, gids, bases, factor: int):

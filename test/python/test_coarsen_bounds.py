@@ -105,7 +105,9 @@ def _fast_path(ptx: str, entry: str) -> str:
 def test_ptx_stencil_and_its_vjp():
     """sm_90 code of the stencil and of its `dg.vjp` gradient: coarsened by
     4 (the tail function), one v4 load of x (dy) and one v4 store of y (dx)
-    per thread, the two neighbours scalar, no atomic."""
+    per thread, the two neighbours scalar, no atomic; with 64- and 32-bit
+    indices (the gradient's store was split in two v2 before
+    coarsen._sign_test)."""
     from diffgpu import compiler
     from diffgpu.launch import build_module
     from diffgpu.lowering.coarsen import factor_in_ptx
@@ -119,10 +121,11 @@ def test_ptx_stencil_and_its_vjp():
     types = infer_signature([y, x]).types
     facts = S.Facts(noalias=True, contiguous=(True,) * 4, unit_dims=(1, 2),
                     aligned=(True,) * 4, grid_div=True, grid_div16=True)
-    for diff in (None, ("reverse", ("cot", "grad"))):
+    for diff, index32 in [(d, i) for d in (None, ("reverse", ("cot", "grad")))
+                          for i in (False, True)]:
         nargs = 2 if diff is None else 4
         f = S.Facts(**{**facts.__dict__, "contiguous": (True,) * nargs,
-                       "aligned": (True,) * nargs})
+                       "aligned": (True,) * nargs, "index32": index32})
         src = build_module(stencil, types, "sm_90", diff=diff, facts=f)
         ptx = compiler.compile(src.text, "sm_90").text
         assert factor_in_ptx(ptx, src.entry) == 4
