@@ -217,7 +217,7 @@ def test_shadow_of_a_uniform_weight_finishes_across_blocks():
 
 
 def test_active_scalar_keeps_its_slots():
-    """An Active scalar's gradient goes to slot block % ACTIVE_SLOTS (a
+    """dg.autodiff and dg.vjp of saxpy's `a`: an Active scalar's gradient goes to slot block % ACTIVE_SLOTS (a
     block-dependent element): no scratch; the slots' float64 sum keeps it
     accurate (each slot takes n / (block * 256) sequential adds)."""
     n = 1 << 20
@@ -226,6 +226,9 @@ def test_active_scalar_keeps_its_slots():
     (da,) = dg.autodiff(saxpy[n // 256, 256], dg.Duplicated(y, np.ones(n, np.float32)),
                         dg.Active(np.float32(2.0)), dg.Const(x))
     assert abs(da - np.sum(x, dtype=np.float64)) / np.sum(x, dtype=np.float64) < 1e-6
+    grads = dg.vjp(saxpy[n // 256, 256], y, 2.0, x, cotangents={"y": np.ones(n, np.float32)})
+    assert abs(grads["a"] - np.sum(x, dtype=np.float64)) / np.sum(x, dtype=np.float64) < 1e-6
+    np.testing.assert_array_equal(grads["x"], np.full(n, 2.0, np.float32))
     assert all(not (p.host and p.host._scratch_slots) for p in saxpy._programs.values())
 
 
