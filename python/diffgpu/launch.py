@@ -46,8 +46,9 @@ def launch(kernel, args, grid, block) -> None:
     the run when the launch equals an earlier one."""
     ready = fastpath.lookup(kernel, args, grid, block)
     if ready is not None:
-        STATS["fast_reuse" if ready.packed is not None else "fast_checked"] += 1
+        STATS["fast_reuse" if ready.seen else "fast_checked"] += 1
         run_program(ready.program, args, ready.sig, grid, block, ready)
+        ready.seen = True
         return
     check_arity(args, kernel.arg_names, kernel.name)
     sig = infer_signature(args, kernel.arg_names, kernel.name)
@@ -76,7 +77,7 @@ def program_key(defn, types, target: str, diff=None, facts=None) -> str:
 
 def run_program(program, args, sig, grid, block, cached=None) -> None:
     """Run `program`; `cached`: the `fastpath.Ready` of a fast-path launch,
-    whose packed arguments are built by its first launch and then reused."""
+    whose packed arguments are kept from its key's second launch on."""
     if program.kind == "gpu":
         if cached is not None:
             program.gpu.launch_cached(cached, args, program.flat_types, sig.gpu_id or 0)
@@ -87,8 +88,9 @@ def run_program(program, args, sig, grid, block, cached=None) -> None:
     elif cached is not None:
         packed = cached.packed
         if packed is None:
-            packed = cached.packed = program.host.pack(program.entry, args, program.flat_types,
-                                                       grid, block)
+            packed = program.host.pack(program.entry, args, program.flat_types, grid, block)
+            if cached.seen:  # the key's second launch: keep them (fastpath.Ready)
+                cached.packed = packed
         program.host.run_packed(program.entry, packed, args, program.payload.get("arg_names"))
     else:
         program.host.launch(program.entry, list(args), list(program.flat_types), grid, block,

@@ -129,8 +129,8 @@ def test_geometry_cache_keeps_bool_errors():
 
 def test_standin_device_launch_packs_once(monkeypatch):
     """The GPU path with a CuPy stand-in: the kernel function is called
-    with the packed ABI (3 + 2r words per array), built once while the
-    arrays stay the same."""
+    with the packed ABI (3 + 2r words per array), kept from the second
+    launch on the same arrays."""
     calls = LO.install_standin()
     from diffgpu.runtime import gpu
     monkeypatch.setattr(gpu, "_chips", {0: "sm_90"})
@@ -150,7 +150,7 @@ def test_standin_device_launch_packs_once(monkeypatch):
     (prog,) = [p for p in axpy._programs.values() if p.kind == "gpu"]
     assert prog.gpu.lean == (True, True, False)  # contiguous arrays: pointer + size
     assert calls == [entry_param_count(prog.gpu.ptx, "axpy")] * 4 == [5] * 4
-    assert len(packs) == 2  # first fast launch, then the new array
+    assert len(packs) == 3  # checked level, the key's second launch (kept), the new array
 
 
 def test_lean_abi_matches_the_ptx_parameters():

@@ -175,16 +175,19 @@ class Table(dict):
 class Ready:
     """Everything one launch key selects: the program, the signature (with
     its GPU), the geometry the program runs on (a coarsened kernel's grid is
-    smaller) and the packed arguments, which the first launch with the key
-    fills in (`launch.run_program`) and later ones reuse."""
+    smaller) and the packed arguments. Those are kept from the key's second
+    launch on (`seen`: it had one before): a loop over ever new arrays never
+    repeats a key, and keeping its packed arguments would only give the
+    garbage collector more to walk (10 us per launch on the CPU path)."""
 
-    __slots__ = ("program", "sig", "grid", "block", "packed")
+    __slots__ = ("program", "sig", "grid", "block", "packed", "seen")
 
     def __init__(self, program, sig, grid, block):
         self.program, self.sig, self.block = program, sig, block
         coarsen = program.coarsen if program.kind == "gpu" else 1
         self.grid = grid if coarsen == 1 else (grid[0] // coarsen,) + tuple(grid[1:])
         self.packed = None
+        self.seen = False
 
 
 def remember(kernel, args, sig) -> None:
@@ -244,32 +247,33 @@ def lookup(kernel, args, grid, block):
         return None
     hot = fast.hot
     key = launch_key(args, grid, block)
-    if key is not None:
-        ready = hot.get(key)
-        if ready is not None:
-            return ready
-    tok = token(args) if key is not None else None
-    entry = fast.get(tok) if tok is not None else None
+    if key is None:  # an argument type the fast path does not know
+        return None
+    ready = hot.get(key)
+    if ready is not None:
+        return ready
+    entry = fast.get(token(args))
     if entry is None:
         return None
     checked = check_values(entry, args)
     if checked is None:
         return None
-    ready = _ready(kernel, entry, checked[0], checked[1], grid, block)
+    race = key[-1] if entry.sig.device == "host" else False  # host keys end with the switch
+    ready = _ready(kernel, entry, checked[0], checked[1], grid, block, race)
     if len(hot) >= _HOT_MAX:
         hot.clear()
     hot[key] = ready
     return ready
 
 
-def _ready(kernel, entry, gpu_id, arrays, grid, block) -> Ready:
+def _ready(kernel, entry, gpu_id, arrays, grid, block, race: bool) -> Ready:
     from diffgpu.launch import get_program, target_for
 
     sig = entry.sig
     if gpu_id is not None and gpu_id != sig.gpu_id:
         sig = type(sig)(sig.types, sig.device, gpu_id)
     values = specialize.fact_values(arrays, grid, block)
-    mem = (values, gpu_id, sig.device == "host" and racecheck_enabled())
+    mem = (values, gpu_id, race)
     found = entry.programs.get(mem)
     if found is None:
         target = target_for(sig)

@@ -244,8 +244,8 @@ class GpuProgram:
 
     def launch_cached(self, ready, args, arg_types, device_id: int) -> None:
         """Launch from the fast path: `ready` (a fastpath.Ready, one per
-        launch key) keeps what its first launch built: the loaded function,
-        the packed arguments and CuPy's current-device query."""
+        launch key) keeps, from the key's second launch on, the loaded
+        function, the packed arguments and CuPy's current-device query."""
         packed = ready.packed
         if packed is None:
             fn = self._fns.get(device_id)
@@ -257,8 +257,10 @@ class GpuProgram:
             if self.uses_malloc:
                 ensure_malloc_heap(device_id)
             cupy = cupy_module()
-            packed = ready.packed = (fn, as_kernel_pointers(pack_fast(args, arg_types, self.lean)),
-                                     cupy.cuda.runtime.getDevice, cupy.cuda.Device)
+            packed = (fn, as_kernel_pointers(pack_fast(args, arg_types, self.lean)),
+                      cupy.cuda.runtime.getDevice, cupy.cuda.Device)
+            if ready.seen:
+                ready.packed = packed
         fn, values, current, device = packed
         if current() == device_id:
             fn(ready.grid, ready.block, values)
