@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "test", "python"))
 from kernels_specialize import (add2d, add2d_grad, loop16, loop16_grad,  # noqa: E402
                                 mul, mul_grad, scale_shift, scale_shift_grad, two_guards)
-from kernels_coarsen import lower_then_upper, nested, stencil  # noqa: E402
+from kernels_coarsen import lower_then_upper, nested, saxpy, stencil, sumsq  # noqa: E402
 
 N = 3001  # not a multiple of 4: the coarsened kernels run their tail too
 
@@ -71,12 +71,27 @@ ALIASED = [
 ]
 
 
+#: host-level dg.autodiff cases whose specialised programs are coarsened
+#: (lowering/coarsen.py: Active scalars' slot adds; a reduction's gradient
+#: by 16); expected results: the CPU's
+REVERSE = [
+    ("saxpy Active a reverse", saxpy, 12, 256,
+     lambda r: [dg.Duplicated(np.zeros(N, np.float32), _f32(r, N)), dg.Active(1.5),
+                dg.Duplicated(_f32(r, N), _f32(r, N)), dg.Duplicated(_f32(r, N), _f32(r, N))]),
+    ("sumsq reverse x16", sumsq, 16, 256,
+     lambda r: [dg.Duplicated(np.zeros(1, np.float32), np.full(1, 0.5, np.float32)),
+                dg.Duplicated(_f32(r, N), _f32(r, N))]),
+]
+
+
 def cases():
     """(name, kernel, grid, block, mode, make, None) for gpu_check.all_cases."""
     out = []
     for name, kernel, grid, block, make in KERNELS:
         out.append((f"spec {name}", kernel, grid, block, "launch", make, None))
         out.append((f"spec {name} generic", kernel, grid, block, "generic", make, None))
+    for name, kernel, grid, block, make in REVERSE:
+        out.append((f"spec {name}", kernel, grid, block, "reverse", make, None))
     for name, kernel, grid, block, make in ALIASED:
         out.append((f"spec {name}", kernel, grid, block, "launch", make, None))
     return out

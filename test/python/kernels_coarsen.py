@@ -56,3 +56,18 @@ def doubled(y, x):  # 2 * g: not g plus a constant
     i = dg.global_id(0)
     if i * 2 < len(x):
         y[i] = x[2 * i]
+
+
+@dg.kernel
+def saxpy(o, a, x, y):  # `a` Active: its gradient goes through the slot adds
+    i = dg.global_id(0)
+    if i < len(x):
+        o[i] = a * x[i] + y[i]
+
+
+@dg.kernel
+def sumsq(out, x):  # a reduction: its gradient is coarsened by 16
+    i = dg.global_id(0)
+    if i < len(x):
+        v = x[i]
+        dg.atomic_add(out, 0, v * v)
