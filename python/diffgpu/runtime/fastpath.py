@@ -5,7 +5,7 @@ Three levels, each taken only when the one before it does not apply:
 
 | level    | taken when                                   | a launch then                              |
 |----------|----------------------------------------------|--------------------------------------------|
-| reuse    | its *key* equals an earlier launch's key     | runs the program with the packed arguments kept from then: no checks, no facts, no packing |
+| reuse    | its *key* equals an earlier launch's key     | runs the program with the packed arguments kept for the key (from its second launch on): no checks, no facts, no packing |
 | checked  | its *token* has an entry                     | checks the per-value properties, computes the launch facts (runtime/specialize.py `facts_of`, from the values the checks read), looks the program up per (facts, GPU), packs |
 | full     | otherwise                                    | runs runtime/args.py's checks (and raises their errors) |
 
