@@ -36,6 +36,7 @@ SCRIPT = textwrap.dedent("""
     repo_imports.bootstrap()
     import gpu_check as G
 
+    G.preload_compiler()  # as --prepare does: the children start with MLIR imported
     runs = json.loads(sys.argv[2])
     cases = {c[0]: c for c in G.gradient_cases() + G.atomics_cases()}
     work = sys.argv[3]  # the test's tmp_path
