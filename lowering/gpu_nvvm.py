@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu.lowering.ir_util import apply_patterns, sym_name
+from diffgpu.lowering.ir_util import apply_patterns, sym_name, top_ops
 from diffgpu.lowering.llvm_flags import WRAP_OPS, replace_op, without_flags
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.coarsen import NOINLINE_ATTR
@@ -63,8 +63,7 @@ class NvvmCleanup(ModulePass):
             gm = gm.operation
             if gm.name != "gpu.module":
                 continue
-            funcs = [op.operation for op in gm.regions[0].blocks[0].operations
-                     if op.operation.name == "llvm.func"]
+            funcs = top_ops(gm, ("llvm.func",))
             names = {sym_name(f) for f in funcs}
             for f in funcs:
                 name = sym_name(f)

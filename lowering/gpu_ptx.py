@@ -38,7 +38,7 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering import gpu_shared  # noqa: F401  (diffgpu-check-shared-memory, in _front)
 from diffgpu.abi import memref_words
 from diffgpu.lowering import targets as T
-from diffgpu.lowering.ir_util import scalar_name, sym_name
+from diffgpu.lowering.ir_util import scalar_name, sym_name, top_ops
 from diffgpu.lowering.registry import PipelineError, register_pipeline, register_upstream_check
 
 #: upstream steps from `diffgpu-lower-to-gpu`'s output to the NVVM dialect
@@ -150,7 +150,7 @@ def extract_objects(module) -> dict[str, list[GpuObject]]:
     from diffgpu._mlir import gpu
 
     out = {}
-    for op in _top_ops(module, "gpu.binary"):
+    for op in top_ops(module, ("gpu.binary",)):
         objs = []
         for attr in op.attributes["objects"]:
             obj = gpu.ObjectAttr(attr)
@@ -177,13 +177,22 @@ def ptx_entries(ptx: str) -> list[str]:
     return re.findall(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", ptx, re.M)
 
 
+def ptx_undefined_calls(ptx: str) -> list[str]:
+    """Functions a PTX text declares `.extern` (calls but does not define),
+    other than the CUDA SYSTEM_CALLS the driver resolves; a `_mlir_ciface_`
+    wrapper is named after the function it wraps."""
+    return [name.removeprefix("_mlir_ciface_") for name in
+            re.findall(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", ptx, re.M)
+            if name not in SYSTEM_CALLS]
+
+
 def kernel_abi(module, chip: str | None = None) -> dict[str, list[tuple]]:
     """Argument descriptors of the GPU kernels of `module` (before lowering):
     `("memref", rank, dtype)` or `("scalar", dtype)`, dtype a numpy name."""
     from diffgpu._mlir import ir
 
     out = {}
-    for op in _top_ops(module, "func.func"):
+    for op in top_ops(module, ("func.func",)):
         target = T.get_target(op)
         if T.KERNEL_ATTR not in op.attributes or not T.is_gpu(target):
             continue
@@ -267,7 +276,3 @@ func.func @probe(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {{diffgp
 }}
 """
 
-
-def _top_ops(module, name: str) -> list:
-    op = getattr(module, "operation", module)
-    return [o.operation for o in op.regions[0].blocks[0].operations if o.operation.name == name]

@@ -20,6 +20,7 @@ from diffgpu._mlir import ir, scf
 from diffgpu.dialects import names as N
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.block_sum import zero
+from diffgpu.lowering.ir_util import defined_by
 from diffgpu.lowering.grid_sum import SCRATCH_MARK
 from diffgpu.lowering.specialize import NOALIAS_ATTR
 from diffgpu.lowering.uniform import walk
@@ -90,7 +91,7 @@ def _harmless(o, target, noalias) -> bool:
         if _space(mem) != _space(target):
             return True  # shared memory and a global array never overlap
         if not is_arg(mem):
-            return mem.owner.operation.name == "memref.alloca"
+            return defined_by(mem, ("memref.alloca",)) is not None
         return noalias and is_arg(target) and mem != target
     return False
 

@@ -42,6 +42,7 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering import host_racecheck
 from diffgpu.lowering.host_barrier_control import ControlFlowMixin
 from diffgpu.lowering.host_ops import isa, walk_ops
+from diffgpu.lowering.ir_util import defined_by
 from diffgpu.lowering.targets import copy_target
 
 BARRIER = N.BARRIER
@@ -326,14 +327,12 @@ class BarrierLowering(ControlFlowMixin):
                 op.operands[i] = cache[v]
 
     def external(self, v, fn, args, spill, lin, nthreads, start):
-        from diffgpu._mlir import ir
-
         for j, a in enumerate(self.k_args):
             if v == a:
                 return args[j]
-        d = v.maybe_downcast()
-        if isinstance(d, ir.OpResult) and d.owner.operation.name == "arith.constant":
-            return d.owner.operation.clone(ip=start).results[0]
+        const = defined_by(v, ("arith.constant",))
+        if const is not None:
+            return const.clone(ip=start).results[0]
         if v not in self.slots:
             self.store_after_def(v)
         return self.load_slot(self.slots[v], spill, nthreads, lin, start, fn.location,

@@ -40,7 +40,7 @@ from __future__ import annotations
 from diffgpu.abi import CANCEL_ADDR_FUNC
 from diffgpu.dialects import names as N
 from diffgpu.lowering.host_ops import walk_ops
-from diffgpu.lowering.ir_util import lookup
+from diffgpu.lowering.ir_util import defined_by, lookup
 from diffgpu.lowering.targets import set_target
 
 FLAG = "__dg_host_cancel"
@@ -145,11 +145,8 @@ def check_while(op) -> None:
 
 
 def _constant_trip(op) -> bool:
-    from diffgpu._mlir import ir
-
     for v in list(op.operands)[:3]:
-        d = v.maybe_downcast()
-        if not (isinstance(d, ir.OpResult) and d.owner.operation.name == "arith.constant"):
+        if defined_by(v, ("arith.constant",)) is None:
             return False
     return True
 

@@ -4,6 +4,7 @@
     walk(fn, ("func.call",))       -> the func.call ops in fn
     walk(fn, include_self=False)   -> the nested ops only
     walk(fn, post_order=True)      -> nested ops before the ops holding them
+    top_ops(module, ("func.func",)) -> the func.funcs directly in module's body
     walk_block(block)              -> the ops of block, nested ones included,
                                       as their typed classes (isinstance(op, AutodiffOp))
     isa(t, ir.F32Type)             -> whether type t is an f32 (never str(t) == "f32")
@@ -12,6 +13,7 @@
     sym_name(f)                    -> "k" for func.func @k
     callee(call)                   -> "g" for func.call @g(...), None for another op
     lookup(module, "k")            -> the op defining symbol @k in module, or None
+    defined_by(v, ("arith.constant",)) -> the op defining value v, if so named
     int_attr(op, "diffgpu.coarsen", 1) -> an integer attribute's value, or the default
     apply_patterns(fn, {ThreadIdOp: lower_tid, "func.return": lower_ret})
                                    -> one-to-one rewrites of the ops nested in fn
@@ -58,6 +60,13 @@ def walk(op, names=None, include_self: bool = True, post_order: bool = False) ->
         if found[end] == root:
             found = found[:-1] if post_order else found[1:]
     return found
+
+
+def top_ops(op, names) -> list:
+    """The ops directly in the (first) body of `op` (a module, gpu.module...),
+    not nested deeper, named in `names`, as `ir.Operation`s."""
+    body = op.operation.regions[0].blocks[0]
+    return [o.operation for o in body.operations if o.operation.name in names]
 
 
 def walk_block(block) -> list:
@@ -118,6 +127,17 @@ def lookup(module, name: str):
     for op in module.operation.regions[0].blocks[0].operations:
         if sym_name(op) == name:
             return op.operation
+    return None
+
+
+def defined_by(value, names):
+    """The op that defines `value` (an `ir.Operation`) when it is named in
+    `names`; None for another op or a block argument."""
+    from diffgpu._mlir import ir
+
+    v = value.maybe_downcast()
+    if isinstance(v, ir.OpResult) and v.owner.operation.name in names:
+        return v.owner.operation
     return None
 
 

@@ -57,7 +57,7 @@ from diffgpu.dialects import names as N
 from diffgpu.abi import ENTRY_PREFIX, host_entry
 from diffgpu.lowering import (host_barrier, host_bounds, host_cancel, host_inline, host_ops,
                               host_racecheck, targets)
-from diffgpu.lowering.ir_util import apply_patterns, lookup, sym_name
+from diffgpu.lowering.ir_util import apply_patterns, lookup, sym_name, top_ops
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
@@ -90,8 +90,7 @@ class LowerToHost(ModulePass):
     def run(self, module) -> None:
         from diffgpu._mlir import ir
 
-        funcs = [op.operation for op in module.regions[0].blocks[0].operations
-                 if op.operation.name == "func.func"]
+        funcs = top_ops(module, ("func.func",))
         host = [f for f in funcs if targets.get_target(f) is not None
                 and targets.is_host(targets.get_target(f))]
         if not host:

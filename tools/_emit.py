@@ -14,6 +14,8 @@ import io
 import os
 import subprocess
 
+from diffgpu.lowering.ir_util import sym_name, top_ops
+
 PTX_HINT = "e.g. -p 'diffgpu-to-ptx{chip=sm_90}'"
 
 
@@ -46,10 +48,6 @@ def render(module, kind: str, generic: bool = False, debuginfo: bool = False,
     raise EmitError(f"unknown --emit value {kind!r}")
 
 
-def _top_ops(module, name: str):
-    return [op.operation for op in module.body.operations if op.operation.name == name]
-
-
 def ptx_of(module) -> str:
     """The PTX of every gpu.binary of `module`; one binary: just its PTX."""
     from diffgpu.lowering.gpu_ptx import extract_objects
@@ -79,11 +77,11 @@ def _host_kernels(module) -> list[str]:
     from diffgpu.lowering import targets
 
     out = []
-    for op in _top_ops(module, "func.func") + _top_ops(module, "llvm.func"):
+    for op in top_ops(module, ("func.func", "llvm.func")):
         attrs = op.attributes
-        if "diffgpu.kernel" in attrs and targets.TARGET_ATTR in attrs \
+        if targets.KERNEL_ATTR in attrs and targets.TARGET_ATTR in attrs \
                 and targets.is_host(attrs[targets.TARGET_ATTR]):
-            out.append(str(attrs["sym_name"]).strip('"'))
+            out.append(sym_name(op))
     return out
 
 
@@ -99,14 +97,14 @@ def llvm_of(module) -> str:
     if binaries:
         raise EmitError("--emit=llvm: the gpu.binary ops hold no LLVM bitcode; use "
                         "gpu-module-to-binary{format=llvm}, or stop before it")
-    gpu_modules = _top_ops(module, "gpu.module")
+    gpu_modules = top_ops(module, ("gpu.module",))
     if gpu_modules:
         out = []
         for gm in gpu_modules:
             inner = ir.Module.create()
             for op in gm.regions[0].blocks[0].operations:
                 op.operation.clone(ir.InsertionPoint(inner.body))
-            name = gm.attributes["sym_name"].value
+            name = sym_name(gm)
             out.append(f"; gpu.module @{name}\n" + _translate(inner, llvm, MLIRError))
         return "".join(out)
     return _translate(module, llvm, MLIRError)

@@ -31,7 +31,6 @@ text, locations) it keeps uniqued forever.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from dataclasses import dataclass, field
 
@@ -324,7 +323,7 @@ def pass_error(exc) -> CompileError:
 
 
 def _ptx_result(chip: str, ptxs: dict, kernels: dict) -> Compiled:
-    from diffgpu.lowering.gpu_ptx import SYSTEM_CALLS, ptx_entries
+    from diffgpu.lowering.gpu_ptx import ptx_entries, ptx_undefined_calls
 
     if not ptxs:
         raise CompileError(f"the module has no GPU kernel or function for {chip}")
@@ -332,9 +331,7 @@ def _ptx_result(chip: str, ptxs: dict, kernels: dict) -> Compiled:
         raise CompileError(f"the GPU functions have {len(ptxs)} different targets for "
                            f"{chip} (e.g. different O levels); compile_ptx needs one")
     (ptx,) = ptxs.values()
-    externs = [name.removeprefix("_mlir_ciface_") for name in
-               re.findall(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", ptx, re.M)
-               if name not in SYSTEM_CALLS]
+    externs = ptx_undefined_calls(ptx)
     if externs:
         raise CompileError(f"the PTX calls functions it does not define: {', '.join(externs)}")
     entries = ptx_entries(ptx)
@@ -347,11 +344,11 @@ def _ptx_result(chip: str, ptxs: dict, kernels: dict) -> Compiled:
 def _check_host_only(module) -> None:
     """GPU-target functions cannot run on the host (the pass leaves them)."""
     from diffgpu.lowering import targets
-    from diffgpu.lowering.ir_util import sym_name
+    from diffgpu.lowering.ir_util import sym_name, top_ops
 
-    for op in module.body.operations:
+    for op in top_ops(module, ("func.func",)):
         t = targets.get_target(op)
-        if op.operation.name == "func.func" and t is not None and not targets.is_host(t):
+        if t is not None and not targets.is_host(t):
             raise CompileError(f"function '@{sym_name(op)}' targets {targets.describe(t)}; the CPU "
                                "runtime compiles host-target modules only")
 
