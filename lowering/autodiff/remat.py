@@ -215,9 +215,10 @@ class Remat:
         op = _op(v)
         with ir.InsertionPoint(frame.anchor), op.location:
             operands = [R.need(u) for u in op.operands]
-            attrs = {k: op.attributes[k] for k in op.attributes}
-            new = ir.Operation.create(op.name, results=[v.type], operands=operands,
-                                      attributes=attrs).results[0]
+        copy = op.clone(ip=ir.InsertionPoint(frame.anchor))  # attributes, flags, location
+        for k, u in enumerate(operands):
+            copy.operands[k] = u
+        new = copy.results[0]
         self.made.add(new)
         frame.cache[v] = new
         return new
