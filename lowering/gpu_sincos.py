@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu.lowering.ir_util import walk
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 
@@ -27,17 +28,8 @@ class FuseSinCos(ModulePass):
     summary: ClassVar[str] = "math.sin and math.cos of one value in one block -> math.sincos"
 
     def run(self, module) -> None:
-        from diffgpu._mlir import ir
-
-        blocks = []
-
-        def visit(o):
-            for region in o.operation.regions:
-                for block in region.blocks:
-                    blocks.append(block)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit, ir.WalkOrder.PRE_ORDER)
+        # every block first: fusing erases ops, whose handles are not read again
+        blocks = [b for op in walk(module) for r in op.regions for b in r.blocks]
         for block in blocks:
             fuse_block(block)
 
@@ -54,7 +46,7 @@ def fuse_block(block) -> int:
         cos = next((o for o in ops if o.name == "math.cos" and o.operands[0] == x
                     and o.block == block), None)
         if cos is None or "fastmath" in s.attributes and "fastmath" in cos.attributes and \
-                str(s.attributes["fastmath"]) != str(cos.attributes["fastmath"]):
+                s.attributes["fastmath"] != cos.attributes["fastmath"]:
             continue
         first = s if ops.index(s) < ops.index(cos) else cos
         new = ir.Operation.create("math.sincos", results=[x.type, x.type], operands=[x],
