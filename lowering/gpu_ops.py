@@ -144,7 +144,8 @@ def _shared_problem(t) -> str | None:
     m = ir.MemRefType(t)
     if not m.has_static_shape:
         return f"shared memory {t} needs a static shape"
-    if str(m.memory_space) != "#gpu.address_space<workgroup>":
+    workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    if m.memory_space is None or m.memory_space != workgroup:
         return f"shared memory {t} must be in #gpu.address_space<workgroup>"
     plain = ir.MemRefType.get(m.shape, m.element_type, memory_space=m.memory_space,
                               loc=ir.Location.unknown())

@@ -84,8 +84,12 @@ def _children(op):
 
 def _symbol_path(attr) -> list[str]:
     """`@a::@b` -> ["a", "b"]; accepts FlatSymbolRefAttr / SymbolRefAttr."""
-    text = str(attr)
-    return [p.strip().lstrip("@").strip('"') for p in text.split("::")]
+    from diffgpu._mlir import ir
+
+    attr = attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr
+    if isinstance(attr, ir.FlatSymbolRefAttr):
+        return [attr.value]
+    return list(ir.SymbolRefAttr(attr).value)
 
 
 @register_pass
