@@ -103,13 +103,13 @@ def _pack_arg(i: int, value, typ, keep: list):
     if isinstance(typ, ArrayType):
         if not isinstance(value, np.ndarray):
             raise LaunchError(f"argument {i}: expected a numpy array, got {type(value).__name__}")
-        if value.dtype.name != typ.dtype or value.ndim != typ.ndim:
+        if _dtype_name(value.dtype) != typ.dtype or value.ndim != typ.ndim:
             raise LaunchError(f"argument {i}: expected a {typ.ndim}-d {typ.dtype} array, got "
                               f"a {value.ndim}-d {value.dtype.name} array")
         desc = memref_descriptor(value)
         ptr = ctypes.pointer(desc)
         keep += [desc, ptr]  # not `value`: the caller keeps it alive during the run
-        return ctypes.cast(ctypes.pointer(ptr), ctypes.c_void_p)
+        return ctypes.addressof(ptr)  # where the pointer to the descriptor is stored
     if isinstance(typ, ScalarType):
         ctype = _SCALAR_CTYPES.get(typ.dtype)
         if ctype is None:
@@ -127,8 +127,19 @@ def _pack_arg(i: int, value, typ, keep: list):
         else:
             cval = ctype(float(np.dtype(typ.dtype).type(value)))
         keep.append(cval)
-        return ctypes.cast(ctypes.pointer(cval), ctypes.c_void_p)
+        return ctypes.addressof(cval)
     raise LaunchError(f"argument {i}: unknown argument type {typ!r}")
+
+
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dtype) -> str:
+    """`dtype.name`, remembered per dtype (numpy computes it in Python: 1.5 us)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = dtype.name
+    return name
 
 
 class HostProgram:
@@ -247,7 +258,7 @@ class HostProgram:
         for d in grid + block:
             v = ctypes.c_int64(d)
             keep.append(v)
-            ptrs.append(ctypes.cast(ctypes.pointer(v), ctypes.c_void_p))
+            ptrs.append(ctypes.addressof(v))
         return fn, (ctypes.c_void_p * len(ptrs))(*ptrs), keep, grid, block
 
     def run_packed(self, kernel_name: str, packed, args, arg_names=None) -> None:
