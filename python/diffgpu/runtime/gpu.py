@@ -239,7 +239,8 @@ class GpuProgram:
         self.lean = tuple(bool(x) for x in lean) if lean else None
         self._checked = False
         self.uses_malloc = uses_malloc(ptx)
-        self._fns: dict = {}  # device id -> loaded function
+        self._fns: dict = {}  # device id -> loaded function (launch_cached)
+        self._cuda = None  # (CuPy's current-device query, its Device), with the first one
         self.scratch = _scratch_of(abi)
 
     def launch_cached(self, ready, args, arg_types, device_id: int) -> None:
@@ -253,12 +254,12 @@ class GpuProgram:
                 if not self._checked:
                     check_abi(self.meta, arg_types)
                     self._checked = True
+                if self.uses_malloc:
+                    ensure_malloc_heap(device_id)
+                cupy = cupy_module()
+                self._cuda = (cupy.cuda.runtime.getDevice, cupy.cuda.Device)
                 fn = self._fns[device_id] = self._load(device_id)
-            if self.uses_malloc:
-                ensure_malloc_heap(device_id)
-            cupy = cupy_module()
-            packed = (fn, as_kernel_pointers(pack_fast(args, arg_types, self.lean)),
-                      cupy.cuda.runtime.getDevice, cupy.cuda.Device)
+            packed = (fn, as_kernel_pointers(pack_fast(args, arg_types, self.lean))) + self._cuda
             if ready.seen:
                 ready.packed = packed
         fn, values, current, device = packed
