@@ -1,123 +1,16 @@
 """The data-race detector of host launches (`with dg.racecheck():`,
 DIFFGPU_RACECHECK=1): racy kernels raise dg.RaceError naming the array, the
-element, both threads and both source lines; race-free kernels (atomics,
-barriers, disjoint writes, reads only...) run as usual, with the same
-results as the unchecked program."""
-import os
-import subprocess
-import sys
-
+element, both threads and both source lines (kernels: racecheck_kernels.py);
+the checked program is a separate, cached variant. Race-free kernels and the
+switches: test_racecheck_free.py."""
 import numpy as np
-import pytest
 
 import diffgpu as dg
 from diffgpu.launch import STATS
-
-HERE = os.path.abspath(__file__)
-
-
-def checked(launch):
-    """Run `launch()` race-checked; the RaceError, or None."""
-    with dg.racecheck():
-        try:
-            launch()
-        except dg.RaceError as exc:
-            return exc
-    return None
-
-
-def line_of(text: str) -> int:
-    """Line number (1-based) of the first line of this file containing `text`."""
-    with open(HERE) as f:
-        for n, line in enumerate(f, 1):
-            if text in line and "line_of(" not in line:
-                return n
-    raise AssertionError(text)
-
-
-# ---------------------------------------------------------------------------
-# Racy kernels
-# ---------------------------------------------------------------------------
-
-@dg.kernel
-def loss_no_atomic(x, out):
-    i = dg.global_id(0)
-    if i < len(x):
-        out[0] += x[i] * x[i]  # RACY-LOSS
-
-
-@dg.kernel
-def write_write(x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[0] = x[i]  # RACY-WW
-
-
-@dg.kernel
-def shift_left(y):
-    i = dg.global_id(0)
-    if i + 1 < len(y):
-        y[i] = y[i + 1]  # RACY-SHIFT
-
-
-@dg.kernel
-def per_thread_slot(x, y):
-    # slot t is written by thread t of *every* block: races across blocks only
-    t = dg.thread_id(0)
-    y[t] = x[dg.global_id(0)]  # RACY-BLOCKS
-
-
-@dg.kernel
-def shared_no_barrier(x, y):
-    s = dg.shared_array(8, np.float64)
-    t = dg.thread_id(0)
-    s[t] = x[t]  # RACY-SH-W
-    y[t] = s[(t + 1) % 8]  # RACY-SH-R
-
-
-@dg.kernel
-def loop_missing_barrier(x, y, n):
-    s = dg.shared_array(8, np.float64)
-    t = dg.thread_id(0)
-    acc = 0.0
-    for k in range(n):
-        s[t] = x[t] + k  # RACY-LOOP-W
-        dg.syncthreads()
-        acc += s[(t + 1) % 8]  # RACY-LOOP-R
-    y[t] = acc
-
-
-@dg.kernel
-def write_2d(x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[1, i % 2] = x[i]  # RACY-2D
-
-
-@dg.func
-def store_first(a, v):
-    a[0] = v  # RACY-FUNC
-
-
-@dg.kernel
-def race_in_func(x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        store_first(y, x[i])
-
-
-@dg.kernel
-def halve(x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[i // 2] = x[i]  # RACY-HALVE
-
-
-@dg.kernel
-def copy_shifted(a, b):
-    i = dg.global_id(0)
-    if i + 1 < len(b):
-        b[i + 1] = a[i] * 2.0  # RACY-ALIAS
+from racecheck_kernels import (KERNELS_FILE, atomic_then_plain, checked, copy_shifted,
+                               grid_2d_race, halve, line_of, loop_missing_barrier,
+                               loss_no_atomic, per_thread_slot, race_in_func,
+                               shared_no_barrier, shift_left, write_2d, write_write)
 
 
 def test_loss_without_atomic_forward_and_details():
@@ -127,7 +20,7 @@ def test_loss_without_atomic_forward_and_details():
     assert err is not None
     msg = str(err)
     line = line_of("# RACY-LOSS")
-    assert f"{HERE}:{line}:" in msg and "out[0] += x[i] * x[i]" in msg
+    assert f"{KERNELS_FILE}:{line}:" in msg and "out[0] += x[i] * x[i]" in msg
     assert "data race on out[0] (global memory)" in msg
     assert "write by block (0, 0, 0) thread (0, 0, 0)" in msg
     assert "read by block (0, 0, 0) thread (1, 0, 0)" in msg
@@ -138,7 +31,7 @@ def test_loss_without_atomic_forward_and_details():
 def test_write_write():
     err = checked(lambda: write_write[1, 4](np.ones(4), np.zeros(1)))
     assert err is not None and "data race on y[0]" in str(err)
-    assert str(err).count(f"{HERE}:{line_of('# RACY-WW')}:") == 2
+    assert str(err).count(f"{KERNELS_FILE}:{line_of('# RACY-WW')}:") == 2
     assert "write by block (0, 0, 0) thread (0, 0, 0)" in str(err)
     assert "write by block (0, 0, 0) thread (1, 0, 0)" in str(err)
 
@@ -167,7 +60,7 @@ def test_shared_memory_without_barrier():
     err = checked(lambda: shared_no_barrier[1, 8](np.arange(8.0), np.zeros(8)))
     assert err is not None
     msg = str(err)
-    assert f"data race on s[1] (shared memory, allocated at {HERE}:" in msg
+    assert f"data race on s[1] (shared memory, allocated at {KERNELS_FILE}:" in msg
     assert f":{line_of('# RACY-SH-W')}:" in msg and f":{line_of('# RACY-SH-R')}:" in msg
     assert err.index == "1"  # written by thread 1 after thread 0 read it
 
@@ -230,137 +123,6 @@ def test_strided_view_index():
 
 
 # ---------------------------------------------------------------------------
-# Race-free kernels
-# ---------------------------------------------------------------------------
-
-@dg.kernel
-def atomic_sum(x, out):
-    i = dg.global_id(0)
-    if i < len(x):
-        dg.atomic_add(out, 0, x[i] * x[i])
-
-
-@dg.kernel
-def atomic_hist(x, h):
-    i = dg.global_id(0)
-    if i < len(x):
-        dg.atomic_add(h, int(x[i]) % 3, 1.0)
-
-
-@dg.kernel
-def scale(x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[i] = 2.0 * x[i]
-
-
-@dg.kernel
-def broadcast_read(x, w, y):
-    i = dg.global_id(0)
-    if i < len(y):
-        y[i] = x[0] * w[i]
-
-
-@dg.kernel
-def stencil(x, y):
-    i = dg.global_id(0)
-    if i + 1 < len(x):
-        y[i] = x[i] + x[i + 1]
-
-
-@dg.kernel
-def own_element_updates(y):
-    i = dg.global_id(0)
-    if i < len(y):
-        y[i] = y[i] + 1.0
-        y[i] = y[i] * 3.0
-
-
-@dg.kernel
-def shared_reverse(x, y):
-    s = dg.shared_array(8, np.float64)
-    t = dg.thread_id(0)
-    i = dg.global_id(0)
-    s[t] = x[i]
-    dg.syncthreads()
-    y[i] = s[7 - t]
-
-
-@dg.kernel
-def shared_tree_sum(x, out):
-    s = dg.shared_array(8, np.float64)
-    t = dg.thread_id(0)
-    s[t] = x[dg.global_id(0)]
-    dg.syncthreads()
-    stride = 4
-    while stride > 0:
-        if t < stride:
-            s[t] += s[t + stride]
-        dg.syncthreads()
-        stride = stride // 2
-    if t == 0:
-        out[dg.block_id(0)] = s[0]
-
-
-@dg.kernel
-def loop_two_barriers(x, y, n):
-    s = dg.shared_array(8, np.float64)
-    t = dg.thread_id(0)
-    acc = 0.0
-    for k in range(n):
-        s[t] = x[t] + k
-        dg.syncthreads()
-        acc += s[(t + 1) % 8]
-        dg.syncthreads()
-    y[t] = acc
-
-
-def _same_as_unchecked(kernel, grid, block, make):
-    ref = make()
-    kernel[grid, block](*ref)
-    args = make()
-    assert checked(lambda: kernel[grid, block](*args)) is None
-    for a, b in zip(args, ref):
-        if isinstance(a, np.ndarray):
-            np.testing.assert_array_equal(a, b)
-
-
-RACE_FREE = [
-    (atomic_sum, 2, 4, lambda: [np.arange(8.0), np.zeros(1)]),
-    (atomic_hist, 2, 4, lambda: [np.arange(8.0), np.zeros(3)]),
-    (scale, 3, 4, lambda: [np.arange(10.0), np.zeros(10)]),
-    (broadcast_read, 2, 4, lambda: [np.full(1, 3.0), np.arange(8.0), np.zeros(8)]),
-    (stencil, 2, 4, lambda: [np.arange(9.0), np.zeros(8)]),
-    (own_element_updates, 2, 4, lambda: [np.arange(8.0)]),
-    (shared_reverse, 2, 8, lambda: [np.arange(16.0), np.zeros(16)]),
-    (shared_tree_sum, 2, 8, lambda: [np.arange(16.0), np.zeros(2)]),
-    (loop_two_barriers, 1, 8, lambda: [np.arange(8.0), np.zeros(8), 3]),
-    (per_thread_slot, 1, 4, lambda: [np.arange(4.0), np.zeros(4)]),
-]
-
-
-@pytest.mark.parametrize("kernel,grid,block,make", RACE_FREE,
-                         ids=[c[0].name for c in RACE_FREE])
-def test_race_free(kernel, grid, block, make):
-    _same_as_unchecked(kernel, grid, block, make)
-
-
-def test_race_free_gradients():
-    x, w, y = np.full(1, 3.0), np.arange(8.0), np.zeros(8)
-    dx, dw, dy = np.zeros(1), np.zeros(8), np.ones(8)
-    acts = (dg.Duplicated(x, dx), dg.Duplicated(w, dw), dg.Duplicated(y, dy))
-    assert checked(lambda: dg.autodiff(broadcast_read[2, 4], *acts)) is None
-    assert dx[0] == np.sum(w) and np.all(dw == 3.0)
-    xs, dxs = np.arange(16.0), np.zeros(16)
-    assert checked(lambda: dg.autodiff(shared_reverse[2, 8], dg.Duplicated(xs, dxs),
-                                       dg.Duplicated(np.zeros(16), np.ones(16)))) is None
-    assert np.all(dxs == 1.0)
-    assert checked(lambda: dg.fwddiff(stencil[2, 4], dg.Duplicated(np.arange(9.0),
-                                                                   np.ones(9)),
-                                      dg.Duplicated(np.zeros(8), np.zeros(8)))) is None
-
-
-# ---------------------------------------------------------------------------
 # Switches and variants
 # ---------------------------------------------------------------------------
 
@@ -380,92 +142,6 @@ def test_unchecked_mode_is_a_separate_uninstrumented_program():
             loss_no_atomic[1, 4](x, out)  # off inside
 
 
-def test_racecheck_rejects_non_bool():
-    with pytest.raises(TypeError):
-        with dg.racecheck("yes"):
-            pass
-
-
-def test_environment_variable(tmp_path):
-    script = tmp_path / "k.py"
-    script.write_text(
-        "import numpy as np, diffgpu as dg\n"
-        "@dg.kernel\n"
-        "def k(x, out):\n"
-        "    i = dg.global_id(0)\n"
-        "    out[0] += x[i]\n"
-        "try:\n"
-        "    k[1, 4](np.ones(4), np.zeros(1))\n"
-        "    print('NO RACE')\n"
-        "except dg.RaceError as e:\n"
-        "    print('RACE', e.array)\n")
-    env = dict(os.environ, DIFFGPU_RACECHECK="1")
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-    env["PYTHONPATH"] = os.path.join(repo, "python") + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         env=env, timeout=120)
-    assert "RACE out" in out.stdout, out.stdout + out.stderr
-    env["DIFFGPU_RACECHECK"] = "0"
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         env=env, timeout=120)
-    assert "NO RACE" in out.stdout, out.stdout + out.stderr
-
-
-def _corpus():
-    sys.path.insert(0, os.path.dirname(HERE))
-    from kernels_corpus import CASES
-    return CASES
-
-
-@pytest.mark.parametrize("case", _corpus(), ids=[c.name for c in _corpus()])
-def test_corpus_is_race_free_and_unchanged(case):
-    """No false alarm on the 50 race-free kernels of the corpus, and the
-    checked program computes what the reference does."""
-    args = case.make(np.float64, np)
-    expected = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    case.ref(*expected)
-    err = checked(lambda: case.kernel[case.grid, case.block](*args))
-    assert err is None, str(err)
-    for got, want in zip(args, expected):
-        if isinstance(got, np.ndarray):
-            np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
-
-
-def test_interrupting_a_checked_launch(tmp_path):
-    """Ctrl-C stops a race-checked launch too; the next checked launch
-    reports its race."""
-    script = tmp_path / "k.py"
-    script.write_text(
-        "import os, signal, threading, numpy as np, diffgpu as dg\n"
-        "@dg.kernel\n"
-        "def spin(x, out):\n"
-        "    i = dg.global_id(0)\n"
-        "    while x[i] < 1.0:\n"
-        "        out[0] += 1.0\n"
-        "    out[0] += x[i]\n"
-        "x = np.zeros(4); out = np.zeros(1)\n"
-        "with dg.racecheck():\n"
-        "    try:\n"
-        "        spin[1, 4](np.full(4, 2.0), out)  # compiled before the timer starts\n"
-        "    except dg.RaceError:\n"
-        "        pass\n"
-        "    threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
-        "    try:\n"
-        "        spin[1, 4](x, out)\n"
-        "    except KeyboardInterrupt:\n"
-        "        print('INTERRUPTED')\n"
-        "    try:\n"
-        "        spin[1, 4](np.full(4, 2.0), out)\n"
-        "    except dg.RaceError as e:\n"
-        "        print('RACE', e.array, e.index)\n")
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(repo, "python") + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         env=env, timeout=120)
-    assert "INTERRUPTED" in out.stdout and "RACE out 0" in out.stdout, out.stdout + out.stderr
-
-
 def test_checked_variant_from_the_disk_cache():
     x, out = np.arange(4.0), np.zeros(1)
     assert checked(lambda: loss_no_atomic[1, 4](x, out)) is not None
@@ -478,12 +154,6 @@ def test_checked_variant_from_the_disk_cache():
     loss_no_atomic[1, 4](x, out)  # and the unchecked one stays unchecked
 
 
-@dg.kernel
-def grid_2d_race(out):
-    # every thread of the 2-D grid writes out[0]
-    out[0] = dg.thread_id(0) + 10 * dg.thread_id(1) + 100 * dg.block_id(1)  # RACY-2DGRID
-
-
 def test_2d_geometry_in_report():
     err = checked(lambda: grid_2d_race[(1, 2), (2, 3)](np.zeros(1)))
     assert err is not None
@@ -492,14 +162,6 @@ def test_2d_geometry_in_report():
     assert "write by block (0, 0, 0) thread (0, 0, 0)" in msg
     assert "write by block (0, 0, 0) thread (1, 0, 0)" in msg
     assert "(11 racing accesses in all)" in msg  # 12 writes: each after the first
-
-
-@dg.kernel
-def atomic_then_plain(out, x):
-    i = dg.global_id(0)
-    dg.atomic_add(out, 0, x[i])
-    if i == 0:
-        x[1] = 0.0  # RACY-AFTER-ATOMIC: thread 1 reads x[1]
 
 
 def test_atomics_are_not_checked_plain_accesses_still_are():
