@@ -31,13 +31,37 @@ def target_for_name(name: str) -> str:
     return nvvm_target(name)
 
 
+#: the attribute kinds of targets, by the prefix of their text
+_HOST_PREFIX, _GPU_PREFIX = "#llvm.target<", "#nvvm.target<"
+#: attribute text prefix -> TypeID of that attribute class (global in MLIR)
+_TYPEIDS: dict = {}
+
+
+def _is_kind(attr, prefix: str) -> bool:
+    """Whether `attr` (an attribute, or its text) is an `#llvm.target` /
+    `#nvvm.target` (by `prefix`). The bindings have no Python class for these
+    attributes, so an attribute is tested by its TypeID, compared with the
+    one of a parsed example (no printing)."""
+    if attr is None:
+        return False
+    if isinstance(attr, str):
+        return attr.startswith(prefix)
+    tid = _TYPEIDS.get(prefix)
+    if tid is None:
+        from diffgpu._mlir import ir
+        example = HOST_TARGET if prefix == _HOST_PREFIX else nvvm_target("sm_90")
+        tid = _TYPEIDS[prefix] = ir.Attribute.parse(example, context=attr.context).typeid
+    return attr.typeid == tid
+
+
 def is_host(attr) -> bool:
     """True if the attribute (or its text) is the host target."""
-    return str(attr).startswith("#llvm.target<")
+    return _is_kind(attr, _HOST_PREFIX)
 
 
 def is_gpu(attr) -> bool:
-    return str(attr).startswith("#nvvm.target<")
+    """True if the attribute (or its text) is a GPU (`#nvvm.target`) target."""
+    return _is_kind(attr, _GPU_PREFIX)
 
 
 #: the chip of an `#nvvm.target` that names none (MLIR omits its default)

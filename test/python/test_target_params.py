@@ -30,3 +30,19 @@ def test_parameters_as_written():
 def test_backend_problems(text, problem):
     got = T.gpu_target_problem(text)
     assert (got is None) if problem is None else (problem in got), got
+
+
+def test_target_kinds_of_attributes_and_text():
+    from diffgpu._mlir import ir
+    from diffgpu.dialects import make_context
+
+    with make_context():
+        gpu = ir.Attribute.parse(T.nvvm_target("sm_80"))
+        default_chip = ir.Attribute.parse("#nvvm.target<O = 3>")
+        host = ir.Attribute.parse(T.HOST_TARGET)
+        other = ir.Attribute.parse('"#nvvm.target<chip = \\"sm_90\\">"')  # a string
+        assert T.is_gpu(gpu) and T.is_gpu(default_chip) and not T.is_host(gpu)
+        assert T.is_host(host) and not T.is_gpu(host)
+        assert not T.is_gpu(other) and not T.is_host(other)
+    assert T.is_gpu('#nvvm.target<chip = "sm_90">') and T.is_host(T.HOST_TARGET)
+    assert not T.is_gpu(None) and not T.is_host(None)
