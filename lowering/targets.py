@@ -80,7 +80,10 @@ def target_params(attr) -> dict:
             -> {"O": "3", "chip": "sm_90", "features": "+ptx80"}
 
     A parameter holding an array or a dictionary (`link = [...]`, `flags =
-    {...}`) maps to "[" or "{"; MLIR omits parameters at their default."""
+    {...}`) maps to "[" or "{"; MLIR omits parameters at their default.
+    (The bindings have no accessors for these attributes: neither
+    mlir.dialects.nvvm nor mlir.dialects.llvm defines a target-attribute
+    class, so the printed form is what there is to read, here only.)"""
     text = str(attr)
     start = text.find("<")
     if start < 0:
