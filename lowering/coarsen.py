@@ -46,9 +46,12 @@ factor; the tail's name carries it when it is not COARSEN (`factor_in_ptx`).
 Guards may be conjunctions of lower and upper bounds on g (Python's
 short-circuit `and` included; lowering/coarsen_bounds.py): the group is in
 range when every bound holds at the group's end that is hardest for it
-(the first element for a lower bound, the last for an upper one); guards
-nested directly in such a guard count too (the gathered stencil gradient's
-replays). `grid_dim(0)` and `block_dim(0)` may appear outside g at the top
+(the first element for a lower bound, the last for an upper one). Guards
+nested directly in such a guard (the gathered stencil gradient's replays)
+are decided per group in a test of their own inside the in-range path:
+when they hold, every copy is unguarded; otherwise the copies keep their
+runtime tests (a rarely true nested guard does not send groups to the
+tail). `grid_dim(0)` and `block_dim(0)` may appear outside g at the top
 level: the pass rewrites `grid_dim(0)` to `grid_dim(0) * factor`.
 
 A derivative wrapper with Active scalars ends, after its last guard, with
@@ -378,10 +381,10 @@ def coarsen(fn, found, factor: int) -> None:
     with ir.InsertionPoint(first), first.location:
         c = arith.constant(index, factor)
         bases = [arith.muli(g, c) for g in gids]
-        all_in = None
-        for bound in [b for bs in found.known.values() for b in bs]:
-            ok = _bound_holds(bound, gids, bases, factor)
-            all_in = ok if all_in is None else arith.andi(all_in, ok)
+        top = {g: found.known[g] for g in guards}
+        all_in = _all_hold([b for bs in top.values() for b in bs], gids, bases, factor)
+        nested = _all_hold([b for g, bs in found.known.items() if g not in top for b in bs],
+                           gids, bases, factor)
         tail = _tail_function(fn, gids, rest, factor)
         branch = None
         if _sign_test(fn, rest):  # base >= 0 first (always true): see _sign_test
@@ -393,15 +396,16 @@ def coarsen(fn, found, factor: int) -> None:
         with ir.InsertionPoint(branch.then_block) if branch else nullcontext():
             inner = scf.IfOp(all_in, [], has_else=True)
             with ir.InsertionPoint(inner.then_block):  # the whole group in range
-                sums = {}  # reduction atomic -> its value in each copy
-                for k in range(factor):
-                    mapping = [(g, arith.addi(b, arith.constant(index, k)))
-                               for g, b in zip(gids, bases)]
-                    for o in rest:
-                        _emit(o, mapping, found, fn, sums)
-                for atomic, values in sums.items():  # one add of the group's (pairwise) sum
-                    total = pairwise_sum(values)
-                    _clone(atomic, [(atomic.operands[1], total)] + mapping)
+                if nested is None:
+                    _copies(rest, found.known, found, fn, bases, factor)
+                else:  # nested bound guards: decided per group too, else tested per copy
+                    split = scf.IfOp(nested, [], has_else=True)
+                    with ir.InsertionPoint(split.then_block):
+                        _copies(rest, found.known, found, fn, bases, factor)
+                        scf.YieldOp([])
+                    with ir.InsertionPoint(split.else_block):
+                        _copies(rest, top, found, fn, bases, factor)
+                        scf.YieldOp([])
                 scf.YieldOp([])
             with ir.InsertionPoint(inner.else_block):  # the tail: a call (see _tail_function)
                 func.CallOp([], ir.FlatSymbolRefAttr.get(tail), list(block.arguments) + bases)
@@ -455,20 +459,49 @@ def _bound_holds(bound, gids, bases, factor: int):
     return arith.cmpi(pred, a, n) if bound.a_lhs else arith.cmpi(pred, n, a)
 
 
-def _emit(op, mapping, found, fn, sums) -> None:
-    """One copy of `op` in the in-range path: a guard known to hold is
-    replaced by its body (its reduction atomics collected in `sums`)."""
+def _all_hold(bounds, gids, bases, factor: int):
+    """i1: every bound of `bounds` holds for the whole group (None: none)."""
+    from diffgpu._mlir import arith
+
+    out = None
+    for bound in bounds:
+        ok = _bound_holds(bound, gids, bases, factor)
+        out = ok if out is None else arith.andi(out, ok)
+    return out
+
+
+def _copies(rest, known, found, fn, bases, factor: int) -> None:
+    """The in-range path: `factor` copies of `rest`, the guards in `known`
+    replaced by their bodies; the reduction and slot adds once, of the
+    copies' pairwise sum."""
+    from diffgpu._mlir import arith, ir
+
+    index = ir.IndexType.get()
+    sums = {}  # reduction atomic -> its value in each copy
+    for k in range(factor):
+        mapping = [(g, arith.addi(b, arith.constant(index, k)))
+                   for g, b in zip(found.gids, bases)]
+        for o in rest:
+            _emit(o, mapping, known, found, fn, sums)
+    for atomic, values in sums.items():  # one add of the group's (pairwise) sum
+        total = pairwise_sum(values)
+        _clone(atomic, [(atomic.operands[1], total)] + mapping)
+
+
+def _emit(op, mapping, known, found, fn, sums) -> None:
+    """One copy of `op` in the in-range path: a guard in `known` (it holds)
+    is replaced by its body (its reduction atomics collected in `sums`)."""
     if slot_atomic(op):  # the copies' gradients summed, added once
         sums.setdefault(op, []).append(_mapped(op.operands[1], mapping))
         return
-    if op not in found.known:
+    if op not in known:
         _clone(op, mapping)
         return
     for inner in [x.operation for x in op.regions[0].blocks[0].operations][:-1]:
         if op in found.guards and reduction_atomic(inner, op, fn, found.gids):
             sums.setdefault(inner, []).append(_mapped(inner.operands[1], mapping))
         else:
-            _emit(inner, mapping, found, fn, sums)
+            _emit(inner, mapping, known, found, fn, sums)
 
 
 def _scale_grid(fn, factor: int) -> None:

@@ -185,3 +185,50 @@ func.func @next_thread(%y: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.targe
 // CHECK-NEXT: %[[ALL2:.+]] = arith.muli %[[GD2]], %[[F2]] : index
 // CHECK: %[[TOTAL:.+]] = arith.muli %[[ALL2]], %{{.+}} : index
 // CHECK: arith.cmpi slt, %[[LAST]], %[[TOTAL]] : index
+
+// -----
+
+// A bound guard nested in the kernel's guard: decided per group too, in its
+// own test inside the in-range path (when it fails for the group, as for
+// `i >= 2` in the first group, the copies keep their runtime tests rather
+// than all going to the tail).
+!A = memref<?xf32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @nested(%y: !A, %z: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #host, diffgpu.coarsen = 4 : i64} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m = arith.muli %b, %n : index
+  %i = arith.addi %m, %t : index
+  %c0 = arith.constant 0 : index
+  %len = memref.dim %x, %c0 : !A
+  %in = arith.cmpi slt, %i, %len : index
+  scf.if %in {
+    %v = memref.load %x[%i] : !A
+    memref.store %v, %y[%i] : !A
+    %c2 = arith.constant 2 : index
+    %lo = arith.cmpi sge, %i, %c2 : index
+    scf.if %lo {
+      %im2 = arith.subi %i, %c2 : index
+      %w = memref.load %x[%im2] : !A
+      memref.store %w, %z[%i] : !A
+    }
+  }
+  return
+}
+// CHECK-LABEL: func.func @nested
+// CHECK-SAME: (%[[Y:[a-z0-9]+]]: memref<{{[^%]+}}, %[[Z:[a-z0-9]+]]: memref<{{[^%]+}}, %[[X:[a-z0-9]+]]: memref
+// CHECK: %[[C4:.+]] = arith.constant 4 : index
+// CHECK: %[[BASE:.+]] = arith.muli %{{.+}}, %[[C4]] : index
+// CHECK: %[[ALL:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : index
+// the nested lower bound at the group's first element
+// CHECK: %[[LO:.+]] = arith.cmpi sge, %[[BASE]], %{{.+}} : index
+// CHECK: scf.if %[[ALL]] {
+// CHECK-NEXT: scf.if %[[LO]] {
+// CHECK-NOT: scf.if
+// CHECK-COUNT-4: memref.store %{{.+}}, %[[Z]]
+// CHECK-NOT: scf.if
+// CHECK: } else {
+// CHECK-COUNT-4: scf.if
+// CHECK: } else {
+// CHECK-NEXT: func.call @nested__dg_tail(%[[Y]], %[[Z]], %[[X]], %[[BASE]])
