@@ -67,10 +67,12 @@ from diffgpu.dialects import names as N
 
 from . import build as B
 from .activity import walk_ops
-from .rules import REMAT
 from .rules_tape import tag_of
 
 ENV = "DIFFGPU_REMAT"
+#: ops without operands rebuilt wherever they are needed, even with
+#: recomputation off (rules.REMAT): constants and geometry
+FREE = ("arith.constant",) + N.GEOMETRY
 #: total cost of the ops newly emitted to recompute one value: about what a
 #: push and its pop execute (counter load and store, capacity check, word
 #: conversion, the word's store and load: some 18 instructions), before
@@ -169,7 +171,7 @@ class Remat:
         if f is not frame:
             return True  # an enclosing block's value: its own frame provides it
         op = _op(u)
-        if op is not None and op.name in REMAT:
+        if op is not None and op.name in FREE:
             return True
         if u in frame.cache:
             got = frame.cache[u]
@@ -222,3 +224,47 @@ class Remat:
         self.made.add(new)
         frame.cache[v] = new
         return new
+
+
+# -- counters of scf.while loops ------------------------------------------------
+def _const_step(y, a):
+    """The integer c when `y` is `arith.addi` of `a` and a constant c."""
+    op = _op(y)
+    if op is None or op.name != "arith.addi":
+        return None
+    x, z = op.operands
+    for var, other in ((x, z), (z, x)):
+        if var == a:
+            c = _op(other)
+            if c is not None and c.name == "arith.constant" and \
+                    isinstance(c.attributes["value"], ir.IntegerAttr):
+                return ir.IntegerAttr(c.attributes["value"]).value
+    return None
+
+
+def while_counters(op) -> list:
+    """The counters of an scf.while: (k, [c...], step) for each integer
+    `before` argument k that the condition passes unchanged to the `after`
+    arguments c and that the `after` block yields back as `arg_c + step`
+    (a constant). At the t-th execution of `before` (and of `after`, from 0)
+    such a counter holds init + t * step: the reverse rebuilds it from its
+    own step count instead of taping it (rules_scf.py).
+
+        %r:2 = scf.while (%s = %x, %k = %c0) {
+          scf.condition(%k < %n) %s, %k } do { ^bb0(%s2, %k2):
+          ... %k3 = arith.addi %k2, %c1 ; scf.yield %s3, %k3 }
+    """
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    cond = list(before.operations)[-1]
+    yld = list(after.operations)[-1]
+    passed = list(cond.operands)[1:]
+    out = []
+    for k, b in enumerate(before.arguments):
+        t = b.type
+        if not (B.is_index(t) or (B.is_int(t) and ir.IntegerType(t).width > 1)):
+            continue
+        cs = [c for c, v in enumerate(passed) if v == b]
+        steps = {_const_step(yld.operands[k], after.arguments[c]) for c in cs}
+        if cs and len(steps) == 1 and None not in steps:
+            out.append((k, cs, steps.pop()))
+    return out

@@ -20,15 +20,16 @@ from __future__ import annotations
 from diffgpu.dialects import names as N
 
 from . import rules_arith, rules_diffgpu, rules_func, rules_math, rules_memref, rules_scf
-from . import rules_tape
+from . import remat, rules_tape
 
 ELEMENTWISE = {**rules_arith.DERIVATIVES, **rules_math.DERIVATIVES}
 STRUCTURED = {**rules_memref.REVERSE, **rules_scf.REVERSE, **rules_diffgpu.REVERSE,
               **rules_func.REVERSE}
 INACTIVE = (rules_arith.INACTIVE | rules_math.INACTIVE | rules_memref.INACTIVE
             | rules_diffgpu.INACTIVE)
-#: pure ops that the reverse sweep recomputes instead of taping
-REMAT = ("arith.constant",) + N.GEOMETRY
+#: pure ops without operands that the reverse sweep rebuilds instead of
+#: taping (other values: remat.py decides)
+REMAT = remat.FREE
 #: terminators: their operands flow into the parent op, whose rule handles them
 TERMINATORS = ("scf.yield", "scf.condition", "func.return")
 

@@ -9,7 +9,9 @@ sweep, recursively.
                  yield adj(x) }; adj(x0) += result
     scf.while: the forward sweep counts the iterations N of the `after`
       region; the reverse runs N + 1 steps backwards: step 0 reverses the
-      final `before`, step j > 0 reverses `after` then `before`.
+      final `before`, step j > 0 reverses `after` then `before`; a counter
+      (init, + step per iteration: remat.while_counters) is rebuilt there as
+      init + (N - j) * step, like a for loop's induction variable.
     %r = scf.execute_region -> f32 {.. yield %a}
       reverse: scf.execute_region { adj(a) += adj(r); reverse(body) }
     %r = scf.index_switch %k -> f32 case 1 {.. yield %a} default {.. yield %b}
@@ -25,6 +27,7 @@ from diffgpu._mlir import arith, ir, memref, scf
 
 from . import build as B
 from .partials import Rule
+from .remat import while_counters
 
 
 # -- activity: results and loop-carried values, to a fixed point (activity.py) --
@@ -148,6 +151,7 @@ def _while_reverse(R, op):
         count = memref.load(slot, [])
     n = R.need(count)
 
+    counters = while_counters(op)
     act_b = [k for k, a in enumerate(before.arguments) if R.is_active(a)]
     act_c = [j for j, a in enumerate(after.arguments) if R.is_active(a)]
     dres = [R.adj_or_zero(op.results[j]) for j in act_c]
@@ -155,6 +159,20 @@ def _while_reverse(R, op):
     loop = scf.ForOp(B.idx(0), arith.addi(n, B.idx(1)), B.idx(1), carry0)
     j_iv = loop.induction_variable
     carries = list(loop.inner_iter_args)
+
+    def counter(k, step, t):  # init + (N - j) * step: the t-th execution's value
+        def make():
+            back = arith.subi(n, j_iv)
+            if not B.is_index(t):
+                back = arith.index_cast(t, back)
+            return arith.addi(R.need(op.operands[k]), arith.muli(back, B.const(t, step)))
+        return make
+
+    def rebuild(args, which):
+        for k, cs, step in counters:
+            for a in ([args[k]] if which == "before" else [args[c] for c in cs]):
+                R.recompute(a, counter(k, step, a.type))
+
     with ir.InsertionPoint(loop.body):
         first = arith.cmpi(arith.CmpIPredicate.eq, j_iv, B.idx(0))
         step = scf.IfOp(first, [after.arguments[j].type for j in act_c], has_else=True)
@@ -162,6 +180,7 @@ def _while_reverse(R, op):
             scf.YieldOp(dres)
 
         def seed_after():
+            rebuild(after.arguments, "after")
             for i, k in enumerate(act_b):
                 R.add_adj(yld.operands[k], carries[i])
 
@@ -171,6 +190,7 @@ def _while_reverse(R, op):
         dcond = list(step.results)
 
         def seed_before():
+            rebuild(before.arguments, "before")
             for i, j in enumerate(act_c):
                 R.add_adj(cond.operands[1 + j], dcond[i])
 

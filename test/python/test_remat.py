@@ -11,6 +11,8 @@ rebuilt instead of pushed and popped. Checked here:
 - what must keep the tape: a load of an array the loop writes, loads that a
   written array may alias (the same array passed twice: no `noalias` fact),
   shared-memory loads;
+- a while loop's counter (`k = 0; while k < m: ...; k += 1`) is rebuilt
+  like a for loop's induction variable, so loads it indexes are reloaded;
 - second order through a recomputed load (its adjoint reaches the array's
   shadow in the outer derivative);
 - the setting is part of the cache key.
@@ -78,6 +80,25 @@ def chain_grad(a, da, x, dx, m):
     dg.autodiff(chain, dg.Duplicated(a, da), dg.Duplicated(x, dx), m)
 
 
+@dg.kernel
+def wloop(y, x, w, m):
+    """A while loop with a counter: k is rebuilt from the reverse's step
+    count (remat.while_counters), so w[k] can be reloaded."""
+    i = dg.global_id(0)
+    if i < len(x):
+        k = 0
+        s = x[i]
+        while k < m:
+            s = s + w[k] * dg.sin(s)
+            k += 1
+        y[i] = s
+
+
+@dg.kernel
+def wloop_grad(y, dy, x, dx, w, dw, m):
+    dg.autodiff(wloop, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(w, dw), m)
+
+
 @dg.func
 def f_table(x, w, m):
     s = 0.0
@@ -120,7 +141,7 @@ def _chain_args(dtype=np.float32, seed=2):
 
 
 GRADS = {"wsin": (wsin_grad, _wsin_args), "gather": (gather_grad, _gather_args),
-         "chain": (chain_grad, _chain_args)}
+         "chain": (chain_grad, _chain_args), "wloop": (wloop_grad, _wsin_args)}
 
 
 def _rev(text):
@@ -156,6 +177,7 @@ def _launch(kernel, args, monkeypatch, remat, grid=3, block=16):
     ("wsin", 4, 1),    # x[i]*k, float(k), w[k], sin: only sin stays
     ("gather", 4, 2),  # j, t[j], s, cos(s): the index and the load are recomputed
     ("chain", 4, 2),   # k + 1 and x[i] recomputed; a[i, k], loaded twice, is written: taped
+    ("wloop", 4, 2),   # the while counter k and w[k] recomputed; s and sin(s) taped
 ])
 def test_tape_words_per_iteration(name, before, after, monkeypatch):
     kernel, make = GRADS[name]
@@ -262,7 +284,8 @@ def _acts(args, seed=7):
 
 PRIMALS = {"wsin": (wsin, lambda d: [_wsin_args(d)[k] for k in (0, 1, 4, 6)]),
            "gather": (gather, lambda d: [_gather_args(d)[k] for k in (0, 1, 4, 6)]),
-           "chain": (chain, lambda d: [_chain_args(d)[k] for k in (0, 2, 4)])}
+           "chain": (chain, lambda d: [_chain_args(d)[k] for k in (0, 2, 4)]),
+           "wloop": (wloop, lambda d: [_wsin_args(d)[k] for k in (0, 1, 4, 6)])}
 
 
 @pytest.mark.parametrize("name", sorted(PRIMALS))
