@@ -111,11 +111,6 @@ def _atomic(op, ip, error):
         attributes=attributes, loc=op.location, ip=ip)
 
 
-def walk(op) -> list:
-    """All ops nested in `op` (pre-order), as a list safe to mutate over."""
-    return ir_util.walk(op, include_self=False)
-
-
 def fresh(name: str, taken) -> str:
     if name not in taken:
         return name
@@ -155,25 +150,27 @@ def _shared_problem(t) -> str | None:
 
 
 def expand_ipowi(gm) -> None:
-    """Replace `math.ipowi` (no NVVM lowering) by calls to generated helpers."""
+    """Replace `math.ipowi` (no NVVM lowering) by calls to generated helpers,
+    one per integer type (a pattern: ir_util.apply_patterns)."""
     from diffgpu._mlir import ir
 
     block = gm.regions[0].blocks[0]
     target = ir.ArrayAttr(gm.attributes["targets"])[0]
     helpers = {}
-    for f in list(block.operations):
-        for op in walk(f.operation):
-            if op.name != "math.ipowi":
-                continue
-            ty = op.results[0].type
-            if ty not in helpers:  # the helper's IR text spells the type
-                helpers[ty] = _ipowi_helper(block, str(ty), target)
+
+    def to_call(op, rw):
+        ty = op.results[0].type
+        if ty not in helpers:  # the helper's IR text spells the type
+            helpers[ty] = _ipowi_helper(block, str(ty), target)
+        with rw.ip:
             call = ir.Operation.create(
                 "func.call", results=[ty], operands=list(op.operands),
                 attributes={"callee": ir.FlatSymbolRefAttr.get(helpers[ty])},
-                loc=op.location, ip=ir.InsertionPoint(op))
-            op.results[0].replace_all_uses_with(call.results[0])
-            op.erase()
+                loc=op.location)
+        rw.replace_op(op, call)
+
+    for f in list(block.operations):  # the helpers go after these functions
+        ir_util.apply_patterns(f, {"math.ipowi": to_call})
 
 
 def _ipowi_helper(block, ty: str, target) -> str:

@@ -65,8 +65,8 @@ from typing import ClassVar
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering import targets as T
-from diffgpu.lowering.ir_util import callee as callee_of, sym_name
-from diffgpu.lowering.gpu_ops import bad_memref, expand_ipowi, fresh, rewrite_ops, walk
+from diffgpu.lowering.ir_util import callee as callee_of, sym_name, walk
+from diffgpu.lowering.gpu_ops import bad_memref, expand_ipowi, fresh, rewrite_ops
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 DIFF_OPS = N.DIFF
@@ -253,13 +253,13 @@ def _func_type(f):
 
 
 def _callees(f) -> set:
-    return {callee_of(op) for op in walk(f) if op.name == "func.call"}
+    return {callee_of(op) for op in walk(f, ("func.call",))}
 
 
 def _rename_calls(f, renames: dict) -> None:
     from diffgpu._mlir import ir
-    for op in walk(f):
-        if op.name == "func.call" and callee_of(op) in renames:
+    for op in walk(f, ("func.call",)):
+        if callee_of(op) in renames:
             op.attributes["callee"] = ir.FlatSymbolRefAttr.get(renames[callee_of(op)])
 
 
