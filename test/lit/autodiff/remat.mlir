@@ -198,3 +198,61 @@ func.func @chain_grad(%a: !A, %da: !A, %x: f32, %n: index, %g: !A) attributes {d
 // CHECK: arith.bitcast %{{.+}} {diffgpu.tape_pop = [[TAG]] : i64} : i32 to f32
 // CHECK: memref.load %{{.+}}[%[[K1]]]
 // CHECK: return
+
+// -----
+
+// An scf.while whose counter %k starts at %k0 and grows by 2 per iteration:
+// the reverse rebuilds it at step j as k0 + (N - j) * 2 (N: the forward's
+// iteration count), so neither %k nor w[k] nor w[k]^2 is pushed; only the
+// loop-carried %s (for cos(s), the partial of sin(s)) goes on the tape.
+!A = memref<?xf32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @wh(%x: f32, %w: !A, %k0: i64, %n: i64) -> f32 attributes {diffgpu.target = #host} {
+  %r:2 = scf.while (%s = %x, %k = %k0) : (f32, i64) -> (f32, i64) {
+    %go = arith.cmpi slt, %k, %n : i64
+    scf.condition(%go) %s, %k : f32, i64
+  } do {
+  ^bb0(%s2: f32, %k2: i64):
+    %ki = arith.index_cast %k2 : i64 to index
+    %v = memref.load %w[%ki] : !A
+    %p = arith.mulf %v, %v : f32
+    %t = math.sin %s2 : f32
+    %q = arith.mulf %t, %p : f32
+    %c2 = arith.constant 2 : i64
+    %k3 = arith.addi %k2, %c2 : i64
+    scf.yield %q, %k3 : f32, i64
+  }
+  return %r#0 : f32
+}
+func.func @kh(%x: f32, %w: !A, %k0: i64, %n: i64, %seed: f32, %g: !A) attributes {diffgpu.kernel, diffgpu.target = #host} {
+  %d = "diffgpu.autodiff"(%seed, %x, %w, %k0, %n) {callee = @wh, activity = ["active", "const", "const", "const"], diffgpu.target = #host, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32, !A, i64, i64) -> f32
+  %c0 = arith.constant 0 : index
+  memref.store %d, %g[%c0] : !A
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_wh_
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: f32, %[[W:[a-z0-9]+]]: memref<{{[^%]+}}, %[[K0:[a-z0-9]+]]: i64
+// the forward loop pushes %s only
+// CHECK: scf.while
+// CHECK: } do {
+// CHECK: ^bb0(%[[S:[a-z0-9]+]]: f32, %{{[a-z0-9]+}}: i64):
+// CHECK-NOT: : i64 to i64
+// CHECK: arith.bitcast %[[S]] {diffgpu.tape_push = [[TAG:[0-9]+]] : i64} : f32 to i32
+// CHECK-NOT: diffgpu.tape_push
+// CHECK: scf.yield
+// the reverse step j rebuilds k = k0 + (N - j) * 2 and reloads w[k]
+// CHECK: scf.for %[[J:[a-z0-9]+]] =
+// CHECK: } else {
+// CHECK-NEXT: %[[BACK:.+]] = arith.subi %[[N:.+]], %[[J]] : index
+// CHECK-NEXT: %[[B64:.+]] = arith.index_cast %[[BACK]] : index to i64
+// CHECK-NEXT: %[[TWO:.+]] = arith.constant 2 : i64
+// CHECK-NEXT: %[[OFF:.+]] = arith.muli %[[B64]], %[[TWO]] : i64
+// CHECK-NEXT: %[[K:.+]] = arith.addi %[[K0]], %[[OFF]] : i64
+// CHECK-NEXT: %[[KI:.+]] = arith.index_cast %[[K]] : i64 to index
+// CHECK-NEXT: %[[V:.+]] = memref.load %[[W]][%[[KI]]]
+// CHECK-NEXT: %[[P:.+]] = arith.mulf %[[V]], %[[V]] : f32
+// CHECK: %[[SP:.+]] = arith.bitcast %{{.+}} {diffgpu.tape_pop = [[TAG]] : i64} : i32 to f32
+// CHECK-NOT: diffgpu.tape_pop
+// CHECK: arith.mulf %{{.+}}, %[[P]] : f32
+// CHECK: math.cos %[[SP]] : f32
+// CHECK: return
