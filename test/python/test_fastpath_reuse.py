@@ -260,3 +260,19 @@ def test_checked_level_facts_equal_launch_facts():
         _gpu, arrays = fastpath.check_values(entry, args)
         assert specialize.facts_of(arrays, grid, (16, 1, 1)) == specialize.launch_facts(
             args, sig.types, grid, (16, 1, 1)), (y.strides, y.shape, x.strides, x.shape)
+
+
+@pytest.mark.parametrize("offset", ["found", "unknown"])
+def test_host_pointer_is_the_data_pointer(monkeypatch, offset):
+    """The data pointer read from the array object (or, where its place is
+    not confirmed, from `__array_interface__`) of views of every kind."""
+    if offset == "unknown":
+        monkeypatch.setattr(fastpath, "_OFFSET", None)
+    else:
+        assert fastpath._OFFSET is not None  # CPython: the offset is confirmed at import
+    base = np.arange(60, dtype=np.float64).reshape(6, 10)
+    views = [base, base[2:], base[:, 3:], base[::-1, ::-2], base.T, base[1:1],
+             np.zeros(0, np.float32), base.reshape(-1)[7:], np.frombuffer(bytearray(64), np.int32)]
+    for v in views:
+        assert fastpath.host_pointer(v) == v.__array_interface__["data"][0]
+        assert fastpath.launch_key([v], (1, 1, 1), (1, 1, 1))[5] == v.__array_interface__["data"][0]
