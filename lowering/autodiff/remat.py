@@ -56,7 +56,8 @@ again (higher order), a recomputed load is a load like any other, and its
 adjoint goes to its array's shadow.
 
 `DIFFGPU_REMAT=0` in the environment turns recomputation off (everything a
-loop needs is taped, as before); the setting is part of the cache key.
+loop needs is taped, as before, while-loop counters included); the setting
+is part of the cache key.
 """
 from __future__ import annotations
 
@@ -254,6 +255,8 @@ def while_counters(op) -> list:
           scf.condition(%k < %n) %s, %k } do { ^bb0(%s2, %k2):
           ... %k3 = arith.addi %k2, %c1 ; scf.yield %s3, %k3 }
     """
+    if not enabled():
+        return []
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
     cond = list(before.operations)[-1]
     yld = list(after.operations)[-1]
