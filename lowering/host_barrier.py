@@ -41,8 +41,7 @@ from __future__ import annotations
 from diffgpu.dialects import names as N
 from diffgpu.lowering import host_racecheck
 from diffgpu.lowering.host_barrier_control import ControlFlowMixin
-from diffgpu.lowering.host_ops import isa, walk_ops
-from diffgpu.lowering.ir_util import defined_by
+from diffgpu.lowering.ir_util import defined_by, isa, walk
 from diffgpu.lowering.targets import copy_target
 
 BARRIER = N.BARRIER
@@ -59,13 +58,13 @@ class BarrierError(Exception):
 
 
 def has_barrier(op) -> bool:
-    return bool(walk_ops(op, (BARRIER,)))
+    return bool(walk(op, (BARRIER,)))
 
 
 def check_placement(k) -> list:
     """(op, message) for each barrier nested in something we cannot split."""
     errors = []
-    for b in walk_ops(k, (BARRIER,)):
+    for b in walk(k, (BARRIER,)):
         parent = b.parent
         while parent is not None and parent.name != "func.func":
             if parent.name not in STRUCTURED:
@@ -91,7 +90,7 @@ def _func_of(value):
 def _is_scalar(t) -> bool:
     from diffgpu._mlir import ir
 
-    return isa(ir.IndexType, t) or isa(ir.IntegerType, t) or isa(ir.FloatType, t)
+    return isa(t, ir.IndexType) or isa(t, ir.IntegerType) or isa(t, ir.FloatType)
 
 
 class BarrierLowering(ControlFlowMixin):
@@ -119,7 +118,7 @@ class BarrierLowering(ControlFlowMixin):
     def new_slot(self, typ, value=None, op=None) -> int:
         from diffgpu._mlir import ir, memref
 
-        is_memref = isa(ir.MemRefType, typ)
+        is_memref = isa(typ, ir.MemRefType)
         if not (_is_scalar(typ) or is_memref):
             raise BarrierError(op if op is not None else self.k,
                                f"a value of type {typ} is live across a barrier; only "
@@ -316,7 +315,7 @@ class BarrierLowering(ControlFlowMixin):
         spill, lin, nthreads = args[self.n_args:self.n_args + 3]
         cache: dict = {}
         start = ir.InsertionPoint.at_block_begin(block)
-        for op in walk_ops(fop):
+        for op in walk(fop):
             if op == fop:
                 continue
             for i, v in enumerate(list(op.operands)):
@@ -359,7 +358,7 @@ class BarrierLowering(ControlFlowMixin):
     def finish(self) -> None:
         """Erase the per-thread function, now split into phases."""
         k = self.k
-        for op in walk_ops(k):
+        for op in walk(k):
             values = list(op.results) + [a for r in op.regions for b in r.blocks
                                          for a in b.arguments]
             for v in values:

@@ -27,7 +27,7 @@ naming the access's source location, listed in the module attribute
 from __future__ import annotations
 
 from diffgpu.abi import ACCESSES_ATTR, STATUS_FUNC
-from diffgpu.lowering.host_ops import isa, walk_ops
+from diffgpu.lowering.ir_util import isa, walk
 from diffgpu.lowering.targets import set_target
 
 STATUS_GLOBAL = "__dg_host_status_flag"
@@ -103,7 +103,7 @@ def _in_bounds(op, ref, indices, ip, loc):
 def _zero(t, ip, loc):
     from diffgpu._mlir import arith, ir
 
-    if isa(ir.FloatType, t):
+    if isa(t, ir.FloatType):
         with loc:  # FloatAttr.get wants a location
             return arith.ConstantOp(t, 0.0, loc=loc, ip=ip).result
     return arith.ConstantOp(t, 0, loc=loc, ip=ip).result
@@ -118,10 +118,10 @@ def guard_access(op, number: int) -> bool:
         ref, indices = op.operands[0], list(op.operands)[1:]
     else:
         ref, indices = op.operands[1], list(op.operands)[2:]
-    if not indices or not isa(ir.MemRefType, ref.type):
+    if not indices or not isa(ref.type, ir.MemRefType):
         return False
     elem = ir.MemRefType(ref.type).element_type
-    if not (isa(ir.FloatType, elem) or isa(ir.IntegerType, elem) or isa(ir.IndexType, elem)):
+    if not (isa(elem, ir.FloatType) or isa(elem, ir.IntegerType) or isa(elem, ir.IndexType)):
         return False  # e.g. autodiff's tape of memrefs: ours, and no zero to give
     ok = _in_bounds(op, ref, indices, ip, loc)
     results = [r.type for r in op.results]
@@ -145,7 +145,7 @@ def check_accesses(module_op, host_funcs, target) -> None:
         return  # already lowered once
     locations = []
     for f in host_funcs:
-        for op in walk_ops(f, ("memref.load", "memref.store")):
+        for op in walk(f, ("memref.load", "memref.store")):
             if guard_access(op, len(locations) + 1):
                 locations.append(location_text(op.location))
     module_op.attributes[ACCESSES_ATTR] = ir.ArrayAttr.get(

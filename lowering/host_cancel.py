@@ -39,8 +39,7 @@ from __future__ import annotations
 
 from diffgpu.abi import CANCEL_ADDR_FUNC
 from diffgpu.dialects import names as N
-from diffgpu.lowering.host_ops import walk_ops
-from diffgpu.lowering.ir_util import defined_by, lookup
+from diffgpu.lowering.ir_util import defined_by, lookup, walk
 from diffgpu.lowering.targets import set_target
 
 FLAG = "__dg_host_cancel"
@@ -207,11 +206,11 @@ def guard_blocks(loop) -> None:
 def instrument_loops(host_funcs) -> None:
     """Checks in the user's loops of `host_funcs` (before the entries exist)."""
     for f in host_funcs:
-        whiles = [op for op in walk_ops(f, ("scf.while",)) if NO_CANCEL not in op.attributes]
-        for op in walk_ops(f, ("scf.for",)):
+        whiles = [op for op in walk(f, ("scf.while",)) if NO_CANCEL not in op.attributes]
+        for op in walk(f, ("scf.for",)):
             if NO_CANCEL not in op.attributes and not _constant_trip(op) \
                     and "unsignedCmp" not in op.attributes \
-                    and not walk_ops(op, (N.BARRIER,)):
+                    and not walk(op, (N.BARRIER,)):
                 chunk_for(op)
         for op in whiles:
             check_while(op)

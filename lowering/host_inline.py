@@ -21,8 +21,7 @@ frontend emits it); recursion through barriers is an error.
 from __future__ import annotations
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.host_ops import walk_ops
-from diffgpu.lowering.ir_util import callee as callee_of, sym_name
+from diffgpu.lowering.ir_util import callee as callee_of, sym_name, walk
 
 MAX_ROUNDS = 64
 #: a call reaching one of these is inlined (shared memory: a kernel called as
@@ -41,8 +40,8 @@ class InlineError(Exception):
 def barrier_functions(host_funcs) -> dict:
     """name -> func of the host functions that reach a barrier or shared memory."""
     by_name = {sym_name(f): f for f in host_funcs}
-    calls = {n: {callee_of(c) for c in walk_ops(f, ("func.call",))} for n, f in by_name.items()}
-    reach = {n for n, f in by_name.items() if walk_ops(f, NEEDS_INLINE)}
+    calls = {n: {callee_of(c) for c in walk(f, ("func.call",))} for n, f in by_name.items()}
+    reach = {n for n, f in by_name.items() if walk(f, NEEDS_INLINE)}
     changed = True
     while changed:
         changed = False
@@ -63,7 +62,7 @@ def inline_call(call, callee) -> None:
     ops = [op.operation for op in body.operations]
     for op in ops[:-1]:
         new = op.clone(ip=ip)
-        for n in walk_ops(new):
+        for n in walk(new):
             for i, v in enumerate(list(n.operands)):
                 if v in mapping:
                     n.operands[i] = mapping[v]
@@ -83,7 +82,7 @@ def inline_barrier_calls(kernels, host_funcs) -> None:
         return
     for k in kernels:
         for _ in range(MAX_ROUNDS):
-            calls = [c for c in walk_ops(k, ("func.call",)) if callee_of(c) in reach]
+            calls = [c for c in walk(k, ("func.call",)) if callee_of(c) in reach]
             if not calls:
                 break
             for c in calls:

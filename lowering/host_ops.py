@@ -25,21 +25,12 @@ from __future__ import annotations
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering import ir_util
-from diffgpu.lowering.ir_util import walk
+from diffgpu.lowering.ir_util import isa
 
 GEOMETRY_GLOBAL = "__dg_host_geometry"
 GEOMETRY_TYPE = "memref<12xindex>"
 #: op name -> first slot in the geometry global (the slot is base + dim)
 GEOMETRY_BASE = {N.THREAD_ID: 0, N.BLOCK_ID: 3, N.BLOCK_DIM: 6, N.GRID_DIM: 9}
-
-
-def isa(cls, t) -> bool:
-    """True if type `t` is an `ir.<cls>` (ir_util.isa, arguments swapped)."""
-    return ir_util.isa(t, cls)
-
-
-#: `op` and the operations nested in it (pre-order), optionally filtered by name
-walk_ops = walk
 
 
 def ensure_geometry_global(module_op):
@@ -123,7 +114,7 @@ def rewrite_atomic_add(op, rw, mark: bool = False) -> None:
     ref, value, indices = op.operands[0], op.operands[1], list(op.operands)[2:]
     load = memref.LoadOp(ref, indices, loc=loc, ip=ip)
     old = load.result
-    if isa(ir.FloatType, value.type):
+    if isa(value.type, ir.FloatType):
         new = arith.AddFOp(old, value, loc=loc, ip=ip).result
     else:
         new = arith.AddIOp(old, value, loc=loc, ip=ip).result
@@ -141,7 +132,7 @@ def check_atomic_add(op) -> str | None:
     if len(op.operands) < 2 or len(op.results) != 1:
         return f"{N.ATOMIC_ADD} takes a memref, a value and indices and returns one value"
     ref_t = op.operands[0].type
-    if not isa(ir.MemRefType, ref_t):
+    if not isa(ref_t, ir.MemRefType):
         return f"{N.ATOMIC_ADD} expects a memref operand"
     ref_t = ir.MemRefType(ref_t)
     val_t = op.operands[1].type
@@ -150,7 +141,7 @@ def check_atomic_add(op) -> str | None:
                 f"type {ref_t.element_type} of the array")
     if len(op.operands) - 2 != ref_t.rank:
         return f"{N.ATOMIC_ADD}: {len(op.operands) - 2} indices for a rank-{ref_t.rank} array"
-    if not (isa(ir.FloatType, val_t) or isa(ir.IntegerType, val_t)):
+    if not (isa(val_t, ir.FloatType) or isa(val_t, ir.IntegerType)):
         return f"{N.ATOMIC_ADD}: unsupported element type {val_t}"
     return None
 
@@ -190,9 +181,9 @@ def guard_division(op, rw):
     loc, ip = op.location, rw.ip
     a, b = op.operands[0], op.operands[1]
     t = b.type
-    if isa(ir.IndexType, t):
+    if isa(t, ir.IndexType):
         width = 64
-    elif isa(ir.IntegerType, t):
+    elif isa(t, ir.IntegerType):
         width = ir.IntegerType(t).width
     else:
         return True  # vectors etc.: not emitted by diffgpu; left as they are
@@ -228,7 +219,7 @@ def rewrite_copysign(op, rw):
     loc, ip = op.location, rw.ip
     a, b = op.operands[0], op.operands[1]
     t = a.type
-    if not isa(ir.FloatType, t):
+    if not isa(t, ir.FloatType):
         return True  # vectors: not emitted by diffgpu; left as they are
     it = ir.IntegerType.get_signless(ir.FloatType(t).width)
     mag = math.AbsFOp(a, loc=loc, ip=ip).result

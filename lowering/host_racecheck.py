@@ -36,7 +36,8 @@ from __future__ import annotations
 from diffgpu.abi import RACE_SHARED_ATTR, RACE_SITES_ATTR
 from diffgpu.lowering import host_race_runtime as rt
 from diffgpu.lowering.host_bounds import location_text
-from diffgpu.lowering.host_ops import GEOMETRY_GLOBAL, GEOMETRY_TYPE, isa, walk_ops
+from diffgpu.lowering.host_ops import GEOMETRY_GLOBAL, GEOMETRY_TYPE
+from diffgpu.lowering.ir_util import isa, walk
 from diffgpu.lowering.targets import set_target
 
 SITES_ATTR = RACE_SITES_ATTR
@@ -62,11 +63,11 @@ def add_runtime(module_op, target) -> None:
 def element_size(t) -> int | None:
     from diffgpu._mlir import ir
 
-    if isa(ir.IndexType, t):
+    if isa(t, ir.IndexType):
         return 8
-    if isa(ir.FloatType, t):
+    if isa(t, ir.FloatType):
         return ir.FloatType(t).width // 8
-    if isa(ir.IntegerType, t):
+    if isa(t, ir.IntegerType):
         return max(1, ir.IntegerType(t).width // 8)
     return None
 
@@ -118,7 +119,7 @@ def instrument_access(op, site: int) -> bool:
     is_store = op.name == "memref.store"
     ref = op.operands[1] if is_store else op.operands[0]
     indices = list(op.operands)[2:] if is_store else list(op.operands)[1:]
-    if not isa(ir.MemRefType, ref.type) or element_size(
+    if not isa(ref.type, ir.MemRefType) or element_size(
             ir.MemRefType(ref.type).element_type) is None:
         return False
     loc, ip = op.location, ir.InsertionPoint(op)
@@ -136,7 +137,7 @@ def instrument(module_op, host_funcs, target) -> None:
 
     sites = []
     for f in host_funcs:
-        for op in walk_ops(f, ("memref.load", "memref.store")):
+        for op in walk(f, ("memref.load", "memref.store")):
             if instrument_access(op, len(sites) + 1):
                 sites.append(location_text(op.location))
     module_op.attributes[SITES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in sites])

@@ -57,7 +57,7 @@ from diffgpu.dialects import names as N
 from diffgpu.abi import ENTRY_PREFIX, host_entry
 from diffgpu.lowering import (host_barrier, host_bounds, host_cancel, host_inline, host_ops,
                               host_racecheck, targets)
-from diffgpu.lowering.ir_util import apply_patterns, lookup, sym_name, top_ops
+from diffgpu.lowering.ir_util import apply_patterns, lookup, sym_name, top_ops, walk
 from diffgpu.lowering.registry import ModulePass, register_pass, register_pipeline
 
 THREAD_SUFFIX = "__thread"
@@ -134,7 +134,7 @@ class LowerToHost(ModulePass):
             if not f.regions[0].blocks:
                 continue  # an external declaration
             is_kernel = f in kernels
-            for op in host_ops.walk_ops(f):
+            for op in walk(f):
                 name = op.name
                 if name in _DIFF_OPS:
                     self.error(op, f"'{name}' must be lowered by diffgpu-autodiff before "
@@ -182,7 +182,7 @@ class LowerToHost(ModulePass):
         k.attributes["sym_visibility"] = ir.StringAttr.get("private")
         n_user = len(k.regions[0].blocks[0].arguments)
         if self.racecheck:
-            host_racecheck.record_shared(module, name, host_ops.walk_ops(
+            host_racecheck.record_shared(module, name, walk(
                 k, (N.SHARED_ALLOC,)))
         shared_types = _shared_to_args(k)
         user_types = [a.type for a in k.regions[0].blocks[0].arguments][:n_user]
@@ -208,7 +208,7 @@ def _entry_block_loop(module, name: str):
     entry = lookup(module, name)
     if entry is None:
         raise ValueError(f"no entry @{name}")
-    return host_ops.walk_ops(entry, ("scf.for",))[2]  # z, y, x: the first three in pre-order
+    return walk(entry, ("scf.for",))[2]  # z, y, x: the first three in pre-order
 
 
 def entry_name(kernel: str) -> str:
@@ -227,8 +227,8 @@ def _func_results(f) -> list:
 def _static_memref(t) -> bool:
     from diffgpu._mlir import ir
 
-    from diffgpu.lowering.host_ops import isa
-    return isa(ir.MemRefType, t) and ir.MemRefType(t).has_static_shape
+    from diffgpu.lowering.ir_util import isa
+    return isa(t, ir.MemRefType) and ir.MemRefType(t).has_static_shape
 
 
 def _set_inputs(f, inputs) -> None:
@@ -243,7 +243,7 @@ def _shared_to_args(k) -> list:
     the default memory space; returns the new argument types."""
     entry = k.regions[0].blocks[0]
     types = []
-    for op in host_ops.walk_ops(k, (N.SHARED_ALLOC,)):
+    for op in walk(k, (N.SHARED_ALLOC,)):
         t = host_ops.strip_address_space(op.results[0].type)
         arg = entry.add_argument(t, op.location)
         op.results[0].replace_all_uses_with(arg)
