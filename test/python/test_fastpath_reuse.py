@@ -276,3 +276,68 @@ def test_host_pointer_is_the_data_pointer(monkeypatch, offset):
     for v in views:
         assert fastpath.host_pointer(v) == v.__array_interface__["data"][0]
         assert fastpath.launch_key([v], (1, 1, 1), (1, 1, 1))[5] == v.__array_interface__["data"][0]
+
+
+def test_kept_launches_hold_no_array():
+    """What the fast path keeps (keys, programs, packed arguments) refers
+    to no argument array: a dropped array is freed, and `resize` (which
+    refuses an array referenced elsewhere) still works."""
+    import gc
+    import weakref
+
+    y = np.zeros(8, np.float32)
+    for _ in range(3):
+        iota[1, 8](y)
+    gone = weakref.ref(y)
+    del y
+    gc.collect()
+    assert gone() is None
+    y = np.zeros(8, np.float32)
+    for _ in range(3):
+        iota[1, 8](y)
+    y.resize(16)
+    iota[1, 16](y)
+    assert np.array_equal(y, np.arange(16))
+
+
+def test_kept_device_launches_hold_no_array(standin):
+    import gc
+    import weakref
+
+    y = _on(0, np.zeros(8, np.float32))
+    for _ in range(3):
+        dev_iota[1, 8](y)
+    gone = weakref.ref(y)
+    del y
+    gc.collect()
+    assert gone() is None
+
+
+@dg.kernel
+def dev_iota(y):
+    i = dg.global_id(0)
+    if i < len(y):
+        y[i] = float(i)
+
+
+def test_threads_launching_one_kernel():
+    import threading
+
+    ys = [np.zeros(64, np.float32) for _ in range(4)]
+    errors = []
+
+    def work(y):
+        try:
+            for _ in range(100):
+                y[:] = -1
+                iota[1, 64](y)
+                assert np.array_equal(y, np.arange(64))
+        except Exception as exc:  # reported below, with the thread's failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(y,)) for y in ys]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
