@@ -107,7 +107,7 @@ def test_ptx_stencil_and_its_vjp():
     4 (the tail function), one v4 load of x (dy) and one v4 store of y (dx)
     per thread, the two neighbours scalar, no atomic; with 64- and 32-bit
     indices (the gradient's store was split in two v2 before
-    coarsen._sign_test)."""
+    coarsen_rewrite._sign_test)."""
     from diffgpu import compiler
     from diffgpu.launch import build_module
     from diffgpu.lowering.coarsen import factor_in_ptx
