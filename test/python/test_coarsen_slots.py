@@ -30,6 +30,13 @@ def scaled_sum(out, a, x):  # an Active scalar and a reduction: not an elementwi
         dg.atomic_add(out, 0, a * x[i])
 
 
+@dg.kernel
+def affine(o, a, b, x):  # two Active scalars: two slot buffers
+    i = dg.global_id(0)
+    if i < len(x):
+        o[i] = a * x[i] + b
+
+
 #: Enzyme's convention (dg.autodiff) and dg.vjp's functional kinds
 KINDS = [("dup", "active", "dup", "dup"), ("cot", "active", "grad", "grad")]
 
@@ -84,6 +91,36 @@ def test_coarsened_saxpy_gradient_equals_generic_on_the_cpu(kinds, n):
         assert run[7].sum() == pytest.approx(want, rel=1e-6, abs=1e-9)
     base = dx if kinds[2] == "dup" else 0  # Enzyme's convention accumulates
     np.testing.assert_allclose(coarse[4], base + 1.5 * do, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [5, 1021])
+def test_two_active_scalars(n):
+    """Two gradients returned by the derivative call, two slot adds: each
+    summed over the copies, the arrays exactly the generic program's."""
+    from diffgpu.diff import ACTIVE_SLOTS
+    from diffgpu.launch import flat_types
+    from diffgpu.runtime.args import infer_signature
+
+    rng = np.random.default_rng(n)
+    x, do = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    types = infer_signature([np.zeros(n, np.float32), 1.5, 0.5, x]).types
+    diff = ("reverse", ("cot", "active", "active", "grad"))
+    ftypes = flat_types(types, diff)
+    grid = -(-n // 8)
+    grid += -grid % S.COARSEN
+    runs = []
+    for facts in (None, _facts(len(ftypes))):
+        prog, entry, factor, _text = _program(affine, types, diff, facts)
+        assert factor == (1 if facts is None else S.COARSEN)
+        args = [np.zeros(n, np.float32), do.copy(), 1.5, 0.5, x, np.zeros(n, np.float32),
+                np.zeros(ACTIVE_SLOTS, np.float64), np.zeros(ACTIVE_SLOTS, np.float64)]
+        prog.launch(entry, args, ftypes, (grid // factor, 1, 1), (8, 1, 1))
+        runs.append(args)
+    np.testing.assert_array_equal(runs[0][5], runs[1][5])
+    d64 = do.astype(np.float64)
+    for run in runs:
+        assert run[6].sum() == pytest.approx(float(np.dot(x.astype(np.float64), d64)), rel=1e-6)
+        assert run[7].sum() == pytest.approx(float(d64.sum()), rel=1e-6)
 
 
 def test_unmarked_block_indexed_add_is_not_a_slot():
