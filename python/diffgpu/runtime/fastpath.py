@@ -160,16 +160,20 @@ class Entry:
 
 
 class Table(dict):
-    """A kernel's `_fast`: token -> Entry, and `hot`: launch key -> Ready.
-    Clearing it clears both (tests that drop programs clear it)."""
+    """A kernel's `_fast`: token -> Entry, `hot`: launch key -> Ready, and
+    `last`: (key, Ready) of the latest reuse, compared before `hot` is
+    looked up (a loop repeating one launch: an equality test, no hash).
+    Clearing it clears all (tests that drop programs clear it)."""
 
     def __init__(self):
         super().__init__()
         self.hot: dict = {}
+        self.last = None
 
     def clear(self) -> None:
         super().clear()
         self.hot.clear()
+        self.last = None
 
 
 class Ready:
@@ -249,8 +253,12 @@ def lookup(kernel, args, grid, block):
     key = launch_key(args, grid, block)
     if key is None:  # an argument type the fast path does not know
         return None
+    last = fast.last  # replaced as one tuple: thread-safe
+    if last is not None and last[0] == key:
+        return last[1]
     ready = hot.get(key)
     if ready is not None:
+        fast.last = (key, ready)
         return ready
     entry = fast.get(token(args))
     if entry is None:
