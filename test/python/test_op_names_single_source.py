@@ -14,7 +14,7 @@ import re
 from diffgpu.dialects import names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCANNED = ("lowering", "python/diffgpu", "tools", "bench", "scripts", "examples")
+SCANNED = ("lowering", "python", "tools", "bench", "scripts", "examples")
 OP_NAME = re.compile(r"diffgpu\.(%s)\b" % "|".join(names.short(n) for n in names.ALL))
 
 
@@ -57,6 +57,15 @@ def _files():
             for fn in filenames:
                 if fn.endswith(".py"):
                     yield os.path.join(dirpath, fn)
+
+
+def test_the_scanned_folders_hold_the_compiler():
+    # a renamed folder must not drop out of the scan unnoticed
+    for top in SCANNED:
+        assert os.path.isdir(os.path.join(ROOT, top)), top
+    scanned = {os.path.relpath(p, ROOT).split(os.sep)[0] for p in _files()}
+    assert set(SCANNED) <= scanned, set(SCANNED) - scanned
+    assert os.path.join(ROOT, "lowering", "to_gpu.py") in set(_files())
 
 
 def test_no_op_name_literal_outside_dialects():
