@@ -1,4 +1,5 @@
-"""Op rewrites of `diffgpu-lower-to-gpu` (lowering/to_gpu.py), inside gpu.modules.
+"""Op rewrites of `diffgpu-lower-to-gpu` (lowering/to_gpu.py), inside gpu.modules,
+one pattern per op (ir_util.apply_patterns):
 
     %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index      %t = gpu.thread_id x
     "diffgpu.barrier"() : () -> ()                                 gpu.barrier

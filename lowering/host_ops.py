@@ -199,7 +199,9 @@ def guard_division(op, rw):
         both = arith.AndIOp(is_min, is_m1, loc=loc, ip=ip).result
         bad = arith.OrIOp(bad, both, loc=loc, ip=ip).result
     safe = arith.SelectOp(bad, const(1), b, loc=loc, ip=ip).result
-    op.operation.operands[1] = safe  # in place: the walk visits each op once
+    # in place: the bindings' PatternRewriter has no modify_op_in_place (only
+    # ip, replace_op, erase_op), and the walk driver keeps no worklist to tell
+    op.operation.operands[1] = safe
 
 
 def rewrite_copysign(op, rw):
