@@ -79,7 +79,7 @@ def _prepare_case(directory, chip, k, name, kernel, grid, block, mode, make, ref
         get_program(kernel, types, chip, diff)          # PTX into the cache
         if mode == "launch":  # and the program specialised for the launch's facts
             rec["facts"] = SPEC.launch_programs(kernel, grid, block, args, chip)
-        elif mode in ("reverse", "forward"):  # likewise for dg.autodiff / dg.fwddiff
+        elif mode in ("reverse", "forward", "vjp"):  # likewise for dg.autodiff / fwddiff / vjp
             SPEC.diff_programs(run_case, kernel, grid, block, mode, args, chip)
         if ref is not None:  # expected: the numpy reference
             expect = _copies(args)

@@ -1,6 +1,7 @@
 """The cases of scripts/gpu_check.py: (name, kernel, grid, block, mode,
 make(rng), ref or None), mode "launch", "reverse" or "forward" (or "generic":
-specialisation off); `make` builds the arguments (values or activities) from
+specialisation off; "vjp": dg.vjp, the last argument the cotangent of the
+kernel's first parameter); `make` builds the arguments (values or activities) from
 a numpy Generator, `ref` (numpy reference) updates copies of them in place to
 the expected result, None: the CPU's result is expected.
 

@@ -91,7 +91,8 @@ def results(args, grads):
     for a in args:
         vals = [a.value, a.shadow] if isinstance(a, Activity) else [a]
         out += [np.asarray(_host(v)) for v in vals if v is not None and hasattr(v, "shape")]
-    out += [np.asarray(float(g)) for g in grads or ()]
+    out += [np.asarray(_host(g)) if hasattr(g, "shape") else np.asarray(float(g))
+            for g in grads or ()]  # (dg.vjp: arrays, and 0-d arrays for scalars on a GPU)
     return out
 
 
@@ -108,6 +109,9 @@ def run_case(kernel, grid, block, mode, args):
         return None
     if mode == "reverse":
         return dg.autodiff(kernel[grid, block], *args)
+    if mode == "vjp":  # dg.vjp: the last argument is the first parameter's cotangent
+        cot = {kernel.arg_names[0]: args[-1]}
+        return list(dg.vjp(kernel[grid, block], *args[:-1], cotangents=cot).values())
     dg.fwddiff(kernel[grid, block], *args)
     return None
 
@@ -116,12 +120,13 @@ def signature_of(kernel, args):
     from diffgpu.activities import Activity
     from diffgpu.runtime.args import arg_type
     prims = [a.value if isinstance(a, Activity) else a for a in args]
-    return tuple(arg_type(p, kernel.arg_names[i])[0] for i, p in enumerate(prims))
+    # (zip: a vjp case's last argument, the cotangent, is no parameter)
+    return tuple(arg_type(p, name)[0] for p, name in zip(prims, kernel.arg_names))
 
 
 def diff_of(mode, args):
     from diffgpu.activities import Activity
-    if mode in ("launch", "generic"):
+    if mode in ("launch", "generic", "vjp"):  # (vjp: dg.vjp picks its program)
         return None
     return (mode, tuple(a.kind if isinstance(a, Activity) else "const" for a in args))
 

@@ -83,6 +83,19 @@ REVERSE = [
                 dg.Duplicated(_f32(r, N), _f32(r, N))]),
 ]
 
+#: dg.vjp cases (gpu_check_io.run_case mode "vjp": the last argument is the
+#: cotangent of the kernel's first parameter) whose programs are coarsened:
+#: the stencil's gathered gradient (bound guards), sumsq's by 16, saxpy's
+#: with the slot adds of `a`; expected results: the CPU's
+VJP = [
+    ("stencil vjp", stencil, 12, 256,
+     lambda r: [np.zeros(N, np.float32), _f32(r, N), _f32(r, N)]),
+    ("sumsq vjp x16", sumsq, 16, 256,
+     lambda r: [np.zeros(1, np.float32), _f32(r, N), np.full(1, 0.5, np.float32)]),
+    ("saxpy vjp", saxpy, 12, 256,
+     lambda r: [np.zeros(N, np.float32), 1.5, _f32(r, N), _f32(r, N), _f32(r, N)]),
+]
+
 
 def cases():
     """(name, kernel, grid, block, mode, make, None) for gpu_check.all_cases."""
@@ -92,6 +105,8 @@ def cases():
         out.append((f"spec {name} generic", kernel, grid, block, "generic", make, None))
     for name, kernel, grid, block, make in REVERSE:
         out.append((f"spec {name}", kernel, grid, block, "reverse", make, None))
+    for name, kernel, grid, block, make in VJP:
+        out.append((f"spec {name}", kernel, grid, block, "vjp", make, None))
     for name, kernel, grid, block, make in ALIASED:
         out.append((f"spec {name}", kernel, grid, block, "launch", make, None))
     return out
