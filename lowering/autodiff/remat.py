@@ -30,6 +30,9 @@ The cost model. A value is recomputed when its op is one of
   included (a remainder, two comparisons and a select);
 - cheap float arithmetic: add, sub, mul, neg, fma, select, conversions
   (FLOAT_OPS, cost 1);
+- on a GPU target, `math.sin` / `math.cos` with an active result (TWINS,
+  cost 2): the reverse computes the twin function of the same operand for
+  the derivative, and the two fuse into one `math.sincos`;
 - `memref.dim` of an argument (cost 1);
 - `memref.load` (cost 2) from a READ-ONLY array: a global-memory argument
   of the differentiated function that no op of the function writes (no
@@ -47,7 +50,7 @@ by that block's own tape), a constant or geometry op, the loop's recomputed
 induction variable, an entry argument, a value already recomputed, or
 (recursively) another value recomputed here. The ops that would be newly
 emitted must cost at most BUDGET in total, at most DEPTH levels deep.
-Everything else keeps the tape: loop-carried values, transcendental
+Everything else keeps the tape: loop-carried values, other transcendental
 results, loads of written arrays, tape words of generated derivatives (their
 tags pair a push with its pop: rules_tape.py).
 
@@ -97,6 +100,12 @@ FLOAT_OPS = {
     "arith.cmpf": 1,
 }
 LOAD_COST = 2
+#: GPU only: sin/cos whose own derivative the reverse takes (an active
+#: result): the reverse evaluates the twin (cos/sin) of the same recomputed
+#: operand in the same block, and `diffgpu-fuse-sincos` computes both with
+#: one `math.sincos`, so the recomputed value costs almost nothing
+TWINS = ("math.sin", "math.cos")
+TWIN_COST = 2
 #: uses of an array that do not write it
 _READS = ("memref.load", "memref.dim")
 _LOCAL = ("memref.alloca", "memref.alloc", N.SHARED_ALLOC)
@@ -159,9 +168,9 @@ class Remat:
     forward value `v` of tape frame `frame` is recomputed; `emit` builds it
     at the start of the reversed block."""
 
-    def __init__(self, readonly=(), on: bool = True):
+    def __init__(self, readonly=(), on: bool = True, gpu: bool = False):
         self.readonly = set(readonly)
-        self.on = on
+        self.on, self.gpu = on, gpu
         self.made = set()  # recomputed values (usable by later recomputations)
 
     def _available(self, R, u, frame) -> bool:
@@ -195,6 +204,8 @@ class Remat:
             cost = LOAD_COST
         elif name == "memref.dim" and _entry_arg(op.operands[0]):
             cost = 1  # an argument's extent: read from its descriptor
+        elif name in TWINS and self.gpu and R.is_active(v):
+            cost = TWIN_COST
         else:
             return None
         seen.add(v)

@@ -13,6 +13,7 @@ recomputed: see remat.py).
 from __future__ import annotations
 
 from diffgpu._mlir import arith, func, ir, memref
+from diffgpu.lowering import targets
 
 from . import build as B
 from . import rules_tape
@@ -270,7 +271,9 @@ class ReverseSweep:
         the function's arrays disjoint (which loads may be recomputed)."""
         self.nested = nested_uses(self.act.ops, self.is_active)
         readonly = () if self.split else read_only_arrays(entry_block, noalias)
-        self.remat = Remat(readonly, on=remat_enabled())
+        fn = entry_block.owner
+        self.remat = Remat(readonly, on=remat_enabled(),
+                           gpu=targets.is_gpu(targets.get_target(fn)))
 
 
 def nested_needs(D, op):

@@ -186,6 +186,23 @@ def test_tape_words_per_iteration(name, before, after, monkeypatch):
     assert tape_words(_ir(kernel, args, monkeypatch, remat=True)) == after
 
 
+def test_gpu_recomputes_sin_beside_its_cos(monkeypatch):
+    """On a GPU target the reverse also recomputes sin(x[i] * k): its
+    derivative cos(x[i] * k) is computed in the same block, and the two
+    fuse into one sincos (one range reduction): no tape at all."""
+    args = _wsin_args()
+    assert tape_words(wsin_grad.ir(*args, stage="autodiff", target="sm_90", grid=3,
+                                   block=16)) == 0
+    monkeypatch.setenv("DIFFGPU_REMAT", "0")
+    assert tape_words(wsin_grad.ir(*args, stage="autodiff", target="sm_90", grid=3,
+                                   block=16)) == 4
+    monkeypatch.setenv("DIFFGPU_REMAT", "1")
+    nvvm = wsin_grad.ir(*args, stage="nvvm", target="sm_90", grid=3, block=16)
+    rev = nvvm[nvvm.index("llvm.func @__dg_rev_"):]
+    rev = rev[:rev.index("\n  }\n")]
+    assert "@__nv_sincosf" in rev and "@__nv_cosf" not in rev
+
+
 def test_a_function_without_writes_needs_no_tape(monkeypatch):
     X, G, W = _rng(3).uniform(0.2, 0.9, 8), np.zeros(8), _rng(4).uniform(-1, 1, 6)
     text = _ir(g_table, [X, G, W, 6], monkeypatch, remat=True)

@@ -256,3 +256,49 @@ func.func @kh(%x: f32, %w: !A, %k0: i64, %n: i64, %seed: f32, %g: !A) attributes
 // CHECK: arith.mulf %{{.+}}, %[[P]] : f32
 // CHECK: math.cos %[[SP]] : f32
 // CHECK: return
+
+// -----
+
+// On a GPU target, sin(x * k) is recomputed too: its result is active, so
+// the reverse computes cos of the same recomputed operand in the same block,
+// and diffgpu-fuse-sincos makes the pair one math.sincos. The loop needs no
+// tape at all (x active, w with a shadow: sin(x * k) is the partial in w).
+!A = memref<?xf32, strided<[?], offset: ?>>
+#sm90 = #nvvm.target<O = 3, chip = "sm_90">
+func.func @g(%x: f32, %w: !A, %n: index) -> f32 attributes {diffgpu.target = #sm90} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %k = %c0 to %n step %c1 iter_args(%s = %zero) -> (f32) {
+    %v = memref.load %w[%k] : !A
+    %ki = arith.index_cast %k : index to i64
+    %kf = arith.sitofp %ki : i64 to f32
+    %a = arith.mulf %x, %kf : f32
+    %t = math.sin %a : f32
+    %p = arith.mulf %v, %t : f32
+    %s2 = arith.addf %s, %p : f32
+    scf.yield %s2 : f32
+  }
+  return %r : f32
+}
+func.func @kg(%x: f32, %w: !A, %dw: !A, %n: index, %seed: f32, %out: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  %d = "diffgpu.autodiff"(%seed, %x, %w, %dw, %n) {callee = @g, activity = ["active", "dup", "const"], diffgpu.target = #sm90, operandSegmentSizes = array<i32: 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32, !A, !A, index) -> f32
+  %c0 = arith.constant 0 : index
+  memref.store %d, %out[%c0] : !A
+  return
+}
+// CHECK-LABEL: func.func @__dg_rev_g_
+// CHECK-NOT: memref<1xmemref<?xi64>>
+// CHECK-NOT: diffgpu.tape_push
+// CHECK: scf.for
+// CHECK: math.sin
+// CHECK: scf.yield
+// the reverse body recomputes x * k and its sine, then takes the cosine
+// CHECK: scf.for
+// CHECK: %[[A:.+]] = arith.mulf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: %[[T:.+]] = math.sin %[[A]] : f32
+// CHECK-NOT: diffgpu.tape_pop
+// CHECK: arith.mulf %{{.+}}, %[[T]] : f32
+// CHECK: math.cos %[[A]] : f32
+// CHECK-NOT: diffgpu.tape_pop
+// CHECK: return
