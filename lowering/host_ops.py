@@ -199,9 +199,13 @@ def guard_division(op, rw):
         both = arith.AndIOp(is_min, is_m1, loc=loc, ip=ip).result
         bad = arith.OrIOp(bad, both, loc=loc, ip=ip).result
     safe = arith.SelectOp(bad, const(1), b, loc=loc, ip=ip).result
-    # in place: the bindings' PatternRewriter has no modify_op_in_place (only
-    # ip, replace_op, erase_op), and the walk driver keeps no worklist to tell
-    op.operation.operands[1] = safe
+    # the division again, on the safe divisor (the bindings' PatternRewriter
+    # has no modify_op_in_place: only ip, replace_op and erase_op)
+    attrs = op.operation.attributes
+    new = ir.Operation.create(op.operation.name, results=[op.results[0].type],
+                              operands=[a, safe], attributes={k: attrs[k] for k in attrs},
+                              loc=loc, ip=ip)
+    rw.replace_op(op, new)
 
 
 def rewrite_copysign(op, rw):
