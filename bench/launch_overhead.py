@@ -138,10 +138,12 @@ def install_standin():
     return calls
 
 
-def _other_arrays(make, sets=200):
-    """`sets` launches' worth of 4 distinct arrays each: more keys than a
-    kernel keeps (fastpath._HOT_MAX), so every launch takes the checked level."""
-    return [[make(np.zeros(N, np.float32)) for _ in range(4)] for _ in range(sets)]
+def _other_arrays(make):
+    """Launches' worth of 4 distinct arrays each: more keys than a kernel
+    keeps (fastpath._HOT_MAX), so every launch takes the checked level."""
+    from diffgpu.runtime import fastpath
+    return [[make(np.zeros(N, np.float32)) for _ in range(4)]
+            for _ in range(fastpath._HOT_MAX + 100)]
 
 
 def _cycling(k, grid, sets):

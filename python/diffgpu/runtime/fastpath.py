@@ -61,8 +61,10 @@ _SCALARS = frozenset((float, int, np.float32, np.float64, np.int32, np.int64))
 #: array types with fast attributes; device types join on first sight
 _ARRAYS: set = {np.ndarray}
 _INT64 = (-(2**63), 2**63 - 1)
-#: launch keys kept per kernel (a loop over changing scalars replaces them)
-_HOT_MAX = 64
+#: launch keys kept per kernel, then all dropped (a loop over ever new
+#: scalars or arrays); a model's layers launching one kernel each on their
+#: own arrays fit (about 2 KB per key)
+_HOT_MAX = 1024
 
 
 def _data_offset():
