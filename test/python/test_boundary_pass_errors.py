@@ -113,3 +113,14 @@ def test_notes_follow_their_error_and_source(tmp_path):
     assert str(err) == (f"{py}:2:5: error: bad store\n    A[0] = 1.0\n    ^\n"
                         "  elsewhere:1:1: note: first defined here")
     assert (err.filename, err.line, err.col, err.msg) == (str(py), 2, 4, "bad store")
+
+
+def test_a_launch_and_kernel_ir_raise_the_same_error():
+    z = np.zeros(4, np.float32)
+    line, src, col = _where("# MARK: first use", "dg.atomic_add")
+    for run in (lambda: k_uses_old_grad[1, 4](z, z.copy(), z.copy(), z.copy()),
+                lambda: k_uses_old_grad.ir(z, z, z, z, stage="gpu", target="host")):
+        with pytest.raises(CompileError) as info:
+            run()
+        assert str(info.value).startswith(f"{__file__}:{line}:{col + 1}: error: "), info.value
+        assert _caret_block(line, src, col) in str(info.value)
