@@ -341,3 +341,16 @@ def test_threads_launching_one_kernel():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_layers_each_with_their_arrays_are_all_reused():
+    """One kernel launched on 100 layers' own arrays: the second pass
+    reuses every layer's launch."""
+    layers = [np.zeros(8, np.float32) for _ in range(100)]
+    for y in layers:
+        iota[1, 8](y)
+        iota[1, 8](y)
+    before = _counts()
+    for y in layers:
+        iota[1, 8](y)
+    assert _since(before) == (100, 0)
