@@ -354,3 +354,11 @@ def test_layers_each_with_their_arrays_are_all_reused():
     for y in layers:
         iota[1, 8](y)
     assert _since(before) == (100, 0)
+
+
+def test_device_negative_zero_is_packed_with_its_sign(standin):
+    y, x = _on(0, np.zeros(64, np.float32)), _on(0, np.ones(64, np.float32))
+    for a in (0.0, 0.0, 0.0, -0.0, -0.0):
+        dev_axpy[1, 64](y, x, a)
+    ready = dev_axpy._fast.hot[fastpath.launch_key((y, x, -0.0), (1, 1, 1), (64, 1, 1))]
+    assert np.signbit(ready.packed[1][-1])  # the scalar, last in the packed arguments
