@@ -38,8 +38,11 @@ The cost model. A value is recomputed when its op is one of
   of the differentiated function that no op of the function writes (no
   store, atomic, call or other use but `load` and `dim`), and that no write
   of the function may alias: the launch proved the function's arrays
-  pairwise disjoint (`noalias`, elision.py rule 5), or the function writes
-  no memory but its own local buffers. Never in a split pair (the caller
+  pairwise disjoint (`noalias`, elision.py rule 5: the launch runs nothing
+  else), or the function writes no memory but its own local buffers and has
+  no barrier (a kernel calling it may write the array once every thread is
+  past the function's last barrier: a race-free write that a late reload
+  would see). Never in a split pair (the caller
   may write the array between the augmented forward and the reverse),
   never shared memory. Shadows are assumed not to overlap their primal
   arrays (a shadow is where the gradient goes, not an input);
@@ -150,6 +153,10 @@ def read_only_arrays(entry, noalias: bool) -> set:
     writes_global = False
     for op in walk_ops(entry):
         o = op.operation
+        if o.name == N.BARRIER:
+            # the calling kernel may write an array once every thread is past
+            # the last barrier, while this thread's reverse still reads it
+            writes_global = True
         for pos, v in enumerate(o.operands):
             if not B.is_memref(v.type):
                 continue

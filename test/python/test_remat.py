@@ -210,6 +210,49 @@ def test_a_function_without_writes_needs_no_tape(monkeypatch):
     assert STACK in _rev(_ir(g_table, [X, G, W, 6], monkeypatch, remat=False))
 
 
+@dg.func
+def f_sync(x, w, m):
+    dg.syncthreads()
+    s = 0.0
+    for k in range(m):
+        s = s + w[k] * math.sin(x * k)
+    return s
+
+
+@dg.func
+def f_nosync(x, w, m):
+    s = 0.0
+    for k in range(m):
+        s = s + w[k] * math.sin(x * k)
+    return s
+
+
+@dg.kernel
+def g_sync(X, G, W, m):
+    i = dg.global_id(0)
+    (g,) = dg.autodiff(f_sync, dg.Active(X[i]), dg.Const(W), dg.Const(m))
+    G[i] = g
+    W[i] = 0.0  # after the call: other threads may still be in their reverse
+
+
+@dg.kernel
+def g_nosync(X, G, W, m):
+    i = dg.global_id(0)
+    (g,) = dg.autodiff(f_nosync, dg.Active(X[i]), dg.Const(W), dg.Const(m))
+    G[i] = g
+
+
+def test_a_function_with_a_barrier_keeps_loads_on_the_tape(monkeypatch):
+    """Without launch facts a function that writes no memory may still
+    not reload an array if it has a barrier: the calling kernel may write
+    the array (race-free) once every thread passed the last barrier."""
+    X, G, W = np.ones(16), np.zeros(16), np.ones(16)
+    sync = _ir(g_sync, [X, G, W, 5], monkeypatch, remat=True, grid=1, block=16)
+    nosync = _ir(g_nosync, [X, G, W, 5], monkeypatch, remat=True, grid=1, block=16)
+    assert tape_words(sync) == 1  # w[k]; x * k is still recomputed
+    assert tape_words(nosync) == 0
+
+
 def test_aliasing_arrays_keep_the_load_on_the_tape(monkeypatch):
     """x passed for both x and w: no `noalias` fact, y (written) may overlap
     them, so their loads are pushed; float(k) is still recomputed."""
