@@ -257,7 +257,8 @@ def test_checked_level_facts_equal_launch_facts():
         sig = infer_signature(args)
         grid = ((1, 3)[trial % 2], 1, 1)
         entry = fastpath.Entry(sig, args)
-        _gpu, arrays = fastpath.check_values(entry, args)
+        _gpu, arrays = fastpath.check_values(entry, args,
+                                             fastpath.launch_key(args, grid, (16, 1, 1)))
         assert specialize.facts_of(arrays, grid, (16, 1, 1)) == specialize.launch_facts(
             args, sig.types, grid, (16, 1, 1)), (y.strides, y.shape, x.strides, x.shape)
 

@@ -154,9 +154,14 @@ class Entry:
     def __init__(self, sig, args):
         self.sig = sig
         self.dtypes = [a.dtype for a in args if type(a) in _ARRAYS]  # ids in the token
-        #: per array argument: (position, item size, numpy array?)
-        self.layout = [(i, np.dtype(t.dtype).itemsize, type(args[i]) is np.ndarray)
-                       for i, t in enumerate(sig.types) if isinstance(t, ArrayType)]
+        #: per array argument: (position, item size, numpy array?, where its
+        #: fields start in the launch key)
+        self.layout, at = [], 3  # after grid, block and the specialisation switch
+        for i, t in enumerate(sig.types):
+            if isinstance(t, ArrayType):
+                self.layout.append((i, np.dtype(t.dtype).itemsize, type(args[i]) is np.ndarray,
+                                    at))
+            at += 6 if isinstance(t, ArrayType) else 2
         self.ints = [i for i, a in enumerate(args) if type(a) is int]
         self.programs: dict = {}  # (fact values, gpu id, race-checked) -> program
 
@@ -211,31 +216,28 @@ def remember(kernel, args, sig) -> None:
         fast[tok] = Entry(sig, args)
 
 
-def check_values(entry, args):
+def check_values(entry, args, key):
     """(GPU id or None for the host, per argument what `specialize.facts_of`
-    reads) of a launch with a known token, or None when a per-value check
-    fails (the full path then reports it)."""
+    reads) of a launch with a known token and launch `key` (whose fields it
+    reads: no attribute twice), or None when a per-value check fails (the
+    full path then reports it)."""
     gpu_id = None
     arrays = [None] * len(args)
-    for i, item, on_host in entry.layout:
-        a = args[i]
-        flags = a.flags
+    for i, item, on_host, at in entry.layout:
         if on_host:
-            if not flags.writeable:
+            if not key[at + 5]:  # writeable
                 return None
-            ptr = host_pointer(a)
         else:
-            did = a.device.id
+            did = key[at + 5]
             if gpu_id is None:
                 gpu_id = did
             elif did != gpu_id:
                 return None
-            ptr = a.data.ptr
-        strides = a.strides
+        strides = key[at + 4]
         for st in strides:
             if st % item:
                 return None
-        arrays[i] = (ptr, a.shape, strides, item, flags.c_contiguous)
+        arrays[i] = (key[at + 2], key[at + 3], strides, item, args[i].flags.c_contiguous)
     for i in entry.ints:
         if not _INT64[0] <= args[i] <= _INT64[1]:
             return None
@@ -265,7 +267,7 @@ def lookup(kernel, args, grid, block):
     entry = fast.get(token(args))
     if entry is None:
         return None
-    checked = check_values(entry, args)
+    checked = check_values(entry, args, key)
     if checked is None:
         return None
     race = key[-1] if entry.sig.device == "host" else False  # host keys end with the switch
