@@ -157,8 +157,6 @@ def _cycling(k, grid, sets):
 
 
 def standin() -> None:
-    import tempfile
-    os.environ.setdefault("DIFFGPU_CACHE_DIR", tempfile.mkdtemp(prefix="dg-launch-"))
     calls = install_standin()
     CLOCK[0] = time.process_time
     import diffgpu as dg  # noqa: F401
@@ -276,7 +274,13 @@ def main(argv=None) -> int:
     g.add_argument("--run", metavar="DIR")
     a = p.parse_args(argv)
     if a.standin:
-        standin()
+        if "DIFFGPU_CACHE_DIR" in os.environ:
+            standin()
+        else:  # a cache of its own, removed afterwards
+            import tempfile
+            with tempfile.TemporaryDirectory(prefix="dg-launch-") as tmp:
+                os.environ["DIFFGPU_CACHE_DIR"] = tmp
+                standin()
     elif a.prepare:
         prepare(a.prepare)
     else:
