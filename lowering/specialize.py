@@ -94,11 +94,18 @@ def mark_facts(text: str, entry: str, facts) -> str:
 
 
 def coarsen_factor(text: str) -> int:
-    """The coarsening `mark_facts` chose for a module's kernel (1: none);
-    the runtime divides the grid's x extent by it."""
-    import re
-    m = re.search(r"diffgpu\.coarsen = (\d+)", text)
-    return int(m.group(1)) if m else 1
+    """The coarsening `mark_facts` chose for a module's kernel (1: none),
+    read from the functions' attribute; the runtime divides the grid's x
+    extent by it (reading it from the PTX's tail function)."""
+    from diffgpu import compiler
+    from diffgpu._mlir import ir
+    from diffgpu.lowering import coarsen
+    from diffgpu.lowering.ir_util import int_attr, top_ops
+
+    with compiler.context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+    return max((int_attr(f, coarsen.COARSEN_ATTR, 1) for f in top_ops(module, ("func.func",))),
+               default=1)
 
 
 def read_facts(fn) -> dict | None:
