@@ -126,7 +126,8 @@ def _bound_holds(bound, gids, bases, factor: int):
             B.materialize(v, mapping, _clone)
         _clone(o, mapping)
     a = _mapped(bound.a, mapping)
-    n = B.materialize(bound.n, mapping, _clone)
+    # (the comparison's operand now: _scale_grid may have replaced a grid_dim(0) there)
+    n = B.materialize(bound.cmp.operands[1 if bound.a_lhs else 0], mapping, _clone)
     pred = arith.CmpIPredicate(ir.IntegerAttr(bound.cmp.attributes["predicate"]).value)
     return arith.cmpi(pred, a, n) if bound.a_lhs else arith.cmpi(pred, n, a)
 

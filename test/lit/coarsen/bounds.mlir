@@ -232,3 +232,31 @@ func.func @nested(%y: !A, %z: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.ta
 // CHECK-COUNT-4: scf.if
 // CHECK: } else {
 // CHECK-NEXT: func.call @nested__dg_tail(%[[Y]], %[[Z]], %[[X]], %[[BASE]])
+
+// -----
+
+// grid_dim(0) itself as the limit: the group's test compares with the
+// scaled extent too.
+!A = memref<?xf32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @grid_limit(%y: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #host, diffgpu.coarsen = 4 : i64} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m = arith.muli %b, %n : index
+  %i = arith.addi %m, %t : index
+  %gd = "diffgpu.grid_dim"() {dim = 0 : i64} : () -> index
+  %ok = arith.cmpi slt, %i, %gd : index
+  scf.if %ok {
+    %v = memref.load %x[%i] : !A
+    memref.store %v, %y[%i] : !A
+  }
+  return
+}
+// CHECK-LABEL: func.func @grid_limit
+// CHECK: %[[BASE:.+]] = arith.muli %{{.+}}, %{{.+}} : index
+// CHECK: %[[LAST:.+]] = arith.addi %[[BASE]], %{{.+}} : index
+// CHECK-NEXT: %[[GD:.+]] = "diffgpu.grid_dim"() {dim = 0 : i64}
+// CHECK-NEXT: %[[F:.+]] = arith.constant 4 : index
+// CHECK-NEXT: %[[ALL:.+]] = arith.muli %[[GD]], %[[F]] : index
+// CHECK-NEXT: arith.cmpi slt, %[[LAST]], %[[ALL]] : index
