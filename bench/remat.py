@@ -10,8 +10,9 @@ reverse sweep through the per-thread tape), inside a kernel, compiled twice:
 with recomputation (the default) and with `DIFFGPU_REMAT=0` (the setting is
 part of the cache key, so both programs sit in one cache). `--prepare` also
 prints, per case and setting, the tape words each iteration pushes and the
-PTX's local memory (`.local` depot bytes, ld/st.local instructions, device
-malloc calls: the tape's growth path). `--run` checks every gradient
+PTX's tape traffic (`.local` depot bytes, generic ld/st instructions: the
+tape's buffer, device malloc calls: its growth path) and its read-only
+loads (`ld.global.nc`). `--run` checks every gradient
 against float64 numpy, then times the gradient launch (CUDA events, median
 of rounds of back-to-back launches) and prints one table.
 
@@ -143,12 +144,15 @@ def _tape_words(text) -> int:
 
 
 def _local_use(ptx) -> tuple:
-    """(bytes of `.local` depots, ld/st.local instructions, malloc calls) of
-    the PTX."""
+    """(bytes of `.local` depots, generic ld/st instructions, malloc calls,
+    ld.global.nc instructions) of the PTX. The tape's words go through a
+    generic pointer (its buffer is a local array or a malloc'd one); the
+    kernels' own arrays use ld/st.global."""
     depot = sum(int(b) for b in re.findall(r"\.local\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]",
                                            ptx))
-    return (depot, len(re.findall(r"\b(?:ld|st)\.local\b", ptx)),
-            len(re.findall(r"call\.uni \(retval0\), malloc", ptx)))
+    return (depot, len(re.findall(r"\b(?:ld|st)\.[ubfs]\d+", ptx)),
+            len(re.findall(r"call\.uni \(retval0\), malloc", ptx)),
+            len(re.findall(r"ld\.global\.nc", ptx)))
 
 
 def prepare(path: str, chip: str = "sm_90") -> None:
@@ -160,7 +164,7 @@ def prepare(path: str, chip: str = "sm_90") -> None:
     kernels = define()
     grid = N // BLOCK
     print(f"{'case':8} {'remat':5} {'tape words/iteration':>21} {'.local bytes':>13} "
-          f"{'ld/st.local':>12} {'malloc':>7} {'PTX lines':>10}  facts")
+          f"{'generic ld/st':>14} {'malloc':>7} {'ld.global.nc':>13} {'PTX lines':>10}  facts")
     for name, k in kernels.items():
         args = make_args(name)
         for label, setting in SETTINGS:
@@ -170,9 +174,9 @@ def prepare(path: str, chip: str = "sm_90") -> None:
             words = _tape_words(k.ir(*args, stage="autodiff", target=chip, grid=grid,
                                      block=BLOCK))
             ptx = k.ir(*args, stage="ptx", target=chip, grid=grid, block=BLOCK)
-            depot, ldst, mallocs = _local_use(ptx)
-            print(f"{name:8} {label:5} {words:21d} {depot:13d} {ldst:12d} {mallocs:7d} "
-                  f"{ptx.count(chr(10)):10d}  {facts}")
+            depot, ldst, mallocs, nc = _local_use(ptx)
+            print(f"{name:8} {label:5} {words:21d} {depot:13d} {ldst:14d} {mallocs:7d} "
+                  f"{nc:13d} {ptx.count(chr(10)):10d}  {facts}")
     print(f"prepared {len(kernels)} cases x {len(SETTINGS)} settings for {chip} in {path}")
 
 
