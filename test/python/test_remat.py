@@ -10,7 +10,8 @@ rebuilt instead of pushed and popped. Checked here:
   below and the differentiated corpus (diff_corpus_gpu.py);
 - what must keep the tape: a load of an array the loop writes, loads that a
   written array may alias (the same array passed twice: no `noalias` fact),
-  shared-memory loads;
+  shared-memory loads, loads in a function with a barrier (no launch facts);
+- on a GPU target sin is recomputed beside its cos (one sincos);
 - a while loop's counter (`k = 0; while k < m: ...; k += 1`) is rebuilt
   like a for loop's induction variable, so loads it indexes are reloaded;
 - second order through a recomputed load (its adjoint reaches the array's
