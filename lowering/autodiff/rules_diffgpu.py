@@ -32,8 +32,8 @@ def _atomic_needs(R, op):
         R.error(op, "active value added atomically into an array without a shadow")
         return False
     if R.is_dup(mem) and R.is_active(op.results[0]) and len(list(op.results[0].uses)):
-        R.error(op, f"the value returned by {N.ATOMIC_ADD} is used: its derivative "
-                    "is not supported")
+        R.error(op, f"the old value returned by dg.atomic_add ({N.ATOMIC_ADD}) is used: "
+                    "its derivative is not supported (use the atomic add as a statement)")
         return False
     return R.is_active(value) and R.is_dup(mem)
 

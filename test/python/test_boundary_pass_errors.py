@@ -68,8 +68,8 @@ def test_autodiff_refusal_shows_each_source_line_and_caret():
     err, msg = info.value, str(info.value)
     line1, src1, col1 = _where("# MARK: first use", "dg.atomic_add")
     line2, src2, col2 = _where("# MARK: second use", "dg.atomic_add")
-    first = (f"{__file__}:{line1}:{col1 + 1}: error: the value returned by "
-             "diffgpu.atomic_add is used")
+    first = (f"{__file__}:{line1}:{col1 + 1}: error: the old value returned by "
+             "dg.atomic_add (diffgpu.atomic_add) is used")
     assert msg.startswith(first), msg
     assert _caret_block(line1, src1, col1) in msg, msg
     assert f"{__file__}:{line2}:{col2 + 1}: error: " in msg, msg
