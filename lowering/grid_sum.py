@@ -47,12 +47,15 @@ from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, scf
 
-from diffgpu.abi import SCRATCH_ATTR, scratch_entries
+from diffgpu.abi import SCRATCH_ATTR, SCRATCH_GROUPS as GROUPS, SCRATCH_STRIDE as STRIDE
+from diffgpu.abi import scratch_entries, scratch_sizes
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.specialize import FACTS_ATTR
 
+#: scratch words of one slot: accumulators, counters (abi.scratch_sizes)
+ACC_WORDS, COUNT_WORDS = scratch_sizes(1)
 #: kernel attribute: grid sums built in it so far (its scratch slots)
 SLOTS_ATTR = "diffgpu.grid_sums"
 #: marks the atomics on the scratch: no array of the kernel's caller is
@@ -116,40 +119,78 @@ class GridSum:
         """At the insertion point: the block's share `total`; `how` "block"
         (one thread of the block runs this) or "thread" (every thread, with
         its own value)."""
-        k = _index(self.slot)
+        g = arith.remui(_linear_block(), _index(GROUPS))
+        acc = arith.addi(_index(self.slot * ACC_WORDS), arith.muli(g, _index(STRIDE)))
         wide = arith.extf(ir.F64Type.get(), total)
-        _mark(dg.atomic_add(self.acc, wide, [k]), how)
+        _mark(dg.atomic_add(self.acc, wide, [acc]), how)
         self._fence()
         if how == "block":
-            self._count(k)
+            self._arrive(g)
             return
         dg.barrier()
         first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, _linear_thread(), _index(0)), [])
         with ir.InsertionPoint(first.then_block):
-            self._count(k)
+            self._arrive(g)
             scf.YieldOp([])
 
-    def _count(self, k) -> None:
+    def _arrive(self, g) -> None:
+        """Count the block in its group `g`; the block completing the group
+        counts the group at the top counter; the block completing the top
+        finishes."""
         i64 = ir.IntegerType.get_signless(64)
-        old = dg.atomic_add(self.count, arith.constant(i64, 1), [k])
+        base = self.slot * COUNT_WORDS
+        cnt = arith.addi(_index(base), arith.muli(g, _index(STRIDE)))
+        old = dg.atomic_add(self.count, arith.constant(i64, 1), [cnt])
         _mark(old, "block")
-        g = [dg.grid_dim(d) for d in range(3)]
-        blocks = arith.index_cast(i64, arith.muli(g[0], arith.muli(g[1], g[2])))
-        last = arith.cmpi(arith.CmpIPredicate.eq, old,
-                          arith.subi(blocks, arith.constant(i64, 1)))
-        branch = scf.IfOp(last, [])
-        with ir.InsertionPoint(branch.then_block):
-            self._fence()
-            f64 = ir.F64Type.get()
-            total = dg.atomic_add(self.acc, arith.constant(f64, 0.0), [k])
-            _mark(total, "block")
-            _mark(dg.atomic_add(self.acc, arith.negf(total), [k]), "block")
-            _mark(dg.atomic_add(self.count, arith.subi(arith.constant(i64, 0), blocks), [k]),
+        gd = [dg.grid_dim(d) for d in range(3)]
+        blocks = arith.muli(gd[0], arith.muli(gd[1], gd[2]))
+        # group g holds the blocks b < blocks with b % GROUPS == g
+        extra = arith.cmpi(arith.CmpIPredicate.ult, g, arith.remui(blocks, _index(GROUPS)))
+        size = arith.addi(arith.divui(blocks, _index(GROUPS)),
+                          arith.select(extra, _index(1), _index(0)))
+        size = arith.index_cast(i64, size)
+        done = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, old,
+                                   arith.subi(size, arith.constant(i64, 1))), [])
+        with ir.InsertionPoint(done.then_block):
+            # every arrival of the group has happened: its counter back to 0
+            _mark(dg.atomic_add(self.count, arith.subi(arith.constant(i64, 0), size), [cnt]),
                   "block")
-            narrow = arith.truncf(ir.F32Type.get(), total)
-            _mark(dg.atomic_add(self.target[0], narrow, list(self.target[1:])), "block",
-                  scratch=False)
+            self._fence()
+            top = _index(base + GROUPS * STRIDE)
+            old_top = dg.atomic_add(self.count, arith.constant(i64, 1), [top])
+            _mark(old_top, "block")
+            groups = arith.index_cast(i64, arith.minui(blocks, _index(GROUPS)))
+            last = arith.cmpi(arith.CmpIPredicate.eq, old_top,
+                              arith.subi(groups, arith.constant(i64, 1)))
+            branch = scf.IfOp(last, [])
+            with ir.InsertionPoint(branch.then_block):
+                self._finish(top, groups)
+                scf.YieldOp([])
             scf.YieldOp([])
+
+    def _finish(self, top, groups) -> None:
+        """The last block: read every group's accumulator (independent
+        atomics, issued back to back), zero them and the top counter, and
+        add the pairwise f64 sum, rounded to f32 once, to the target."""
+        i64, f64 = ir.IntegerType.get_signless(64), ir.F64Type.get()
+        self._fence()
+        zero = arith.constant(f64, 0.0)
+        parts = []
+        for j in range(GROUPS):
+            at = _index(self.slot * ACC_WORDS + j * STRIDE)
+            t = dg.atomic_add(self.acc, zero, [at])
+            _mark(t, "block")
+            parts.append((t, at))
+        for t, at in parts:
+            _mark(dg.atomic_add(self.acc, arith.negf(t), [at]), "block")
+        _mark(dg.atomic_add(self.count, arith.subi(arith.constant(i64, 0), groups), [top]),
+              "block")
+        vals = [t for t, _ in parts]
+        while len(vals) > 1:
+            vals = [arith.addf(vals[i], vals[i + 1]) for i in range(0, len(vals), 2)]
+        narrow = arith.truncf(ir.F32Type.get(), vals[0])
+        _mark(dg.atomic_add(self.target[0], narrow, list(self.target[1:])), "block",
+              scratch=False)
 
     def _fence(self) -> None:
         """Order this thread's earlier global accesses before its later ones
@@ -209,6 +250,12 @@ def _mark(value, how: str, scratch: bool = True) -> None:
 
 def _index(n):
     return arith.constant(ir.IndexType.get(), n)
+
+
+def _linear_block():
+    b = [dg.block_id(d) for d in range(3)]
+    g = [dg.grid_dim(d) for d in range(3)]
+    return arith.addi(b[0], arith.muli(g[0], arith.addi(b[1], arith.muli(g[1], b[2]))))
 
 
 def _linear_thread():

@@ -100,16 +100,30 @@ def user_descriptors(descriptors):
 
 #: PTX parameters of the scratch: two rank-1 memref descriptors
 SCRATCH_WORDS = 2 * (3 + 2 * 1)
-#: the GPU buffer's cache line: the counters start on the line after the
-#: accumulators, so the two per-block atomics queue at different L2 lines
+#: the GPU buffer's cache line: every accumulator and counter of the scratch
+#: has a 128-byte line to itself, so no two of the per-block atomics queue at
+#: one L2 line unless they target the same element
 SCRATCH_LINE = 128
+#: words (8 bytes) per line: the stride between two scratch elements
+SCRATCH_STRIDE = SCRATCH_LINE // 8
+#: arrival groups of a grid sum (lowering/grid_sum.py): block b adds to the
+#: accumulator and counter of group b % SCRATCH_GROUPS
+SCRATCH_GROUPS = 64
+
+
+def scratch_sizes(slots: int) -> tuple[int, int]:
+    """(f64 accumulator words, i64 counter words) of `slots` grid sums: per
+    slot one line per group of accumulators, and one line per group plus
+    one (the top counter) of counters."""
+    per = SCRATCH_GROUPS * SCRATCH_STRIDE
+    return slots * per, slots * (per + SCRATCH_STRIDE)
 
 
 def scratch_layout(slots: int) -> tuple[int, int]:
     """(byte offset of the counters, bytes) of a GPU scratch buffer: the
-    accumulators from byte 0, the counters from the next SCRATCH_LINE."""
-    count = -(-8 * slots // SCRATCH_LINE) * SCRATCH_LINE
-    return count, count + 8 * slots
+    accumulators from byte 0, the counters after them (line-aligned)."""
+    acc, count = scratch_sizes(slots)
+    return 8 * acc, 8 * (acc + count)
 
 
 def memref_words(rank: int) -> int:

@@ -1,9 +1,13 @@
 """Per-launch scratch of kernels whose float sums finish across blocks.
 
 A kernel built with grid sums (lowering/grid_sum.py) takes two trailing
-arguments its caller never passes (abi.py, SCRATCH_ATTR): `acc`, `slots`
-float64 values, and `count`, `slots` int64 block counters. Each launch needs
-them zero at its start; the last block of the launch leaves them zero again.
+arguments its caller never passes (abi.py, SCRATCH_ATTR): `acc`, float64
+accumulators, and `count`, int64 block counters; per grid sum ("slot") 64
+accumulators and 65 counters (one per arrival group and a top counter), each
+on its own 128-byte line (abi.scratch_sizes: 8 KiB + 8.1 KiB per slot). The
+size does not depend on the launch: any grid uses the same 64 groups. Each
+launch needs them zero at its start; the blocks that finish a group and the
+last block of the launch leave them zero again.
 
 - GPU (`GpuScratch`): one small zeroed buffer per (device, stream), made on
   the first launch there and reused: launches on one stream run one after
@@ -59,17 +63,17 @@ class GpuScratch:
             found = self._params.get(key)
             if found is not None:
                 return found
-            from diffgpu.abi import scratch_layout
+            from diffgpu.abi import scratch_layout, scratch_sizes
             offset, size = scratch_layout(self.slots)
+            sizes = scratch_sizes(self.slots)
             with cupy.cuda.Device(key[0]):
                 buf = cupy.zeros(size // 8, np.int64)  # acc (f64 bits), then counters
                 # the zeros must land before a launch on any stream reads them
                 cupy.cuda.get_current_stream().synchronize()
             acc, count = buf.data.ptr, buf.data.ptr + offset
             words = []
-            for ptr in (acc, count):
-                words += [np.uint64(ptr), np.uint64(ptr), np.int64(0), np.int64(self.slots),
-                          np.int64(1)]
+            for ptr, n in zip((acc, count), sizes):
+                words += [np.uint64(ptr), np.uint64(ptr), np.int64(0), np.int64(n), np.int64(1)]
             found = self._params[key] = (as_kernel_pointers(tuple(words)), buf)
             return found
 
@@ -79,8 +83,10 @@ class HostScratch:
     two numpy arrays, kept zero between launches."""
 
     def __init__(self, slots: int, descriptor):
-        self.acc = np.zeros(slots, np.float64)
-        self.count = np.zeros(slots, np.int64)
+        from diffgpu.abi import scratch_sizes
+        acc, count = scratch_sizes(slots)
+        self.acc = np.zeros(acc, np.float64)
+        self.count = np.zeros(count, np.int64)
         self._keep = []
         self.pointers = []
         for a in (self.acc, self.count):

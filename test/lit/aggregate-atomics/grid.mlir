@@ -1,9 +1,11 @@
 // The cross-block finish of diffgpu-aggregate-atomics (lowering/grid_sum.py): in a
 // kernel with launch facts (a launch of the runtime, which passes the scratch),
 // the block sum of an f32 add to a launch-uniform element goes, widened to f64,
-// into scratch slot k (two trailing kernel arguments), the block counts itself
-// after a fence, and the last block adds the rounded total once and zeroes the
-// slot. Cases that keep the per-block add come after.
+// into the accumulator of its group (block index % 64) in scratch slot k (two
+// trailing kernel arguments), counts itself in its group after a fence; the
+// block completing a group counts it at the top counter, and the block
+// completing the top adds the rounded total once and zeroes the slot. Cases
+// that keep the per-block add come after.
 // RUN: diffgpu-opt %s --split-input-file --diffgpu-aggregate-atomics | FileCheck %s
 
 // Host target, out[0]: thread 0 of each block finishes; no fence (one block at
@@ -29,22 +31,48 @@ func.func @sumsq(%out: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = 
 // CHECK-SAME: diffgpu.grid_sums = 1 : i64
 // CHECK: "diffgpu.barrier"()
 // CHECK: %[[S:.+]] = memref.load %{{.+}}[%[[C0:c0_[0-9]+]]] : memref<1024xf32
-// CHECK-NEXT: %[[K:.+]] = arith.constant 0 : index
+// The block's group: its linear block index modulo 64, one 128-byte line (16
+// words) per group; the accumulators of slot 0 start at word 0.
+// CHECK: %[[G:.+]] = arith.remui %{{.+}}, %[[C64:c64[_0-9]*]] : index
+// CHECK: %[[GL:.+]] = arith.muli %[[G]], %[[C16:c16[_0-9]*]] : index
+// CHECK: %[[AT:.+]] = arith.addi %{{.+}}, %[[GL]] : index
 // CHECK-NEXT: %[[W:.+]] = arith.extf %[[S]] : f32 to f64
-// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[W]], %[[K]]) {diffgpu.aggregated = "block", diffgpu.scratch}
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[W]], %[[AT]]) {diffgpu.aggregated = "block", diffgpu.scratch}
 // CHECK-NOT: llvm.fence
-// CHECK: %[[OLD:.+]] = "diffgpu.atomic_add"(%[[CNT]], %{{.+}}, %[[K]]) {diffgpu.aggregated = "block", diffgpu.scratch}
-// CHECK: %[[NB:.+]] = arith.index_cast %{{.+}} : index to i64
-// CHECK: %[[LAST:.+]] = arith.subi %[[NB]], %{{.+}} : i64
-// CHECK: %[[IS:.+]] = arith.cmpi eq, %[[OLD]], %[[LAST]] : i64
-// CHECK-NEXT: scf.if %[[IS]] {
+// CHECK: %[[CAT:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// CHECK: %[[OLD:.+]] = "diffgpu.atomic_add"(%[[CNT]], %{{.+}}, %[[CAT]]) {diffgpu.aggregated = "block", diffgpu.scratch}
+// Group g holds blocks / 64 blocks, one more where g < blocks % 64.
+// CHECK: %[[REM:.+]] = arith.remui %[[NB:.+]], %{{.+}} : index
+// CHECK-NEXT: %[[EXTRA:.+]] = arith.cmpi ult, %[[G]], %[[REM]] : index
+// CHECK: %[[Q:.+]] = arith.divui %[[NB]], %{{.+}} : index
+// CHECK: %[[ONE:.+]] = arith.select %[[EXTRA]]
+// CHECK-NEXT: %[[SZ:.+]] = arith.addi %[[Q]], %[[ONE]] : index
+// CHECK-NEXT: %[[SZ64:.+]] = arith.index_cast %[[SZ]] : index to i64
+// CHECK: %[[LASTG:.+]] = arith.subi %[[SZ64]], %{{.+}} : i64
+// CHECK-NEXT: %[[ISG:.+]] = arith.cmpi eq, %[[OLD]], %[[LASTG]] : i64
+// CHECK-NEXT: scf.if %[[ISG]] {
+// The block completing its group zeroes the group's counter and counts the
+// group at the top counter (word 64 * 16 of the counters).
+// CHECK: %[[MSZ:.+]] = arith.subi %{{.+}}, %[[SZ64]] : i64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[CNT]], %[[MSZ]], %[[CAT]]) {diffgpu.aggregated = "block", diffgpu.scratch}
+// CHECK: %[[TOP:.+]] = "diffgpu.atomic_add"(%[[CNT]], %{{.+}}, %[[C1024:c1024[_0-9]*]])
+// CHECK: %[[NG:.+]] = arith.minui %[[NB]], %{{.+}} : index
+// CHECK-NEXT: %[[NG64:.+]] = arith.index_cast %[[NG]] : index to i64
+// CHECK: %[[LASTT:.+]] = arith.subi %[[NG64]], %{{.+}} : i64
+// CHECK-NEXT: %[[IST:.+]] = arith.cmpi eq, %[[TOP]], %[[LASTT]] : i64
+// CHECK-NEXT: scf.if %[[IST]] {
+// The last block reads the 64 accumulators, zeroes them and the top counter,
+// and adds their pairwise sum, rounded once, to out[0].
 // CHECK-NEXT: %[[Z:.+]] = arith.constant 0.000000e+00 : f64
-// CHECK-NEXT: %[[T:.+]] = "diffgpu.atomic_add"(%[[ACC]], %[[Z]], %[[K]])
-// CHECK-NEXT: %[[NEG:.+]] = arith.negf %[[T]] : f64
-// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[NEG]], %[[K]])
-// CHECK: %[[MINUS:.+]] = arith.subi %{{.+}}, %[[NB]] : i64
-// CHECK-NEXT: "diffgpu.atomic_add"(%[[CNT]], %[[MINUS]], %[[K]])
-// CHECK-NEXT: %[[T32:.+]] = arith.truncf %[[T]] : f64 to f32
+// CHECK: %[[T0:.+]] = "diffgpu.atomic_add"(%[[ACC]], %[[Z]], %{{.+}})
+// CHECK-COUNT-63: "diffgpu.atomic_add"(%[[ACC]], %[[Z]], %{{.+}})
+// CHECK: %[[NEG:.+]] = arith.negf %[[T0]] : f64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[NEG]], %{{.+}})
+// CHECK-COUNT-63: "diffgpu.atomic_add"(%[[ACC]], %{{.+}}, %{{.+}})
+// CHECK: %[[MNG:.+]] = arith.subi %{{.+}}, %[[NG64]] : i64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[CNT]], %[[MNG]], %[[C1024]])
+// CHECK-COUNT-63: arith.addf %{{.+}}, %{{.+}} : f64
+// CHECK-NEXT: %[[T32:.+]] = arith.truncf %{{.+}} : f64 to f32
 // CHECK-NEXT: "diffgpu.atomic_add"(%[[OUT]], %[[T32]], %{{.+}}) {diffgpu.aggregated = "block"} :
 // CHECK-NOT: diffgpu.atomic_add
 // CHECK: return
@@ -75,13 +103,17 @@ func.func @at_arg(%out: !A, %k: index, %x: !A) attributes {diffgpu.kernel,
 // CHECK: gpu.shuffle
 // CHECK: "diffgpu.barrier"()
 // CHECK: %[[W:.+]] = arith.extf %{{.+}} : f32 to f64
-// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[W]], %[[K:.+]]) {diffgpu.aggregated = "block", diffgpu.scratch}
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[W]], %{{.+}}) {diffgpu.aggregated = "block", diffgpu.scratch}
+// CHECK-NEXT: llvm.fence syncscope("device") acq_rel
+// CHECK: "diffgpu.atomic_add"(%[[CNT]]
+// CHECK: scf.if
+// CHECK: "diffgpu.atomic_add"(%[[CNT]]
 // CHECK-NEXT: llvm.fence syncscope("device") acq_rel
 // CHECK: "diffgpu.atomic_add"(%[[CNT]]
 // CHECK: scf.if
 // CHECK-NEXT: llvm.fence syncscope("device") acq_rel
 // CHECK: %[[T:.+]] = "diffgpu.atomic_add"(%[[ACC]]
-// CHECK: %[[T32:.+]] = arith.truncf %[[T]] : f64 to f32
+// CHECK: %[[T32:.+]] = arith.truncf %{{.+}} : f64 to f32
 // CHECK-NEXT: "diffgpu.atomic_add"(%[[OUT]], %[[T32]], %[[KA]]) {diffgpu.aggregated = "block"}
 // CHECK: } else {
 // CHECK: %[[WT:.+]] = arith.extf %{{.+}} : f32 to f64
