@@ -167,6 +167,38 @@ def test_blocks_with_no_thread_in_range_still_count(kernel):
     assert not scratch.acc.any() and not scratch.count.any()
 
 
+@pytest.mark.parametrize("blocks", [1, 2, 63, 64, 65, 129, 1000])
+def test_any_block_count_groups_of_64(blocks):
+    """Block b arrives in group b % 64 (abi.SCRATCH_GROUPS): fewer blocks
+    than groups (only `blocks` groups reach the top counter), counts that
+    are not multiples of 64 (the first `blocks % 64` groups hold one more
+    block), several launches in a row (each finds the scratch zero)."""
+    n = blocks * 32 - 5  # the last block is partly out of range
+    x = hashed(n)
+    want = np.sum(np.square(x, dtype=np.float64))
+    out = np.zeros(1, np.float32)
+    sumsq[blocks, 32](out, x)
+    first = out[0]
+    assert close(first, want, 32)
+    for _ in range(2):
+        out[0] = 0
+        sumsq[blocks, 32](out, x)
+        assert out[0] == first
+    (prog,) = [p for p in sumsq._programs.values() if p.host._scratch]
+    (scratch,) = prog.host._scratch.values()
+    assert not scratch.acc.any() and not scratch.count.any()
+
+
+def test_three_dimensional_grid_not_a_multiple_of_64():
+    """The linear block index takes all three grid dimensions: 3 * 5 * 7 =
+    105 blocks in 64 groups, each block adding a different total."""
+    x = hashed(105 * 64)
+    out = np.zeros(3, np.float32)
+    sumsq_at[(3, 5, 7), (64, 1, 1)](out, 1, x)  # every block sums x[:192]
+    want = 35 * np.sum(np.square(x[:192], dtype=np.float64))
+    assert out[0] == out[2] == 0 and close(out[1], want, 64)
+
+
 def test_two_sums_two_slots():
     x = hashed(3000)
     out = np.zeros(2, np.float32)
