@@ -33,7 +33,10 @@ host-level `dg.autodiff` / `dg.fwddiff` wrapper with activities chosen per
 parameter; where the analysis proves that each element is written by one
 thread once, the gradient is written instead of accumulated and the
 cotangent is read instead of consumed, otherwise buffers are zero-filled
-and copies are consumed (docs/functional.md).
+and copies are consumed (docs/functional.md). A call whose arguments and
+seeds have the key of an earlier call (the same arrays, layouts, seeds,
+geometry and `outputs`) replays that call's plan (`replay.py`): it only
+allocates the fresh results and launches.
 """
 from __future__ import annotations
 
@@ -59,10 +62,8 @@ def vjp(launcher, *args, cotangents=None, outputs=False):
     and in-out arrays (new arrays) and float scalars (Python floats; 0-d
     device arrays on a GPU), given
     the cotangent of every output and in-out array."""
-    from diffgpu.plan import Call
-
-    call = Call(_launcher(launcher, "vjp"), args, "vjp")
-    return call.vjp(_named(cotangents, "cotangents", "vjp"), bool(outputs))
+    return _call("vjp", _launcher(launcher, "vjp"), args,
+                 _named(cotangents, "cotangents", "vjp"), bool(outputs))
 
 
 @user_facing
@@ -70,10 +71,32 @@ def jvp(launcher, *args, tangents=None, outputs=False):
     """Forward mode: {parameter name: tangent} for the kernel's output and
     in-out arrays (new arrays), given the tangent of every float input and
     in-out array and of every float scalar."""
+    return _call("jvp", _launcher(launcher, "jvp"), args,
+                 _named(tangents, "tangents", "jvp"), bool(outputs))
+
+
+def _call(fn: str, launcher, args, seeds: dict, outputs: bool) -> dict:
+    """Replay the plan kept for this call's key (replay.py), or plan it:
+    checks, roles, buffers, program (plan.py), kept for the next call."""
+    from diffgpu import replay
+    from diffgpu.launch import STATS
+
+    kernel = launcher.kernel
+    key = replay.call_key(fn, outputs, args, seeds, launcher.grid, launcher.block)
+    recipe = replay.lookup(kernel, key) if key is not None else None
+    if recipe is not None:
+        out = recipe.run(args, seeds, first=False)
+        if out is not None:
+            STATS["vjp_reuse"] += 1
+            return out
     from diffgpu.plan import Call
 
-    call = Call(_launcher(launcher, "jvp"), args, "jvp")
-    return call.jvp(_named(tangents, "tangents", "jvp"), bool(outputs))
+    call = Call(launcher, args, fn)
+    recipe = call.vjp(seeds, outputs) if fn == "vjp" else call.jvp(seeds, outputs)
+    out = recipe.run(args, seeds, first=True)
+    replay.keep(kernel, key, recipe, args, seeds)
+    STATS["vjp_plan"] += 1
+    return out
 
 
 def _named(d, what: str, fn: str) -> dict:

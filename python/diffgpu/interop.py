@@ -139,6 +139,9 @@ def compile_only(chip: str):
         from diffgpu.runtime import fastpath
         patches += [(fastpath, "lookup", lambda *args, **kwargs: None),
                     (fastpath, "remember", lambda *args, **kwargs: None)]
+        from diffgpu import replay  # and so does dg.vjp per call key
+        patches += [(replay, "lookup", lambda *args, **kwargs: None),
+                    (replay, "keep", lambda *args, **kwargs: None)]
     except ImportError:
         pass
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]

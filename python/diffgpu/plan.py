@@ -38,7 +38,7 @@ import weakref
 
 from diffgpu import buffers as M
 from diffgpu.errors import LaunchError
-from diffgpu.runtime.args import (Signature, arg_type, check_arity, describe_arg, device_id,
+from diffgpu.runtime.args import (arg_type, check_arity, describe_arg, device_id,
                                   infer_signature)
 from diffgpu.types import ArrayType, is_float
 
@@ -133,8 +133,9 @@ class Call:
 
     # -- seeds (cotangents / tangents) --------------------------------------
     def seeds(self, given: dict, what: str, wanted) -> dict:
-        """{group index: the one seed array} after checking names, types,
-        shapes and devices; `wanted(group)` says which groups need one."""
+        """{group index: the name its one seed is given under} after checking
+        names, types, shapes and devices; `wanted(group)` says which groups
+        need one."""
         names = self.names
         for k in given:
             if k not in names:
@@ -156,7 +157,8 @@ class Call:
             if len(mine) > 1:
                 raise LaunchError(f"dg.{self.fn}: {', '.join(mine)} are the same array; "
                                   f"give its {what[:-1]} once")
-            out[gi] = self._check_seed(g[0], names.index(mine[0]), given[mine[0]], what)
+            self._check_seed(g[0], names.index(mine[0]), given[mine[0]], what)
+            out[gi] = mine[0]
         for i, r in enumerate(self.role):
             if r == "scalar" and names[i] in given and what == "cotangents":
                 raise LaunchError(f"dg.{self.fn}: cotangent for '{names[i]}', a scalar input; "
@@ -219,24 +221,6 @@ class Call:
                                   f"{type(v).__name__}") from None
         return out
 
-    # -- primal buffers ------------------------------------------------------
-    def primals(self, outputs: bool, untouched=()) -> list:
-        """The primal arguments to launch: the caller's own arrays when
-        `outputs`, else scratch (outputs) and copies (in-out) for written
-        groups but those in `untouched` (indices of groups whose writes the
-        derivative kernel drops)."""
-        prim = list(self.args)
-        if outputs:
-            return prim
-        for gi, g in enumerate(self.groups):
-            if not self.written(g) or gi in untouched:
-                continue
-            buf = M.copy(self.args[g[0]]) if self.read(g) else M.empty_like(self.args[g[0]])
-            for i in g:
-                prim[i] = buf
-        return prim
-
-    # -- the two modes -------------------------------------------------------
     # -- functional kinds (lowering/autodiff/functional.py) -------------------
     def _unique(self, dims) -> bool:
         """The thread-unique index naming `dims` is one thread's: every
@@ -307,101 +291,107 @@ class Call:
         (then the kernel can read it directly)."""
         return not any(M.overlap(seed, self.args[i]) for g in self.groups for i in g)
 
-    def vjp(self, cotangents: dict, outputs: bool) -> dict:
+    # -- the two modes: a Recipe each (replay.py) -----------------------------
+    def _primals(self, bufs: list, outputs: bool, untouched=()) -> list:
+        """Where the primal arguments come from: the caller's own arrays when
+        `outputs`, else scratch (outputs) and copies (in-out) for written
+        groups but those in `untouched` (indices of groups whose writes the
+        derivative kernel drops)."""
+        prim = [("arg", i) for i in range(len(self.args))]
+        if outputs:
+            return prim
+        for gi, g in enumerate(self.groups):
+            if not self.written(g) or gi in untouched:
+                continue
+            src = _buf(bufs, "copy" if self.read(g) else "empty", ("arg", g[0]))
+            for i in g:
+                prim[i] = src
+        return prim
+
+    def vjp(self, cotangents: dict, outputs: bool):
+        """The Recipe of this call's reverse mode (replay.py)."""
         seeds = self.seeds(cotangents, "cotangents", self.written)
         inout = any(self.written(g) and self.read(g) for g in self.groups)
         late = outputs and not inout  # outputs by a plain launch after the gradient
         if late:
             outputs = False
-        kinds = ["const"] * len(self.names)
-        shadows = [None] * len(self.names)
-        with M.device_scope(self.args[self.groups[0][0]] if self.groups else None):
-            fk = self._gatherable([self.functional_kind(g, outputs) for g in self.groups])
-            # a `cot` array's writes are dropped: the caller's array is passed
-            prim = self.primals(outputs, {gi for gi, k in enumerate(fk) if k == "cot"})
-            for gi, g in enumerate(self.groups):
-                kind = fk[gi]
-                base = self.args[g[0]]
-                if kind == "cot":
-                    seed = seeds[gi]
-                    sh = seed if self._private_cotangent(seed) else M.copy(seed)
-                elif kind == "grad":
-                    sh = M.empty_like(base) if self.covered(g[0]) else M.zeros_like(base)
-                elif gi in seeds:
-                    sh = M.copy(seeds[gi])
-                else:
-                    sh = M.zeros_like(base)
-                for i in g:
-                    kinds[i], shadows[i] = kind or "dup", sh
-            for i, r in enumerate(self.role):
-                if r == "scalar":
-                    kinds[i] = "active"
-            grads = self.launch("reverse", kinds, prim, shadows)
-            if late:
-                self.launcher(*self.args)
-        out, it = {}, iter(grads)
-        for i, k in enumerate(kinds):
-            if k == "active":
-                out[self.names[i]] = M.slot_sum(next(it))
+        n = len(self.names)
+        kinds, shadows, bufs = ["const"] * n, [None] * n, []
+        fk = self._gatherable([self.functional_kind(g, outputs) for g in self.groups])
+        # a `cot` array's writes are dropped: the caller's array is passed
+        prim = self._primals(bufs, outputs, {gi for gi, k in enumerate(fk) if k == "cot"})
+        for gi, g in enumerate(self.groups):
+            kind = fk[gi]
+            if kind == "cot":
+                name = seeds[gi]
+                sh = (("seed", name) if self._private_cotangent(cotangents[name])
+                      else _buf(bufs, "copy", ("seed", name)))
+            elif kind == "grad":
+                sh = _buf(bufs, "empty" if self.covered(g[0]) else "zeros", ("arg", g[0]))
+            elif gi in seeds:
+                sh = _buf(bufs, "copy", ("seed", seeds[gi]))
+            else:
+                sh = _buf(bufs, "zeros", ("arg", g[0]))
+            for i in g:
+                kinds[i], shadows[i] = kind or "dup", sh
+        out, slots = {}, []
+        for i, r in enumerate(self.role):
+            if r == "scalar":
+                kinds[i] = "active"
+                out[self.names[i]] = ("slot", len(slots))
+                slots.append(self.types[i].dtype)
         for gi, g in enumerate(self.groups):
             if self.read(g):
-                grad = shadows[g[0]]
-                if kinds[g[0]] == "cot":  # an accumulated in-out array: its cotangent
-                    grad = M.copy(seeds[gi])
+                # an accumulated in-out array: its gradient is its cotangent
+                grad = ("copy", seeds[gi]) if kinds[g[0]] == "cot" else shadows[g[0]]
                 for i in g:
                     out[self.names[i]] = grad
-        return {n: out[n] for n in self.names if n in out}
+        return self._recipe("reverse", kinds, prim, shadows, bufs, slots, out, late)
 
-    def jvp(self, tangents: dict, outputs: bool) -> dict:
+    def jvp(self, tangents: dict, outputs: bool):
+        """The Recipe of this call's forward mode (replay.py)."""
         seeds = self.seeds(tangents, "tangents", self.read)
         scal = self.scalar_seeds(tangents)
-        kinds = ["const"] * len(self.names)
-        shadows = [None] * len(self.names)
-        with M.device_scope(self.args[self.groups[0][0]] if self.groups else None):
-            prim = self.primals(outputs)
-            for gi, g in enumerate(self.groups):
-                if not self.written(g):
-                    sh = seeds[gi]  # read only: the tangent code never stores into it
-                elif gi in seeds:
-                    sh = M.copy(seeds[gi])
-                elif len(g) == 1 and self.written_once(g[0]):
-                    sh = M.empty_like(self.args[g[0]])  # every element gets its tangent
-                else:
-                    sh = M.zeros_like(self.args[g[0]])
-                for i in g:
-                    kinds[i], shadows[i] = "dup", sh
-            for i, v in scal.items():
-                kinds[i], shadows[i] = "dup", v
-            self.launch("forward", kinds, prim, shadows)
+        n = len(self.names)
+        kinds, shadows, bufs = ["const"] * n, [None] * n, []
+        prim = self._primals(bufs, outputs)
+        for gi, g in enumerate(self.groups):
+            if not self.written(g):
+                sh = ("seed", seeds[gi])  # read only: the tangent code never stores into it
+            elif gi in seeds:
+                sh = _buf(bufs, "copy", ("seed", seeds[gi]))
+            elif len(g) == 1 and self.written_once(g[0]):
+                sh = _buf(bufs, "empty", ("arg", g[0]))  # every element gets its tangent
+            else:
+                sh = _buf(bufs, "zeros", ("arg", g[0]))
+            for i in g:
+                kinds[i], shadows[i] = "dup", sh
+        for i, v in scal.items():
+            kinds[i], shadows[i] = "dup", ("val", v)
         out = {}
         for g in self.groups:
             if self.written(g):
                 for i in g:
                     out[self.names[i]] = shadows[i]
-        return {n: out[n] for n in self.names if n in out}
+        return self._recipe("forward", kinds, prim, shadows, bufs, [], out, False)
 
-    def launch(self, mode: str, kinds, primals, shadows) -> list:
-        """Run the derivative kernel; returns the Active gradients' slot
-        arrays (not summed: buffers.slot_sum)."""
-        from diffgpu.diff import ACTIVE_SLOTS, _zeros
-        from diffgpu.launch import facts_for, flat_types, get_program, run_program, target_for
+    def _recipe(self, mode, kinds, prim, shadows, bufs, slots, out, late):
+        from diffgpu.replay import Recipe
 
         flat = []
-        for p, s in zip(primals, shadows):
+        for p, s in zip(prim, shadows):
             flat.append(p)
             if s is not None:
                 flat.append(s)
-        diff = (mode, tuple(kinds))
-        ftypes = tuple(flat_types(self.types, diff))
-        sig = Signature(ftypes, self.sig.device, self.sig.gpu_id)
-        slots = [_zeros(ACTIVE_SLOTS, t.dtype, sig) for t, k in zip(self.types, kinds)
-                 if k == "active"]
-        target = target_for(sig)
-        grid, block = self.launcher.grid, self.launcher.block
-        facts = facts_for(flat + slots, ftypes, target, grid, block)
-        program = get_program(self.kernel, self.types, target, diff=diff, facts=facts)
-        run_program(program, flat + slots, sig, grid, block)
-        return slots
+        results = [(n, out[n]) for n in self.names if n in out]
+        scope = self.groups[0][0] if self.groups else None
+        return Recipe(self, mode, kinds, bufs, flat, slots, results, late, scope)
+
+
+def _buf(bufs: list, how: str, src: tuple) -> tuple:
+    """Add a fresh buffer (replay.Recipe.bufs) and return its source."""
+    bufs.append((how, src))
+    return ("buf", len(bufs) - 1)
 
 
 __all__ = ["Call", "access_facts"]

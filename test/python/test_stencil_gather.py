@@ -12,6 +12,7 @@ import pytest
 import diffgpu as dg
 from diffgpu import buffers as M
 from diffgpu import plan as P
+from diffgpu import replay as R
 
 RNG = np.random.default_rng(11)
 
@@ -55,19 +56,20 @@ def kinds(monkeypatch):
     """The reverse kinds of every vjp launch; new gradient buffers NaN-filled
     (an element the kernel does not write stays NaN)."""
     seen = []
-    cls = P.Call
-    launch = cls.launch
+    cls = R.Recipe
+    run = cls.run
 
-    def spy(self, mode, k, prim, shadows):
-        seen.append(list(k))
-        return launch(self, mode, k, prim, shadows)
+    def spy(self, args, seeds, first):
+        if self.mode == "reverse":
+            seen.append(list(self.diff[1]))
+        return run(self, args, seeds, first)
 
     def nan_like(a):
         out = M.xp_of(a).empty(*M._shape_dtype(a))
         out[...] = np.nan
         return out
 
-    monkeypatch.setattr(cls, "launch", spy)
+    monkeypatch.setattr(cls, "run", spy)
     monkeypatch.setattr(M, "empty_like", nan_like)
     return seen
 

@@ -1,0 +1,235 @@
+"""Running a planned `dg.vjp` / `dg.jvp` call, and replaying the plan.
+
+`plan.Call` checks a call and turns it into a `Recipe`: which buffers to
+allocate and how, the flat argument list of the derivative kernel (where
+each entry comes from), the program and what to return. `Recipe.run`
+executes it. The recipe is a function of the call's *key*, so a later call
+with an equal key reuses it with no checks, no analysis, no planning:
+
+    (dg.vjp or dg.jvp, outputs=, the launch key of the arguments
+     (runtime/fastpath.py: grid, block, per array type, dtype, data pointer,
+     shape, strides, writeable flag / GPU, per scalar type and value),
+     per seed given: its name and the same fields)
+
+Every check of a call (roles, alias groups, seeds' names, types, shapes and
+devices, overlaps) and every choice of the plan (functional kinds, written
+once, covered, a private cotangent) reads only these, so an equal key
+passes the same checks and gets the same plan. What a repeated call still
+does per call:
+
+| step       | per call                                                     |
+|------------|--------------------------------------------------------------|
+| allocate   | the fresh buffers the recipe lists (results are new arrays every call) |
+| check      | each fresh buffer the program assumes aligned is (`ALIGN` bytes); else the call is planned again |
+| pack       | GPU: the argument values kept from the key's second call, with the fresh buffers' pointers put in; CPU: packed as a launch |
+| launch     | the kept program                                             |
+| results    | a scalar's slot sum, copies of pass-through cotangents       |
+
+The launch facts of the derivative kernel (runtime/specialize.py) depend
+on the fresh buffers only through their alignment: they are new memory
+(never overlapping a live array) and their layout is a function of the key.
+
+A call whose key cannot be formed (an argument or seed type the launch fast
+path does not know: torch tensors, plain `__cuda_array_interface__`
+objects) is planned every time; errors come only from planning, so they are
+those of `plan.Call`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from diffgpu import buffers as M
+from diffgpu.runtime import fastpath
+
+#: recipes kept per kernel, then all dropped (a loop over ever new arrays)
+_MAX = 1024
+
+
+def call_key(fn: str, outputs: bool, args, seeds: dict, grid, block):
+    """The key of a call (module docstring), or None when one cannot be formed."""
+    key = fastpath.launch_key(args, grid, block)
+    if key is None:
+        return None
+    names = tuple(sorted(seeds))
+    skey = fastpath.launch_key([seeds[n] for n in names], (), ())
+    if skey is None:
+        return None
+    return (fn, outputs, names, key, skey)
+
+
+def lookup(kernel, key):
+    """The recipe kept for `key`, or None."""
+    table = kernel.__dict__.get("_plans")
+    if not table:
+        return None
+    if not kernel._programs:  # programs dropped (tests force reloads): start over
+        table.clear()
+        return None
+    return table.get(key)
+
+
+def keep(kernel, key, recipe, args, seeds) -> None:
+    if key is None:
+        return
+    for a in list(args) + list(seeds.values()):  # device array types join the key
+        t = type(a)
+        if (t not in fastpath._ARRAYS and t not in fastpath._SCALARS
+                and fastpath._ptr_array(a)):
+            fastpath._ARRAYS.add(t)
+    table = kernel.__dict__.setdefault("_plans", {})
+    if len(table) >= _MAX:
+        table.clear()
+    table[key] = recipe
+
+
+class Recipe:
+    """One planned call. `bufs`: per fresh buffer (how, source) with how
+    "empty", "zeros" or "copy" and source ("arg", i) or ("seed", name);
+    `flat`: per argument of the derivative kernel ("arg", i), ("seed",
+    name), ("buf", b) or ("val", float); `slots`: the dtypes of the Active
+    scalars' slot arrays (appended to `flat`); `results`: (name, source)
+    with source ("buf", b), ("slot", k) or ("copy", name) (a copy of that
+    seed); `late`: a plain launch of the kernel follows (outputs=True)."""
+
+    def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
+        from diffgpu.launch import facts_for, flat_types, get_program, target_for
+        from diffgpu.runtime.args import Signature
+
+        self.launcher, self.mode = call.launcher, mode
+        self.bufs, self.flat, self.slots = bufs, flat, slots
+        self.results, self.late, self.scope = results, late, scope
+        self.grid, self.block = call.launcher.grid, call.launcher.block
+        diff = (mode, tuple(kinds))
+        self.ftypes = tuple(flat_types(call.types, diff))
+        self.sig = Signature(self.ftypes, call.sig.device, call.sig.gpu_id)
+        self.types, self.kernel, self.diff = call.types, call.kernel, diff
+        self.target = target_for(self.sig)
+        self._facts_for, self._get_program = facts_for, get_program
+        self.program = self.facts = None
+        self.aligned = ()  # fresh buffers the program takes as aligned
+        self.packed = None  # GPU: (function, values, pointer positions), from the 2nd call
+
+    def run(self, args, seeds: dict, first: bool) -> dict | None:
+        """Execute the recipe; None when a fresh buffer breaks the program's
+        alignment assumption (only when not `first`: the caller plans again)."""
+        from diffgpu.diff import ACTIVE_SLOTS, _zeros
+        from diffgpu.launch import run_program
+
+        with M.device_scope(args[self.scope] if self.scope is not None else None):
+            bufs = []
+            for how, (where, what) in self.bufs:
+                src = args[what] if where == "arg" else seeds[what]
+                bufs.append(M.copy(src) if how == "copy" else
+                            M.empty_like(src) if how == "empty" else M.zeros_like(src))
+            slots = [_zeros(ACTIVE_SLOTS, dt, self.sig) for dt in self.slots]
+            flat = []
+            for where, what in self.flat:
+                flat.append(args[what] if where == "arg" else seeds[what] if where == "seed"
+                            else bufs[what] if where == "buf" else what)
+            flat += slots
+            if first:
+                self.facts = self._facts_for(flat, self.ftypes, self.target, self.grid,
+                                             self.block)
+                self.program = self._get_program(self.kernel, self.types, self.target,
+                                                 diff=self.diff, facts=self.facts)
+                self.aligned = self._aligned_buffers(flat, len(bufs))
+                run_program(self.program, flat, self.sig, self.grid, self.block)
+            else:
+                for b in self.aligned:
+                    if _pointer(bufs[b]) % 16:
+                        return None
+                for s in slots:
+                    if self._slot_aligned and _pointer(s) % 16:
+                        return None
+                self._launch(flat, bufs, slots)
+            if self.late:
+                self.launcher(*args)
+        out = {}
+        for name, (where, what) in self.results:
+            if where == "buf":
+                out[name] = bufs[what]
+            elif where == "slot":
+                out[name] = M.slot_sum(slots[what])
+            else:
+                out[name] = M.copy(seeds[what])
+        return out
+
+    def _aligned_buffers(self, flat, nbufs) -> tuple:
+        """Fresh buffers (and slot arrays) whose alignment the facts assume."""
+        aligned = getattr(self.facts, "aligned", ()) or ()
+        need = {what for p, (where, what) in enumerate(self.flat)
+                if where == "buf" and p < len(aligned) and aligned[p]}
+        self._slot_aligned = any(aligned[len(self.flat):])
+        return tuple(sorted(need))
+
+    def _launch(self, flat, bufs, slots) -> None:
+        program = self.program
+        if program.kind != "gpu":
+            from diffgpu.launch import run_program
+            run_program(program, flat, self.sig, self.grid, self.block)
+            return
+        device_id = self.sig.gpu_id or 0
+        packed = self.packed
+        if packed is None:  # the key's second call: pack once, keep the values
+            ready = fastpath.Ready(program, self.sig, self.grid, self.block)
+            ready.seen = True
+            program.gpu.launch_cached(ready, flat, program.flat_types, device_id)
+            fn, values, current, device = ready.packed
+            self.packed = (fn, list(values), self._pointer_slots(program),
+                           current, device, ready.grid)
+            return
+        fn, values, where, current, device, grid = packed
+        values = list(values)
+        make = fastpath_pointer()
+        for p, offsets in where:
+            ptr = make(np.uint64(_pointer(flat[p])))
+            for o in offsets:
+                values[o] = ptr
+        values = tuple(values)
+        if current() == device_id:
+            fn(grid, self.block, values)
+        else:
+            with device(device_id):
+                fn(grid, self.block, values)
+
+    def _pointer_slots(self, program) -> list:
+        """[(flat position, [offsets of its pointer in the packed values])]
+        of the fresh buffers and slot arrays (runtime/gpu.py `pack_fast`)."""
+        from diffgpu.types import ArrayType
+
+        fresh = {p for p, (where, _) in enumerate(self.flat) if where == "buf"}
+        fresh |= set(range(len(self.flat), len(program.flat_types)))
+        lean = program.gpu.lean
+        out, at = [], 0
+        for p, t in enumerate(program.flat_types):
+            if isinstance(t, ArrayType) and lean and lean[p]:
+                if p in fresh:
+                    out.append((p, (at,)))
+                at += 1 + t.ndim
+            elif isinstance(t, ArrayType):
+                if p in fresh:
+                    out.append((p, (at, at + 1)))
+                at += 3 + 2 * t.ndim
+            else:
+                at += 1
+        return out
+
+
+def _pointer(a) -> int:
+    if type(a) is np.ndarray:
+        return fastpath.host_pointer(a)
+    return a.data.ptr
+
+
+_MAKE: list = []
+
+
+def fastpath_pointer():
+    """np.uint64 -> the kernel-argument form runtime/gpu.py packs (kept)."""
+    if not _MAKE:
+        from diffgpu.runtime.gpu import as_kernel_pointers
+        _MAKE.append(lambda v: as_kernel_pointers((v,))[0])
+    return _MAKE[0]
+
+
+__all__ = ["Recipe", "call_key", "lookup", "keep"]
