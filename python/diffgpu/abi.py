@@ -113,10 +113,10 @@ SCRATCH_GROUPS = 64
 
 def scratch_sizes(slots: int) -> tuple[int, int]:
     """(f64 accumulator words, i64 counter words) of `slots` grid sums: per
-    slot one line per group of accumulators, and one line per group plus
-    one (the top counter) of counters."""
-    per = SCRATCH_GROUPS * SCRATCH_STRIDE
-    return slots * per, slots * (per + SCRATCH_STRIDE)
+    slot one line per group and one for the top, of accumulators and of
+    counters alike."""
+    per = (SCRATCH_GROUPS + 1) * SCRATCH_STRIDE
+    return slots * per, slots * per
 
 
 def scratch_layout(slots: int) -> tuple[int, int]:

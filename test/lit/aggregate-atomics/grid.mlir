@@ -3,8 +3,9 @@
 // the block sum of an f32 add to a launch-uniform element goes, widened to f64,
 // into the accumulator of its group (block index % 64) in scratch slot k (two
 // trailing kernel arguments), counts itself in its group after a fence; the
-// block completing a group counts it at the top counter, and the block
-// completing the top adds the rounded total once and zeroes the slot. Cases
+// block completing a group moves the group's total to the top accumulator and
+// counts the group at the top counter, and the block completing the top adds
+// the rounded total once; each leaves what it used zero. Cases
 // that keep the per-block add come after.
 // RUN: diffgpu-opt %s --split-input-file --diffgpu-aggregate-atomics | FileCheck %s
 
@@ -51,28 +52,31 @@ func.func @sumsq(%out: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = 
 // CHECK: %[[LASTG:.+]] = arith.subi %[[SZ64]], %{{.+}} : i64
 // CHECK-NEXT: %[[ISG:.+]] = arith.cmpi eq, %[[OLD]], %[[LASTG]] : i64
 // CHECK-NEXT: scf.if %[[ISG]] {
-// The block completing its group zeroes the group's counter and counts the
-// group at the top counter (word 64 * 16 of the counters).
+// The block completing its group zeroes the group's counter, moves the
+// group's accumulator (read, then minus what was read) into the top
+// accumulator (word 64 * 16) and counts the group at the top counter (word
+// 64 * 16 of the counters).
 // CHECK: %[[MSZ:.+]] = arith.subi %{{.+}}, %[[SZ64]] : i64
 // CHECK-NEXT: "diffgpu.atomic_add"(%[[CNT]], %[[MSZ]], %[[CAT]]) {diffgpu.aggregated = "block", diffgpu.scratch}
-// CHECK: %[[TOP:.+]] = "diffgpu.atomic_add"(%[[CNT]], %{{.+}}, %[[C1024:c1024[_0-9]*]])
+// CHECK: %[[GAT:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// CHECK: %[[P:.+]] = "diffgpu.atomic_add"(%[[ACC]], %[[Z:[a-z0-9_]+]], %[[GAT]])
+// CHECK-NEXT: %[[NP:.+]] = arith.negf %[[P]] : f64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[NP]], %[[GAT]])
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[P]], %[[TA:c1024[_0-9]*]])
+// CHECK: %[[TOP:.+]] = "diffgpu.atomic_add"(%[[CNT]], %{{.+}}, %[[TC:c1024[_0-9]*]])
 // CHECK: %[[NG:.+]] = arith.minui %[[NB]], %{{.+}} : index
 // CHECK-NEXT: %[[NG64:.+]] = arith.index_cast %[[NG]] : index to i64
 // CHECK: %[[LASTT:.+]] = arith.subi %[[NG64]], %{{.+}} : i64
 // CHECK-NEXT: %[[IST:.+]] = arith.cmpi eq, %[[TOP]], %[[LASTT]] : i64
 // CHECK-NEXT: scf.if %[[IST]] {
-// The last block reads the 64 accumulators, zeroes them and the top counter,
-// and adds their pairwise sum, rounded once, to out[0].
-// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.000000e+00 : f64
-// CHECK: %[[T0:.+]] = "diffgpu.atomic_add"(%[[ACC]], %[[Z]], %{{.+}})
-// CHECK-COUNT-63: "diffgpu.atomic_add"(%[[ACC]], %[[Z]], %{{.+}})
-// CHECK: %[[NEG:.+]] = arith.negf %[[T0]] : f64
-// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[NEG]], %{{.+}})
-// CHECK-COUNT-63: "diffgpu.atomic_add"(%[[ACC]], %{{.+}}, %{{.+}})
+// The last group's block takes the top accumulator, zeroes the top counter
+// and adds the total, rounded once, to out[0].
+// CHECK: %[[T:.+]] = "diffgpu.atomic_add"(%[[ACC]], %{{.+}}, %[[TA]])
+// CHECK-NEXT: %[[NT:.+]] = arith.negf %[[T]] : f64
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[ACC]], %[[NT]], %[[TA]])
 // CHECK: %[[MNG:.+]] = arith.subi %{{.+}}, %[[NG64]] : i64
-// CHECK-NEXT: "diffgpu.atomic_add"(%[[CNT]], %[[MNG]], %[[C1024]])
-// CHECK-COUNT-63: arith.addf %{{.+}}, %{{.+}} : f64
-// CHECK-NEXT: %[[T32:.+]] = arith.truncf %{{.+}} : f64 to f32
+// CHECK-NEXT: "diffgpu.atomic_add"(%[[CNT]], %[[MNG]], %[[TC]])
+// CHECK-NEXT: %[[T32:.+]] = arith.truncf %[[T]] : f64 to f32
 // CHECK-NEXT: "diffgpu.atomic_add"(%[[OUT]], %[[T32]], %{{.+}}) {diffgpu.aggregated = "block"} :
 // CHECK-NOT: diffgpu.atomic_add
 // CHECK: return
@@ -108,6 +112,10 @@ func.func @at_arg(%out: !A, %k: index, %x: !A) attributes {diffgpu.kernel,
 // CHECK: "diffgpu.atomic_add"(%[[CNT]]
 // CHECK: scf.if
 // CHECK: "diffgpu.atomic_add"(%[[CNT]]
+// CHECK-NEXT: llvm.fence syncscope("device") acq_rel
+// CHECK: "diffgpu.atomic_add"(%[[ACC]]
+// CHECK: "diffgpu.atomic_add"(%[[ACC]]
+// CHECK: "diffgpu.atomic_add"(%[[ACC]]
 // CHECK-NEXT: llvm.fence syncscope("device") acq_rel
 // CHECK: "diffgpu.atomic_add"(%[[CNT]]
 // CHECK: scf.if
