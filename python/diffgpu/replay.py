@@ -40,6 +40,7 @@ import numpy as np
 
 from diffgpu import buffers as M
 from diffgpu.runtime import fastpath
+from diffgpu.runtime.specialize import ALIGN
 
 #: recipes kept per kernel, then all dropped (a loop over ever new arrays)
 _MAX = 1024
@@ -69,13 +70,15 @@ def lookup(kernel, key):
 
 
 def keep(kernel, key, recipe, args, seeds) -> None:
+    """After a planned call: keep its recipe under `key` (None: the call had
+    a device array type the key did not know yet; it joins for the next)."""
     if key is None:
+        for a in list(args) + list(seeds.values()):  # device array types join the key
+            t = type(a)
+            if (t not in fastpath._ARRAYS and t not in fastpath._SCALARS
+                    and fastpath._ptr_array(a)):
+                fastpath._ARRAYS.add(t)
         return
-    for a in list(args) + list(seeds.values()):  # device array types join the key
-        t = type(a)
-        if (t not in fastpath._ARRAYS and t not in fastpath._SCALARS
-                and fastpath._ptr_array(a)):
-            fastpath._ARRAYS.add(t)
     table = kernel.__dict__.setdefault("_plans", {})
     if len(table) >= _MAX:
         table.clear()
@@ -108,42 +111,69 @@ class Recipe:
         self.program = self.facts = None
         self.aligned = ()  # fresh buffers the program takes as aligned
         self.packed = None  # GPU: (function, values, pointer positions), from the 2nd call
+        self._scope = self._make = self._slot_make = None  # from the first call (_resolve)
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
         alignment assumption (only when not `first`: the caller plans again)."""
-        from diffgpu.diff import ACTIVE_SLOTS, _zeros
         from diffgpu.launch import run_program
 
-        with M.device_scope(args[self.scope] if self.scope is not None else None):
-            bufs = []
-            for how, (where, what) in self.bufs:
-                src = args[what] if where == "arg" else seeds[what]
-                bufs.append(M.copy(src) if how == "copy" else
-                            M.empty_like(src) if how == "empty" else M.zeros_like(src))
-            slots = [_zeros(ACTIVE_SLOTS, dt, self.sig) for dt in self.slots]
-            flat = []
-            for where, what in self.flat:
-                flat.append(args[what] if where == "arg" else seeds[what] if where == "seed"
-                            else bufs[what] if where == "buf" else what)
-            flat += slots
-            if first:
-                self.facts = self._facts_for(flat, self.ftypes, self.target, self.grid,
-                                             self.block)
-                self.program = self._get_program(self.kernel, self.types, self.target,
-                                                 diff=self.diff, facts=self.facts)
-                self.aligned = self._aligned_buffers(flat, len(bufs))
-                run_program(self.program, flat, self.sig, self.grid, self.block)
+        if first:
+            self._resolve(args, seeds)
+        scope = self._scope
+        if scope is None:
+            return self._run(args, seeds, first, run_program)
+        with scope[0](scope[1]):
+            return self._run(args, seeds, first, run_program)
+
+    def _resolve(self, args, seeds) -> None:
+        """What the first call learns once: the device scope and, per fresh
+        buffer, the function making it (its shape and dtype are the key's)."""
+        from diffgpu.diff import ACTIVE_SLOTS
+
+        src = args[self.scope] if self.scope is not None else None
+        self._scope = None
+        if src is not None and M.is_device_array(src):
+            from diffgpu.runtime.args import device_id
+            from diffgpu.runtime.gpu import cupy_module
+            self._scope = (cupy_module().cuda.Device, device_id(src))
+        self._make = []
+        for how, (where, what) in self.bufs:
+            a = args[what] if where == "arg" else seeds[what]
+            xp = M.xp_of(a)
+            shape, dtype = M._shape_dtype(a)
+            self._make.append((M.copy, None, None) if how == "copy" else
+                              (xp.empty if how == "empty" else xp.zeros, shape, dtype))
+        xp = M.xp_of(src) if src is not None else np
+        self._slot_make = [(xp.zeros, ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots]
+
+    def _run(self, args, seeds, first, run_program):
+        bufs = []
+        for (how, (where, what)), (make, shape, dtype) in zip(self.bufs, self._make):
+            if shape is None:  # a copy of its source
+                bufs.append(make(args[what] if where == "arg" else seeds[what]))
             else:
-                for b in self.aligned:
-                    if _pointer(bufs[b]) % 16:
-                        return None
-                for s in slots:
-                    if self._slot_aligned and _pointer(s) % 16:
-                        return None
-                self._launch(flat, bufs, slots)
-            if self.late:
-                self.launcher(*args)
+                bufs.append(make(shape, dtype))
+        slots = [make(n, dtype) for make, n, dtype in self._slot_make]
+        flat = []
+        for where, what in self.flat:
+            flat.append(args[what] if where == "arg" else seeds[what] if where == "seed"
+                        else bufs[what] if where == "buf" else what)
+        flat += slots
+        if first:
+            self.facts = self._facts_for(flat, self.ftypes, self.target, self.grid,
+                                         self.block)
+            self.program = self._get_program(self.kernel, self.types, self.target,
+                                             diff=self.diff, facts=self.facts)
+            self.aligned = self._aligned_buffers(flat)
+            run_program(self.program, flat, self.sig, self.grid, self.block)
+        else:
+            for p in self.aligned:
+                if _pointer(flat[p]) % ALIGN:
+                    return None
+            self._launch(flat)
+        if self.late:
+            self.launcher(*args)
         out = {}
         for name, (where, what) in self.results:
             if where == "buf":
@@ -154,15 +184,15 @@ class Recipe:
                 out[name] = M.copy(seeds[what])
         return out
 
-    def _aligned_buffers(self, flat, nbufs) -> tuple:
-        """Fresh buffers (and slot arrays) whose alignment the facts assume."""
+    def _aligned_buffers(self, flat) -> tuple:
+        """Positions in `flat` of the fresh buffers and slot arrays whose
+        alignment the program's launch facts assume."""
         aligned = getattr(self.facts, "aligned", ()) or ()
-        need = {what for p, (where, what) in enumerate(self.flat)
-                if where == "buf" and p < len(aligned) and aligned[p]}
-        self._slot_aligned = any(aligned[len(self.flat):])
-        return tuple(sorted(need))
+        fresh = [p for p, (where, _) in enumerate(self.flat) if where == "buf"]
+        fresh += range(len(self.flat), len(flat))
+        return tuple(p for p in fresh if p < len(aligned) and aligned[p])
 
-    def _launch(self, flat, bufs, slots) -> None:
+    def _launch(self, flat) -> None:
         program = self.program
         if program.kind != "gpu":
             from diffgpu.launch import run_program
