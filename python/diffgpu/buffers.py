@@ -2,18 +2,24 @@
 arrays (CPU) and CUDA arrays (CuPy, or anything with
 `__cuda_array_interface__`): byte ranges, aliasing, fresh buffers.
 
-Imports only numpy; CuPy on first use of a device array.
+Imports numpy and the launch fast path's table of array types; CuPy on
+first use of a device array.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from diffgpu.runtime.args import is_device_array
+from diffgpu.runtime.fastpath import _ARRAYS
 
 
 def xp_of(a):
-    """numpy for host arrays, cupy for device arrays."""
-    if is_device_array(a):
+    """numpy for host arrays, cupy for device arrays (a type the launch fast
+    path knows to have CuPy's attributes needs no interface lookup)."""
+    t = type(a)
+    if t is np.ndarray:
+        return np
+    if t in _ARRAYS or is_device_array(a):
         from diffgpu.runtime.gpu import cupy_module
         return cupy_module()
     return np

@@ -111,7 +111,7 @@ class Recipe:
         self.program = self.facts = None
         self.aligned = ()  # fresh buffers the program takes as aligned
         self.packed = None  # GPU: (function, values, pointer positions), from the 2nd call
-        self._scope = self._make = self._slot_make = None  # from the first call (_resolve)
+        self._scope = self._slot_make = None  # from the first call (_resolve)
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
@@ -127,8 +127,9 @@ class Recipe:
             return self._run(args, seeds, first, run_program)
 
     def _resolve(self, args, seeds) -> None:
-        """What the first call learns once: the device scope and, per fresh
-        buffer, the function making it (its shape and dtype are the key's)."""
+        """What the first call learns once: the device scope and the
+        function making the slot arrays. Fresh buffers are made by
+        buffers.py's functions on every call."""
         from diffgpu.diff import ACTIVE_SLOTS
 
         src = args[self.scope] if self.scope is not None else None
@@ -137,23 +138,15 @@ class Recipe:
             from diffgpu.runtime.args import device_id
             from diffgpu.runtime.gpu import cupy_module
             self._scope = (cupy_module().cuda.Device, device_id(src))
-        self._make = []
-        for how, (where, what) in self.bufs:
-            a = args[what] if where == "arg" else seeds[what]
-            xp = M.xp_of(a)
-            shape, dtype = M._shape_dtype(a)
-            self._make.append((M.copy, None, None) if how == "copy" else
-                              (xp.empty if how == "empty" else xp.zeros, shape, dtype))
         xp = M.xp_of(src) if src is not None else np
         self._slot_make = [(xp.zeros, ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots]
 
     def _run(self, args, seeds, first, run_program):
         bufs = []
-        for (how, (where, what)), (make, shape, dtype) in zip(self.bufs, self._make):
-            if shape is None:  # a copy of its source
-                bufs.append(make(args[what] if where == "arg" else seeds[what]))
-            else:
-                bufs.append(make(shape, dtype))
+        for how, (where, what) in self.bufs:
+            src = args[what] if where == "arg" else seeds[what]
+            bufs.append(M.copy(src) if how == "copy" else
+                        M.empty_like(src) if how == "empty" else M.zeros_like(src))
         slots = [make(n, dtype) for make, n, dtype in self._slot_make]
         flat = []
         for where, what in self.flat:
