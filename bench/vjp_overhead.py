@@ -115,10 +115,19 @@ def standin() -> None:
 def prepare(path: str, chip: str = "sm_90") -> None:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     install_standin()  # the calls run on stand-in device arrays: programs for `chip`
+    from diffgpu.launch import get_program
+    from diffgpu.runtime.args import infer_signature
+
     ks = _kernels()
     for name, k in ks.items():
-        for f in _calls(k, *_args(name, LO.StandinArray, np.random.default_rng(0))):
+        args = _args(name, LO.StandinArray, np.random.default_rng(0))
+        for f in _calls(k, *args):
             f()
+            f()  # the second call replays the plan: the device type is known then
+        # the generic programs too: used where the GPU's arrays give other facts
+        get_program(k, infer_signature(args[0]).types, chip)
+        for recipe in k.__dict__.get("_plans", {}).values():
+            get_program(k, recipe.types, chip, diff=recipe.diff)
     print(f"prepared {', '.join(ks)} (vjp, jvp, launch) for {chip} in {path}")
 
 
@@ -139,8 +148,11 @@ def run(path: str) -> None:
         args, cot, tan = _args(name, cp.asarray, np.random.default_rng(0))
         vjp, jvp, plain = _calls(k, args, cot, tan)
         first = vjp()
-        again = vjp()
+        again = vjp()  # replays the plan
         sync()
+        if name == "square":
+            want = 2 * cp.asnumpy(args[1]) * cp.asnumpy(cot["y"])
+            assert np.allclose(cp.asnumpy(again["x"]), want, rtol=1e-5), "square: wrong vjp"
         for n, g in first.items():
             if isinstance(g, cp.ndarray) and g.ndim:
                 assert g is not again[n], "two calls returned the same array"
