@@ -17,7 +17,9 @@ nothing enters the program cache):
   each with the cross-block float64 finish (lowering/grid_sum.py) or with
   the per-block float32 add at the target (`grid_sum.ENABLED` off);
 - `stencil` dup/dup gradient: 32-bit index arithmetic (`index32`, the
-  runtime's choice) or 64-bit.
+  runtime's choice) or 64-bit;
+- each program with the finish once more with its fences made
+  release-only in the PTX text (`... rel`, `_release_fences`).
 
 It prints per program the atomics, fences and vector loads of its PTX.
 `--run` loads every program with the runtime's GpuProgram (no MLIR), checks
@@ -79,6 +81,22 @@ def _ptx_counts(ptx: str, entry: str) -> str:
     return " ".join(f"{k}={len(re.findall(v, body))}" for k, v in words.items())
 
 
+def _release_fences(payload) -> dict:
+    """The payload with its PTX's `fence.acq_rel.gpu` made `fence.release.gpu`
+    (PTX 8.6, sm_90). LLVM prints every `llvm.fence` of the finish as
+    acq_rel, which ptxas assembles as MEMBAR.ALL.GPU, ERRBAR and CCTL.IVALL
+    (the SM's L1 invalidated: the acquire half) and then keeps the scratch
+    adds as ATOMG; `fence.release.gpu` is MEMBAR and ERRBAR only, and the
+    adds whose result is unused become REDG. The finish reads the scratch
+    only with atomics (at the L2), so the release half is what orders it;
+    this variant times what the acquire half costs per block."""
+    ptx = payload["ptx"].replace("fence.acq_rel.gpu", "fence.release.gpu")
+    ptx = re.sub(r"^\.version (\d+)\.(\d+)$",
+                 lambda m: m.group(0) if (int(m.group(1)), int(m.group(2))) >= (8, 6)
+                 else ".version 8.6", ptx, count=1, flags=re.M)
+    return dict(payload, ptx=ptx)
+
+
 def prepare(path: str, chip: str = "sm_90", n: int = N) -> None:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     import peer_cases as PC
@@ -111,11 +129,15 @@ def prepare(path: str, chip: str = "sm_90", n: int = N) -> None:
                         payload, _ = L.build_payload(defn, types, chip, diff, f)
                     finally:
                         grid_sum.ENABLED = True
-                    rows.append({"case": label, "variant": name, "payload": payload,
-                                 "facts": f.key()})
-                    print(f"{label:16} {name:14} coarsen={payload.get('coarsen') or 1:<3} "
-                          f"{_ptx_counts(payload['ptx'], payload['entry'])}  [{f.key()}]",
-                          flush=True)
+                    more = [(name, payload)]
+                    if finish and "fence.acq_rel.gpu" in payload["ptx"]:
+                        more.append((name + " rel", _release_fences(payload)))
+                    for name, payload in more:
+                        rows.append({"case": label, "variant": name, "payload": payload,
+                                     "facts": f.key()})
+                        print(f"{label:16} {name:18} coarsen={payload.get('coarsen') or 1:<3} "
+                              f"{_ptx_counts(payload['ptx'], payload['entry'])}  [{f.key()}]",
+                              flush=True)
     finally:
         L.get_program = real
     os.makedirs(path, exist_ok=True)
@@ -198,9 +220,9 @@ def run(path: str) -> int:
         rows.append((row["case"], row["variant"], prog.coarsen, _time(launch), ", ".join(errs)))
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"device time per launch, N = {n} float32, blocks of {block}, {dev}")
-    print(f"{'case':16} {'variant':14} {'coarsen':>7} {'us':>9}  checked vs float64 numpy")
+    print(f"{'case':16} {'variant':18} {'coarsen':>7} {'us':>9}  checked vs float64 numpy")
     for case, variant, c, t, errs in rows:
-        print(f"{case:16} {variant:14} {c:7d} {t:9.1f}  {errs}")
+        print(f"{case:16} {variant:18} {c:7d} {t:9.1f}  {errs}")
     print(f"{bad} wrong results")
     return 1 if bad else 0
 
