@@ -5,24 +5,42 @@ their total once.
 After the block sum (lowering/block_sum.py), one float32 rounding per block
 would remain sequential at the target, in the order the blocks finish
 (docs/atomics.md, "Accuracy"). Where every block adds to the same element,
-each block instead adds its sum, widened to f64, into a per-launch
-accumulator, then, after a memory fence, counts itself in; the block that
-counts last reads the accumulator, rounds it to f32 once and adds it to the
-target with one atomic (an add, like the original: the target keeps what was
-there). It also subtracts what it read from the accumulator and the block
-count from the counter, so the scratch is zero again for the next launch on
-that stream, with no memset per launch.
+the block sums instead meet in float64 scratch, in two levels so that no
+address takes more than blocks / 64 atomics (one address taking one add
+and one counted arrival per block serialised them at the L2 and held every
+block's fence behind that queue):
+
+- block b belongs to group g = b % 64 (GROUPS; consecutive blocks, which
+  run at the same time, in different groups); it adds its sum, widened to
+  f64, to the group's accumulator, fences, and counts itself at the group's
+  counter (each accumulator and counter on its own 128-byte line);
+- the block that counts the group full (group g holds blocks / 64 blocks,
+  one more where g < blocks % 64) takes the group's total (an atomic read,
+  then minus what it read), adds it to the top accumulator, fences, and
+  counts the group at the top counter; it zeroes the group's counter;
+- the block that counts the last group (min(blocks, 64) groups) takes the
+  top total, rounds it to f32 once and adds it to the target with one
+  atomic (an add, like the original: the target keeps what was there), and
+  zeroes the top counter.
+
+So the scratch is zero again for the next launch on that stream, with no
+memset per launch, and its size does not depend on the grid (abi.py,
+scratch_sizes: 65 lines of accumulators and 65 of counters per sum).
 
     (one thread per block, %s: the block's pairwise f32 sum)
-    %w = arith.extf %s : f32 to f64
-    "diffgpu.atomic_add"(%acc, %w, %k)
+    %g = (linear block id) % 64
+    "diffgpu.atomic_add"(%acc, arith.extf %s, 16 * %g)
     llvm.fence syncscope("device") acq_rel              (GPU only)
-    %old = "diffgpu.atomic_add"(%count, %c1, %k) : (..., i64, index) -> i64
-    scf.if (%old == blocks - 1) {
-      llvm.fence syncscope("device") acq_rel            (GPU only)
-      %t = "diffgpu.atomic_add"(%acc, %c0_f64, %k)      (a read)
-      "diffgpu.atomic_add"(%acc, -%t, %k); "diffgpu.atomic_add"(%count, -blocks, %k)
-      "diffgpu.atomic_add"(%out, arith.truncf %t, %i)
+    %old = "diffgpu.atomic_add"(%count, 1, 16 * %g) : (..., i64, index) -> i64
+    scf.if (%old == size(%g) - 1) {
+      "diffgpu.atomic_add"(%count, -size(%g), 16 * %g); llvm.fence ...
+      %p = "diffgpu.atomic_add"(%acc, 0.0, 16 * %g)      (a read)
+      "diffgpu.atomic_add"(%acc, -%p, 16 * %g); "diffgpu.atomic_add"(%acc, %p, 1024)
+      llvm.fence ...; %top = "diffgpu.atomic_add"(%count, 1, 1024)
+      scf.if (%top == min(blocks, 64) - 1) {
+        llvm.fence ...; %t = (read and zero %acc[1024]); zero %count[1024]
+        "diffgpu.atomic_add"(%out, arith.truncf %t, %i)
+      }
     }
 
 Applies when the add's value is f32, its array is an argument of the kernel
@@ -36,7 +54,8 @@ run) keeps the per-block f32 add. Not for f64 (an f64 accumulator adds
 nothing) nor integers (exact in any order).
 
 The kernel takes the scratch as two trailing arguments (abi.py, SCRATCH_ATTR:
-`acc: memref<?xf64>`, `count: memref<?xi64>`), slot k for its k-th such sum.
+`acc: memref<?xf64>`, `count: memref<?xi64>`), slot k (words from
+k * ACC_WORDS and k * COUNT_WORDS) for its k-th such sum.
 Every block counts itself exactly once: the block sum sits where every
 thread of the block arrives (guards and early returns yield a zero there).
 Blocks whose size is not a multiple of 32 (the block sum's per-thread

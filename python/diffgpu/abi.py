@@ -29,12 +29,13 @@ GPU programs (PTX, lowering/to_gpu.py): a memref argument of rank r is
 
 Per-launch scratch (lowering/grid_sum.py): a kernel whose aggregated float
 sums finish across blocks takes two trailing arguments the user never
-passes, `acc: memref<?xf64>` and `count: memref<?xi64>`, `slots` elements
-each (one per such sum). The module attribute `diffgpu.grid_scratch`
+passes, `acc: memref<?xf64>` and `count: memref<?xi64>`, per such sum (a
+"slot") 65 elements each, one 128-byte line apart (`scratch_sizes`: 64
+arrival groups and a top). The module attribute `diffgpu.grid_scratch`
 (SCRATCH_ATTR) lists `"kernel=slots"`; a GPU program's argument descriptors
 end with `("scratch", slots)` (SCRATCH_KIND). The runtime passes zeroed
-scratch, one buffer per (program, device, stream) on the GPU (the last block
-of every launch leaves it zero again), a fresh one per launch on the host.
+scratch, one buffer per (program, device, stream) on the GPU (the launch's
+blocks leave it zero again), one per program and kernel on the host.
 
 Chips: KNOWN_CHIPS and `check_chip` (lowering/targets.py re-exports them).
 """

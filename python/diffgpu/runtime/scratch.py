@@ -6,8 +6,8 @@ accumulators, and `count`, int64 block counters; per grid sum ("slot") 64
 accumulators and 65 counters (one per arrival group and a top counter), each
 on its own 128-byte line (abi.scratch_sizes: 8 KiB + 8.1 KiB per slot). The
 size does not depend on the launch: any grid uses the same 64 groups. Each
-launch needs them zero at its start; the blocks that finish a group and the
-last block of the launch leave them zero again.
+launch needs them zero at its start; the blocks that complete a group and
+the last block of the launch leave them zero again.
 
 - GPU (`GpuScratch`): one small zeroed buffer per (device, stream), made on
   the first launch there and reused: launches on one stream run one after
