@@ -2,12 +2,14 @@
 
 A kernel built with grid sums (lowering/grid_sum.py) takes two trailing
 arguments its caller never passes (abi.py, SCRATCH_ATTR): `acc`, float64
-accumulators, and `count`, int64 block counters; per grid sum ("slot") 64
-accumulators and 65 counters (one per arrival group and a top counter), each
-on its own 128-byte line (abi.scratch_sizes: 8 KiB + 8.1 KiB per slot). The
-size does not depend on the launch: any grid uses the same 64 groups. Each
-launch needs them zero at its start; the blocks that complete a group and
-the last block of the launch leave them zero again.
+accumulators, and `count`, int64 block counters; per grid sum ("slot") 65
+of each (one per arrival group of blocks and one for the top), each on its
+own 128-byte line (abi.scratch_sizes: 2 x 8.1 KiB per slot). The size does
+not depend on the launch: any grid uses the same 64 groups (a grid-sized
+scratch, one partial per block, would need the launch to size it and a
+path for grids above a cap). Each launch needs them zero at its start; the
+blocks that complete a group and the last block of the launch leave them
+zero again.
 
 - GPU (`GpuScratch`): one small zeroed buffer per (device, stream), made on
   the first launch there and reused: launches on one stream run one after
