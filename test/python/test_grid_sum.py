@@ -159,12 +159,15 @@ def test_blocks_with_no_thread_in_range_still_count(kernel):
     """Blocks whose threads all fail the guard (or return) count themselves
     too: without them the last count is never reached and nothing is added."""
     x = hashed(1000)
-    out = np.zeros(1, np.float32)
-    kernel[40, 64](out, x)  # 16 blocks cover x, 24 have no element
-    assert close(out[0], np.sum(np.square(x, dtype=np.float64)), 64)
-    (prog,) = [p for p in kernel._programs.values() if p.host._scratch]
-    (scratch,) = prog.host._scratch.values()
-    assert not scratch.acc.any() and not scratch.count.any()
+    # 16 blocks cover x, 24 have no element; 32 blocks cover x, 168 have none
+    # (whole groups of 64 with no element, groups of 3 and 4 blocks)
+    for grid, block in ((40, 64), (200, 32)):
+        out = np.zeros(1, np.float32)
+        kernel[grid, block](out, x)
+        assert close(out[0], np.sum(np.square(x, dtype=np.float64)), block)
+        for prog in [p for p in kernel._programs.values() if p.host._scratch]:
+            (scratch,) = prog.host._scratch.values()
+            assert not scratch.acc.any() and not scratch.count.any()
 
 
 @pytest.mark.parametrize("blocks", [1, 2, 63, 64, 65, 129, 1000])
