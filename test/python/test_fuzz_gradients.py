@@ -17,11 +17,12 @@ from fuzz_kernels import random_case
 
 SLICE = range(100)  # seeds; ~0.5 s each on an idle core
 HARD_SLICE = range(20)  # --hard cases: piecewise functions, powf, atomics, gathers
-#: the slice in jobs of CHUNK seeds (fz.run takes a first seed and a count), one
-#: test each, so that `pytest -n auto` spreads them over its workers
-CHUNK = 20
+#: the slices in jobs of CHUNK seeds (fz.run takes a first seed and a count), one
+#: test each (5-10 s), so that `pytest -n auto` spreads them evenly over its
+#: workers and none is left running alone at the end
+CHUNK = 10
 JOBS = [(list(SLICE)[k:k + CHUNK], False) for k in range(0, len(SLICE), CHUNK)] + [
-    (list(HARD_SLICE), True)]
+    (list(HARD_SLICE)[k:k + CHUNK], True) for k in range(0, len(HARD_SLICE), CHUNK)]
 
 
 @pytest.mark.parametrize("job", JOBS, ids=[f"{'hard' if h else 'seeds'}{s[0]}-{s[-1]}"
