@@ -39,7 +39,9 @@ from __future__ import annotations
 import numpy as np
 
 from diffgpu import buffers as M
+from diffgpu import launch as L
 from diffgpu.runtime import fastpath
+from diffgpu.runtime.args import Signature
 from diffgpu.runtime.specialize import ALIGN
 
 #: recipes kept per kernel, then all dropped (a loop over ever new arrays)
@@ -94,20 +96,21 @@ class Recipe:
     with source ("buf", b), ("slot", k) or ("copy", name) (a copy of that
     seed); `late`: a plain launch of the kernel follows (outputs=True)."""
 
-    def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
-        from diffgpu.launch import facts_for, flat_types, get_program, target_for
-        from diffgpu.runtime.args import Signature
+    __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
+                 "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
+                 "program", "facts", "aligned", "packed", "_scope", "_slot_make")
 
+    def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
+        # tuples of plain values: the garbage collector stops tracking them
         self.launcher, self.mode = call.launcher, mode
-        self.bufs, self.flat, self.slots = bufs, flat, slots
-        self.results, self.late, self.scope = results, late, scope
+        self.bufs, self.flat, self.slots = tuple(bufs), tuple(flat), tuple(slots)
+        self.results, self.late, self.scope = tuple(results), late, scope
         self.grid, self.block = call.launcher.grid, call.launcher.block
         diff = (mode, tuple(kinds))
-        self.ftypes = tuple(flat_types(call.types, diff))
+        self.ftypes = tuple(L.flat_types(call.types, diff))
         self.sig = Signature(self.ftypes, call.sig.device, call.sig.gpu_id)
         self.types, self.kernel, self.diff = call.types, call.kernel, diff
-        self.target = target_for(self.sig)
-        self._facts_for, self._get_program = facts_for, get_program
+        self.target = L.target_for(self.sig)
         self.program = self.facts = None
         self.aligned = ()  # fresh buffers the program takes as aligned
         self.packed = None  # GPU: (function, values, pointer positions), from the 2nd call
@@ -116,15 +119,13 @@ class Recipe:
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
         alignment assumption (only when not `first`: the caller plans again)."""
-        from diffgpu.launch import run_program
-
         if first:
             self._resolve(args, seeds)
         scope = self._scope
         if scope is None:
-            return self._run(args, seeds, first, run_program)
+            return self._run(args, seeds, first)
         with scope[0](scope[1]):
-            return self._run(args, seeds, first, run_program)
+            return self._run(args, seeds, first)
 
     def _resolve(self, args, seeds) -> None:
         """What the first call learns once: the device scope and the
@@ -139,9 +140,9 @@ class Recipe:
             from diffgpu.runtime.gpu import cupy_module
             self._scope = (cupy_module().cuda.Device, device_id(src))
         xp = M.xp_of(src) if src is not None else np
-        self._slot_make = [(xp.zeros, ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots]
+        self._slot_make = tuple((xp.zeros, ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots)
 
-    def _run(self, args, seeds, first, run_program):
+    def _run(self, args, seeds, first):
         bufs = []
         for how, (where, what) in self.bufs:
             src = args[what] if where == "arg" else seeds[what]
@@ -154,12 +155,11 @@ class Recipe:
                         else bufs[what] if where == "buf" else what)
         flat += slots
         if first:
-            self.facts = self._facts_for(flat, self.ftypes, self.target, self.grid,
-                                         self.block)
-            self.program = self._get_program(self.kernel, self.types, self.target,
-                                             diff=self.diff, facts=self.facts)
+            self.facts = L.facts_for(flat, self.ftypes, self.target, self.grid, self.block)
+            self.program = L.get_program(self.kernel, self.types, self.target,
+                                         diff=self.diff, facts=self.facts)
             self.aligned = self._aligned_buffers(flat)
-            run_program(self.program, flat, self.sig, self.grid, self.block)
+            L.run_program(self.program, flat, self.sig, self.grid, self.block)
         else:
             for p in self.aligned:
                 if _pointer(flat[p]) % ALIGN:
@@ -188,8 +188,7 @@ class Recipe:
     def _launch(self, flat) -> None:
         program = self.program
         if program.kind != "gpu":
-            from diffgpu.launch import run_program
-            run_program(program, flat, self.sig, self.grid, self.block)
+            L.run_program(program, flat, self.sig, self.grid, self.block)
             return
         device_id = self.sig.gpu_id or 0
         packed = self.packed
