@@ -36,6 +36,8 @@ those of `plan.Call`.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from diffgpu import buffers as M
@@ -113,7 +115,9 @@ class Recipe:
         self.target = L.target_for(self.sig)
         self.program = self.facts = None
         self.aligned = ()  # fresh buffers the program takes as aligned
-        self.packed = None  # GPU: (function, values, pointer positions), from the 2nd call
+        #: from the key's second call: GPU (function, values, pointer positions,
+        #: ...), CPU (packed launch, fresh buffers' descriptors, lock) or False
+        self.packed = None
         self._scope = self._slot_make = None  # from the first call (_resolve)
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
@@ -188,7 +192,7 @@ class Recipe:
     def _launch(self, flat) -> None:
         program = self.program
         if program.kind != "gpu":
-            L.run_program(program, flat, self.sig, self.grid, self.block)
+            self._launch_host(flat)
             return
         device_id = self.sig.gpu_id or 0
         packed = self.packed
@@ -213,6 +217,51 @@ class Recipe:
         else:
             with device(device_id):
                 fn(grid, self.block, values)
+
+    def _launch_host(self, flat) -> None:
+        """The CPU: the key's second call packs (runtime/cpu.py `pack`) and
+        keeps the packed launch; later calls write the fresh buffers' data
+        pointers into their kept memref descriptors (under a lock: the
+        descriptors are shared) and run it."""
+        program = self.program
+        host, entry, names = program.host, program.entry, program.payload.get("arg_names")
+        packed = self.packed
+        if packed is None:
+            done = host.pack(entry, flat, program.flat_types, self.grid, self.block)
+            descs = self._descriptors(flat, done[2])
+            self.packed = False if descs is None else (done, descs, threading.Lock())
+            host.run_packed(entry, done, flat, names)
+            return
+        if packed is False:
+            L.run_program(program, flat, self.sig, self.grid, self.block)
+            return
+        done, descs, lock = packed
+        with lock:
+            for p, d in descs:
+                d.allocated = d.aligned = fastpath.host_pointer(flat[p])
+            host.run_packed(entry, done, flat, names)
+
+    def _descriptors(self, flat, keep):
+        """[(flat position, its memref descriptor in `keep`)] of the fresh
+        buffers and slot arrays (`pack` keeps a descriptor and its pointer
+        per array, a value per scalar, in order); None when `keep` does not
+        look like that."""
+        from diffgpu.types import ArrayType
+
+        fresh = {p for p, (where, _) in enumerate(self.flat) if where == "buf"}
+        fresh |= set(range(len(self.flat), len(flat)))
+        out, at = [], 0
+        for p, t in enumerate(self.program.flat_types):
+            if isinstance(t, ArrayType):
+                d = keep[at] if at < len(keep) else None
+                if getattr(d, "allocated", None) != (fastpath.host_pointer(flat[p]) or None):
+                    return None
+                if p in fresh:
+                    out.append((p, d))
+                at += 2
+            else:
+                at += 1
+        return out
 
     def _pointer_slots(self, program) -> list:
         """[(flat position, [offsets of its pointer in the packed values])]
