@@ -224,3 +224,32 @@ def test_device_replay_packs_the_fresh_pointers(standin):
     for c in (0, 1):  # planned, then packed from the arrays: the same values
         assert launched[c] == tuple(grads[c].data.ptr if k in diff else v
                                     for k, v in enumerate(launched[2]))
+
+
+@dg.kernel
+def dev_saxpy(o, a, x, y):
+    i = dg.global_id(0)
+    if i < len(x):
+        o[i] = a * x[i] + y[i]
+
+
+def test_device_replay_gives_each_call_its_own_slots(standin):
+    """An Active scalar's slot array is new (zeroed) every call and is the
+    one packed into that call's launch; its gradient a 0-d device array."""
+    launched = standin
+    o, x, y, obar = (LO.StandinArray(f32(256)) for _ in range(4))
+    dg.vjp(dev_saxpy[1, 256], o, 2.0, obar, y, cotangents={"o": x})  # the type joins keys
+    made = []
+    cp = sys.modules["cupy"]
+    zeros = cp.zeros
+    cp.zeros = lambda *a, **k: made.append(zeros(*a, **k)) or made[-1]
+    del launched[:]
+    before = counts()
+    gs = [dg.vjp(dev_saxpy[1, 256], o, 2.0, x, y, cotangents={"o": obar}) for _ in range(4)]
+    assert since(before) == (3, 1)
+    slots = [s for s in made if s.shape == (256,)]
+    assert len(slots) == 4 and len({s.data.ptr for s in slots}) == 4
+    for g, s, args in zip(gs, slots, launched):
+        assert s.data.ptr in args and g["x"].data.ptr in args and g["y"].data.ptr in args
+        assert isinstance(g["a"], LO.StandinArray) and g["a"].shape == ()
+        assert g["a"].dtype == np.float64  # a Python float: a float64 scalar
