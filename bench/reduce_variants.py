@@ -58,6 +58,7 @@ def _calls(kernels, n, xp):
         ("sumsq P", ss, lambda: ss[grid, BLOCK](out, x)),
         ("sumsq dup_dup", ss, lambda: dg.autodiff(
             ss[grid, BLOCK], dg.Duplicated(out, dout), dg.Duplicated(x, xp.zeros_like(x)))),
+        ("sumsq vjp", ss, lambda: dg.vjp(ss[grid, BLOCK], out, x, cotangents={"out": dout})),
         ("stencil dup_dup", st, lambda: dg.autodiff(
             st[grid, BLOCK], dg.Duplicated(y, dy), dg.Duplicated(x, xp.zeros_like(x)))),
     ]
@@ -173,6 +174,8 @@ def _arrays(case, n, cp):
         want = {"out": np.array([np.dot(x.astype(np.float64), x)])}
         if case.endswith("dup_dup"):
             want["shadow(x)"] = 2 * x.astype(np.float64) * 0.5
+        elif case.endswith("vjp"):  # out's writes are dropped: only the gradient
+            want = {"shadow(x)": 2 * x.astype(np.float64) * 0.5}
     else:
         g = np.random.default_rng(2).standard_normal(n).astype(np.float32)
         d["y"], d["shadow(y)"] = cp.zeros(n, np.float32), cp.asarray(g)

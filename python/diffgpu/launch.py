@@ -238,6 +238,11 @@ def build_module(defn, types, target: str, diff=None, facts=None):
     return src
 
 
+#: activity kinds whose parameter gets a shadow right after it in the entry
+#: (cot, grad: dg.vjp's kinds, docs/functional.md)
+SHADOWED_KINDS = ("dup", "dupnoneed", "cot", "grad")
+
+
 def flat_types(types, diff) -> list:
     """Argument types of the entry: diff wrappers add shadows and gradient slots."""
     from diffgpu.types import ArrayType
@@ -248,7 +253,7 @@ def flat_types(types, diff) -> list:
     out, grads = [], []
     for t, k in zip(types, kinds):
         out.append(t)
-        if k in ("dup", "dupnoneed", "cot", "grad"):  # cot, grad: dg.vjp's kinds
+        if k in SHADOWED_KINDS:
             out.append(t)
         if k == "active" and mode == "reverse":
             grads.append(ArrayType(t.dtype, 1))
@@ -264,7 +269,7 @@ def flat_names(names, diff) -> list:
     out, grads = [], []
     for n, k in zip(names, kinds):
         out.append(n)
-        if k in ("dup", "dupnoneed"):
+        if k in SHADOWED_KINDS:
             out.append(f"shadow({n})")
         if k == "active" and mode == "reverse":
             grads.append(f"gradient({n})")
