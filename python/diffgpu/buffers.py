@@ -115,7 +115,8 @@ def slot_sum(slots):
     when the value is needed), and back-to-back calls keep the GPU busy."""
     if isinstance(slots, np.ndarray):
         return float(slots.dtype.type(slots.sum(dtype=np.float64)))
-    return slots.sum(dtype=np.float64).astype(slots.dtype)
+    total = slots.sum(dtype=np.float64)  # a new 0-d array
+    return total if slots.dtype == np.float64 else total.astype(slots.dtype)
 
 
 def empty_like(a):
