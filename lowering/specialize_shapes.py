@@ -27,7 +27,8 @@ so the kernel takes exactly the parameters the runtime packs.
 memory subscripts (an out-of-range subscript is out of bounds either way;
 a loop bound `range(n)` of an i64 `n` could exceed int32) and have no index
 constant beyond int32; modules that allocate on the device heap (`malloc`
-takes a 64-bit size) keep 64-bit indices.
+takes a 64-bit size) or use shared memory (measured slower: see
+`_uses_workgroup_memory`) keep 64-bit indices.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering.ir_util import int_attr
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 INT32_MAX = 2**31 - 1
@@ -185,6 +187,18 @@ def _uses_heap(funcs) -> bool:
                for f in funcs for o in _ops(f))
 
 
+def _uses_workgroup_memory(funcs) -> bool:
+    """A kernel with shared arrays (its own, or the per-block buffers of
+    `diffgpu-stencil-adjoint` / the atomics passes). Measured on the H200:
+    the Enzyme-convention gradient of the 3-point stencil (per-block gather
+    through shared memory, edge atomics) took 699 us with 32-bit indices and
+    529 us with 64-bit ones (2^26 float32, bench/reduce_variants.py): with
+    32-bit indices `x[i+1]` and the edge atomics' addresses are rebuilt from
+    a sign-extended `i+1` instead of an immediate offset. Such modules keep
+    64-bit indices."""
+    return any(int_attr(f, "workgroup_attributions", 0) > 0 for f in funcs)
+
+
 @register_pass
 @dataclass
 class Index32(ModulePass):
@@ -208,6 +222,7 @@ class Index32(ModulePass):
             kernels = [f for f in funcs if "gpu.kernel" in f.attributes]
             if not kernels or not all((read_facts(k) or {}).get("index32") for k in kernels):
                 continue
-            if _uses_heap(funcs) or "dlti.dl_spec" in gm.attributes:
+            if (_uses_heap(funcs) or _uses_workgroup_memory(funcs)
+                    or "dlti.dl_spec" in gm.attributes):
                 continue
             gm.attributes["dlti.dl_spec"] = ir.Attribute.parse(DL_SPEC)

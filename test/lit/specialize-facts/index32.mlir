@@ -46,3 +46,21 @@ module attributes {gpu.container_module} {
 }
 // CHECK-LABEL: gpu.module @wide
 // CHECK-NOT: dlti.dl_spec
+
+// -----
+
+// Shared memory (a workgroup attribution) keeps 64-bit indices: measured
+// slower with 32-bit ones (lowering/specialize_shapes.py).
+#facts = {noalias = true, contiguous = [true], unit_dims = [1 : i64, 2 : i64], aligned = [true], grid_div = false, grid_div16 = false, extents = [[0 : i64]], index32 = true, ranks = [1 : i64]}
+module attributes {gpu.container_module} {
+  gpu.module @shared {
+    gpu.func @k(%x: memref<?xf32, strided<[?], offset: ?>>) workgroup(%s : memref<256xf32, #gpu.address_space<workgroup>>) kernel attributes {diffgpu.launch_facts = #facts} {
+      %i = gpu.thread_id x
+      %v = memref.load %s[%i] : memref<256xf32, #gpu.address_space<workgroup>>
+      memref.store %v, %x[%i] : memref<?xf32, strided<[?], offset: ?>>
+      gpu.return
+    }
+  }
+}
+// CHECK-LABEL: gpu.module @shared
+// CHECK-NOT: dlti.dl_spec
