@@ -126,7 +126,7 @@ class Recipe:
         if first:
             self._resolve(args, seeds)
         scope = self._scope
-        if scope is None:
+        if scope is None or scope[2]() == scope[1]:  # the host, or the GPU is current
             return self._run(args, seeds, first)
         with scope[0](scope[1]):
             return self._run(args, seeds, first)
@@ -142,7 +142,8 @@ class Recipe:
         if src is not None and M.is_device_array(src):
             from diffgpu.runtime.args import device_id
             from diffgpu.runtime.gpu import cupy_module
-            self._scope = (cupy_module().cuda.Device, device_id(src))
+            cuda = cupy_module().cuda
+            self._scope = (cuda.Device, device_id(src), cuda.runtime.getDevice)
         xp = M.xp_of(src) if src is not None else np
         self._slot_make = tuple((xp.zeros, ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots)
 

@@ -177,7 +177,7 @@ def test_errors_after_a_kept_plan_are_those_of_planning():
 def standin(monkeypatch):
     from diffgpu.runtime import gpu
     VO.install_standin()
-    monkeypatch.setattr(gpu, "_chips", {0: "sm_90"})
+    monkeypatch.setattr(gpu, "_chips", {0: "sm_90", 1: "sm_90"})
     launched = []
 
     class Function:
@@ -253,3 +253,34 @@ def test_device_replay_gives_each_call_its_own_slots(standin):
         assert s.data.ptr in args and g["x"].data.ptr in args and g["y"].data.ptr in args
         assert isinstance(g["a"], LO.StandinArray) and g["a"].shape == ()
         assert g["a"].dtype == np.float64  # a Python float: a float64 scalar
+
+
+def test_device_replay_on_another_gpu_selects_it(standin):
+    """Arrays on GPU 1 while GPU 0 is current: every call (planned or
+    replayed) allocates and launches inside GPU 1's scope."""
+    entered = []
+
+    class Dev(LO._Dev):
+        def __init__(self, i=0):
+            self.i = i
+
+        def __enter__(self):
+            entered.append(self.i)
+            return self
+
+    sys.modules["cupy"].cuda.Device = Dev
+
+    def on1(h):
+        a = LO.StandinArray(h)
+        a.device = LO._Dev()
+        a.device.id = 1
+        return a
+    y, x, ybar = (on1(f32(256)) for _ in range(3))
+    dg.vjp(dev_square[1, 256], y, ybar, cotangents={"y": x})  # the type joins keys
+    before = counts()
+    for _ in range(3):
+        del entered[:]
+        g = dg.vjp(dev_square[1, 256], y, x, cotangents={"y": ybar})
+        assert entered and set(entered) == {1}
+    assert since(before) == (2, 1)
+    assert g["x"].data.ptr in standin[-1]
