@@ -366,14 +366,16 @@ class Call:
                 sh = _buf(bufs, "zeros", ("arg", g[0]))
             for i in g:
                 kinds[i], shadows[i] = "dup", sh
-        for i, v in scal.items():
+        for i, v in scal.items():  # by value: replay.keep keeps only immutable ones
             kinds[i], shadows[i] = "dup", ("val", v)
         out = {}
         for g in self.groups:
             if self.written(g):
                 for i in g:
                     out[self.names[i]] = shadows[i]
-        return self._recipe("forward", kinds, prim, shadows, bufs, [], out, False)
+        recipe = self._recipe("forward", kinds, prim, shadows, bufs, [], out, False)
+        recipe.baked = tuple(self.names[i] for i in scal)
+        return recipe
 
     def _recipe(self, mode, kinds, prim, shadows, bufs, slots, out, late):
         from diffgpu.replay import Recipe

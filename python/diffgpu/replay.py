@@ -76,6 +76,8 @@ def lookup(kernel, key):
 def keep(kernel, key, recipe, args, seeds) -> None:
     """After a planned call: keep its recipe under `key` (None: the call had
     a device array type the key did not know yet; it joins for the next)."""
+    if key is not None and any(type(seeds[n]) not in fastpath._SCALARS for n in recipe.baked):
+        return  # a scalar tangent taken by value from a mutable object (a 0-d array)
     if key is None:
         for a in list(args) + list(seeds.values()):  # device array types join the key
             t = type(a)
@@ -96,11 +98,13 @@ class Recipe:
     name), ("buf", b) or ("val", float); `slots`: the dtypes of the Active
     scalars' slot arrays (appended to `flat`); `results`: (name, source)
     with source ("buf", b), ("slot", k) or ("copy", name) (a copy of that
-    seed); `late`: a plain launch of the kernel follows (outputs=True)."""
+    seed); `late`: a plain launch of the kernel follows (outputs=True);
+    `baked`: the seeds taken by value (scalar tangents: kept only when
+    immutable, so the key holds their value)."""
 
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
-                 "program", "facts", "aligned", "packed", "_scope", "_slot_make")
+                 "program", "facts", "aligned", "packed", "_scope", "_slot_make", "baked")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -119,6 +123,7 @@ class Recipe:
         #: ...), CPU (packed launch, fresh buffers' descriptors, lock) or False
         self.packed = None
         self._scope = self._slot_make = None  # from the first call (_resolve)
+        self.baked = ()  # names of the seeds in `flat` by value ("val")
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's

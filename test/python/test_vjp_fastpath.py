@@ -284,3 +284,22 @@ def test_device_replay_on_another_gpu_selects_it(standin):
         assert entered and set(entered) == {1}
     assert since(before) == (2, 1)
     assert g["x"].data.ptr in standin[-1]
+
+
+def test_scalar_tangent_in_a_mutable_array_is_read_every_call():
+    """A scalar tangent passed as a 0-d numpy array is read by value: such a
+    call is never replayed (the key holds only the array's address)."""
+    o, x, y = np.zeros(16, np.float32), f32(16), f32(16)
+    xdot, ydot = np.zeros(16, np.float32), np.zeros(16, np.float32)
+    adot = np.array(1.0)
+    for v in (1.0, 3.0):
+        adot[()] = v
+        t = dg.jvp(saxpy[1, 16], o, 2.0, x, y, tangents={"a": adot, "x": xdot, "y": ydot})
+        np.testing.assert_allclose(t["o"], v * x, rtol=1e-6)
+    before = counts()
+    for v in (1.0, 3.0):  # immutable scalars: in the key by value
+        t = dg.jvp(saxpy[1, 16], o, 2.0, x, y, tangents={"a": v, "x": xdot, "y": ydot})
+        np.testing.assert_allclose(t["o"], v * x, rtol=1e-6)
+    assert since(before) == (0, 2)
+    t = dg.jvp(saxpy[1, 16], o, 2.0, x, y, tangents={"a": 1.0, "x": xdot, "y": ydot})
+    assert since(before) == (1, 2)
