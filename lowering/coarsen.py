@@ -343,16 +343,17 @@ def factor_for(fn, module, noalias: bool, grid_div: bool, grid_div16: bool) -> i
     that is eligible only through its reduction atomics (`noalias` launch,
     grid x a multiple of REDUCE_COARSEN), COARSEN for the others (grid x a
     multiple of COARSEN), 1 for none. A derivative wrapper of a reduction
-    kernel asks for REDUCE_COARSEN too (the pass decides on the
-    differentiated body): its reverse reads the uniform cotangent instead of
-    adding to it, once per thread, so 16 elements share that load (and its
-    vector accesses are 4 v4 loads and stores per thread)."""
+    kernel gets COARSEN: its reverse writes a gradient element per element,
+    and 4 v4 stores per thread 64 bytes apart cost more than the shared
+    cotangent load saves (H200, 2^26 float32, bench/reduce_variants.py: the
+    sum of squares' `dg.vjp` 129 us by 4, 201 us by 16; its
+    Enzyme-convention gradient 192 us by 4, 275 us by 16)."""
     plain = eligible(fn, module, noalias)
     callee = _autodiff_callee(fn, module) if noalias and module is not None else None
     found = None if plain or not noalias else analyze(fn if callee is None else callee,
                                                       reduce=True)
     reduces = found is not None
-    if reduces and grid_div16 and sum(
+    if reduces and callee is None and grid_div16 and sum(
             len(_walk(guard)) for guard in found.guards) <= MAX_BODY_OPS // 4:
         return REDUCE_COARSEN  # (a longer body would grow 16-fold: factor 4 then)
     return COARSEN if (plain or reduces) and grid_div else 1

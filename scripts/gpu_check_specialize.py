@@ -73,24 +73,24 @@ ALIASED = [
 
 #: host-level dg.autodiff cases whose specialised programs are coarsened
 #: (lowering/coarsen.py: Active scalars' slot adds; a reduction's gradient
-#: by 16); expected results: the CPU's
+#: by 4); expected results: the CPU's
 REVERSE = [
     ("saxpy Active a reverse", saxpy, 12, 256,
      lambda r: [dg.Duplicated(np.zeros(N, np.float32), _f32(r, N)), dg.Active(1.5),
                 dg.Duplicated(_f32(r, N), _f32(r, N)), dg.Duplicated(_f32(r, N), _f32(r, N))]),
-    ("sumsq reverse x16", sumsq, 16, 256,
+    ("sumsq reverse x4", sumsq, 16, 256,
      lambda r: [dg.Duplicated(np.zeros(1, np.float32), np.full(1, 0.5, np.float32)),
                 dg.Duplicated(_f32(r, N), _f32(r, N))]),
 ]
 
 #: dg.vjp cases (gpu_check_io.run_case mode "vjp": the last argument is the
 #: cotangent of the kernel's first parameter) whose programs are coarsened:
-#: the stencil's gathered gradient (bound guards), sumsq's by 16, saxpy's
+#: the stencil's gathered gradient (bound guards), sumsq's by 4, saxpy's
 #: with the slot adds of `a`; expected results: the CPU's
 VJP = [
     ("stencil vjp", stencil, 12, 256,
      lambda r: [np.zeros(N, np.float32), _f32(r, N), _f32(r, N)]),
-    ("sumsq vjp x16", sumsq, 16, 256,
+    ("sumsq vjp x4", sumsq, 16, 256,
      lambda r: [np.zeros(1, np.float32), _f32(r, N), np.full(1, 0.5, np.float32)]),
     ("saxpy vjp", saxpy, 12, 256,
      lambda r: [np.zeros(N, np.float32), 1.5, _f32(r, N), _f32(r, N), _f32(r, N)]),

@@ -66,7 +66,7 @@ def saxpy(o, a, x, y):  # `a` Active: its gradient goes through the slot adds
 
 
 @dg.kernel
-def sumsq(out, x):  # a reduction: its gradient is coarsened by 16
+def sumsq(out, x):  # a reduction (coarsened by 16); its gradient by 4
     i = dg.global_id(0)
     if i < len(x):
         v = x[i]
