@@ -187,9 +187,14 @@ def _zeros(n: int, dtype: str, sig):
 
 
 def _scalar(arr):
-    """An Active scalar's gradient: the sum of its slots (in float64)."""
-    host = arr if isinstance(arr, np.ndarray) else arr.get()
-    return host.dtype.type(host.sum(dtype=np.float64))
+    """An Active scalar's gradient: the sum of its slots (in float64),
+    rounded to the scalar's type. On the host a numpy scalar; on a GPU a
+    0-d device array summed there (buffers.slot_sum), so the call returns
+    without waiting for the kernel, as `dg.vjp` does (`float(g)` waits)."""
+    if isinstance(arr, np.ndarray):
+        return arr.dtype.type(arr.sum(dtype=np.float64))
+    from diffgpu.buffers import slot_sum
+    return slot_sum(arr)
 
 
 __all__ = ["autodiff", "fwddiff", "split_activities"]
