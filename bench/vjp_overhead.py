@@ -40,7 +40,16 @@ def _kernels():
 
 
 def _args(name, make, rng):
-    """(launch arguments, cotangents, tangents) of case `name`."""
+    """(launch arguments, cotangents, tangents, shadows) of case `name`:
+    `shadows` has one array per array argument (the `dg.autodiff` /
+    `dg.fwddiff` rows' Duplicated shadows), None per scalar."""
+    args, cot, tan = _vjp_args(name, make, rng)
+    shadows = [None if isinstance(a, (float, np.floating)) else
+               make(rng.standard_normal(N).astype(np.float32)) for a in args]
+    return args, cot, tan, shadows
+
+
+def _vjp_args(name, make, rng):
     def arr():
         return make(rng.standard_normal(N).astype(np.float32))
     if name in ("square", "softplus"):
@@ -53,18 +62,25 @@ def _args(name, make, rng):
     return [o, a, b, c], {"o": arr()}, {"a": arr(), "b": arr(), "c": arr()}
 
 
-def _calls(k, args, cot, tan):
+def _calls(k, args, cot, tan, shadows):
+    """dg.vjp, dg.jvp, a plain launch, dg.autodiff (arrays Duplicated,
+    scalars Active), dg.fwddiff (scalars Duplicated with a tangent of 1)."""
     import diffgpu as dg
     launcher = k[N // BLOCK, BLOCK]
+    rev = [dg.Active(a) if s is None else dg.Duplicated(a, s) for a, s in zip(args, shadows)]
+    fwd = [dg.Duplicated(a, type(a)(1.0)) if s is None else dg.Duplicated(a, s)
+           for a, s in zip(args, shadows)]
     return (lambda: dg.vjp(launcher, *args, cotangents=cot),
             lambda: dg.jvp(launcher, *args, tangents=tan),
-            lambda: launcher(*args))
+            lambda: launcher(*args),
+            lambda: dg.autodiff(launcher, *rev),
+            lambda: dg.fwddiff(launcher, *fwd))
 
 
 def _table(rows, what: str, extra=()):
     print(f"host time per call, {N} float32 per array ({what}):")
-    print(f"  {'kernel':10s} {'dg.vjp':>9s} {'dg.jvp':>9s} {'launch':>9s}" +
-          "".join(f" {e:>10s}" for e in extra))
+    print(f"  {'kernel':10s} {'dg.vjp':>9s} {'dg.jvp':>9s} {'launch':>9s} "
+          f"{'autodiff':>9s} {'fwddiff':>9s}" + "".join(f" {e:>10s}" for e in extra))
     for name, vals in rows:
         print(f"  {name:10s}" + "".join(f" {v:8.1f}us" if v is not None else "        -"
                                           for v in vals))
@@ -97,15 +113,17 @@ def standin() -> None:
     ks = _kernels()
     rows, cpu = [], []
     for name, k in ks.items():
-        vjp, jvp, plain = _calls(k, *_args(name, LO.StandinArray, np.random.default_rng(0)))
-        for f in (vjp, jvp, plain):
+        fs = _calls(k, *_args(name, LO.StandinArray, np.random.default_rng(0)))
+        for f in fs:
             f()  # compiles for sm_90 (the stand-in's chip)
-        rows.append((name, [_per_launch_us(f, reps=500) for f in (vjp, jvp, plain)]))
-        vjp, jvp, plain = _calls(k, *_args(name, lambda a: a, np.random.default_rng(0)))
-        cpu.append((name, [_per_launch_us(f, reps=200) for f in (vjp, jvp, plain)]))
+        rows.append((name, [_per_launch_us(f, reps=500) for f in fs]))
+        fs = _calls(k, *_args(name, lambda a: a, np.random.default_rng(0)))
+        cpu.append((name, [_per_launch_us(f, reps=200) for f in fs]))
     _table(rows, "CuPy stand-in, CPU time, kernels do nothing")
     _table(cpu, "CPU path: numpy, the kernels run")
-    print(f"  vjp/jvp calls: {STATS['vjp_reuse']} reused a plan, {STATS['vjp_plan']} planned")
+    print(f"  vjp/jvp calls: {STATS['vjp_reuse']} reused a plan, {STATS['vjp_plan']} planned; "
+          f"autodiff/fwddiff calls: {STATS['autodiff_reuse']} replayed, "
+          f"{STATS['autodiff_plan']} checked")
 
 
 # ---------------------------------------------------------------------------
@@ -126,6 +144,9 @@ def prepare(path: str, chip: str = "sm_90") -> None:
             f()  # the second call replays the plan: the device type is known then
         # the generic programs too: used where the GPU's arrays give other facts
         get_program(k, infer_signature(args[0]).types, chip)
+        for diff in (("reverse", tuple("dup" if s is not None else "active" for s in args[3])),
+                     ("forward", ("dup",) * len(args[3]))):
+            get_program(k, infer_signature(args[0]).types, chip, diff=diff)
         for recipe in k.__dict__.get("_plans", {}).values():
             get_program(k, recipe.types, chip, diff=recipe.diff)
     print(f"prepared {', '.join(ks)} (vjp, jvp, launch) for {chip} in {path}")
@@ -145,8 +166,9 @@ def run(path: str) -> None:
     ks = _kernels()
     rows = []
     for name, k in ks.items():
-        args, cot, tan = _args(name, cp.asarray, np.random.default_rng(0))
-        vjp, jvp, plain = _calls(k, args, cot, tan)
+        args, cot, tan, shadows = _args(name, cp.asarray, np.random.default_rng(0))
+        fs = _calls(k, args, cot, tan, shadows)
+        vjp = fs[0]
         first = vjp()
         again = vjp()  # replays the plan
         sync()
@@ -157,7 +179,7 @@ def run(path: str) -> None:
             if isinstance(g, cp.ndarray) and g.ndim:
                 assert g is not again[n], "two calls returned the same array"
                 assert np.allclose(cp.asnumpy(g), cp.asnumpy(again[n])), f"{name}: {n} differs"
-        rows.append((name, [_per_launch_us(f, reps=500, sync=sync) for f in (vjp, jvp, plain)]))
+        rows.append((name, [_per_launch_us(f, reps=500, sync=sync) for f in fs]))
     y, x = cp.zeros(N, cp.float32), cp.ones(N, cp.float32)
     n = np.int64(N)
     raw_us = _per_launch_us(lambda: raw((N // BLOCK,), (BLOCK,), (y, x, n)), sync=sync)
@@ -165,7 +187,9 @@ def run(path: str) -> None:
     print(f"  CuPy RawKernel (square) launch: {raw_us:.1f} us")
     print(f"  programs: {STATS['disk_hit']} from the cache, {STATS['compile']} compiled, "
           f"{STATS['generic_fallback']} generic fallbacks; vjp/jvp calls: "
-          f"{STATS['vjp_reuse']} reused a plan, {STATS['vjp_plan']} planned")
+          f"{STATS['vjp_reuse']} reused a plan, {STATS['vjp_plan']} planned; "
+          f"autodiff/fwddiff: {STATS['autodiff_reuse']} replayed, "
+          f"{STATS['autodiff_plan']} checked")
 
 
 def main(argv=None) -> int:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffgpu.activities import Activity, Const, Duplicated
-from diffgpu.api import user_facing
+from diffgpu.activities import Active, Activity, Const, Duplicated, DuplicatedNoNeed
+from diffgpu.api import Launcher, user_facing
 from diffgpu.errors import LaunchError
+from diffgpu.runtime import fastpath
 from diffgpu.runtime.args import arg_type, describe_arg, infer_signature, is_device_array
 from diffgpu.types import ScalarType, is_float
 
@@ -148,8 +149,21 @@ def _check_shadow(t, value, shadow, where: str, mode: str) -> None:
 
 
 def _diff_launch(mode: str, launcher, activities):
-    from diffgpu.launch import facts_for, flat_types, get_program, run_program, target_for
+    """Replay the recipe kept for this call's key (`_call_key`), or check
+    the call (`split_activities`, the signature) and run it as a recipe
+    (replay.py), kept for the next call with that key."""
+    from diffgpu import replay
+    from diffgpu.launch import STATS
 
+    key = None
+    if type(launcher) is Launcher:
+        key, flat = _call_key(mode, launcher, activities)
+        recipe = replay.lookup(launcher.kernel, key) if key is not None else None
+        if recipe is not None:
+            out = recipe.run(flat, _NO_SEEDS, first=False)
+            if out is not None:
+                STATS["autodiff_reuse"] += 1
+                return tuple(out.values()) if mode == "reverse" else None
     launcher = _launcher_of(launcher, mode)
     kernel = launcher.kernel
     kinds, primals, shadows = split_activities(kernel, activities, mode)
@@ -161,29 +175,46 @@ def _diff_launch(mode: str, launcher, activities):
     sig = infer_signature(flat, None, kernel.name)  # device agreement of everything
     types = tuple(arg_type(p, describe_arg(i, kernel.arg_names))[0]
                   for i, p in enumerate(primals))
-    target = target_for(sig)
-    grads = []
-    if mode == "reverse":
-        for t, k in zip(types, kinds):
-            if k == "active":
-                grads.append(_zeros(ACTIVE_SLOTS, t.dtype, sig))
-    diff = (mode, tuple(kinds))
-    facts = facts_for(flat + grads, flat_types(types, diff), target, launcher.grid,
-                      launcher.block)  # specialised for the launch (runtime/specialize.py)
-    program = get_program(kernel, types, target, diff=diff, facts=facts)
-    run_program(program, flat + grads, sig, launcher.grid, launcher.block)
-    if mode == "reverse":
-        return tuple(_scalar(g) for g in grads)
-    return None
+    scope = next((i for i, v in enumerate(flat)
+                  if isinstance(v, np.ndarray) or is_device_array(v)), None)
+    recipe = replay.diff_recipe(launcher, mode, kinds, types, sig, len(flat), scope, _scalar)
+    out = recipe.run(flat, _NO_SEEDS, first=True)
+    replay.keep(kernel, key, recipe, flat, _NO_SEEDS)
+    STATS["autodiff_plan"] += 1
+    return tuple(out.values()) if mode == "reverse" else None
 
 
-def _zeros(n: int, dtype: str, sig):
-    if sig.device == "host":
-        return np.zeros(n, dtype)
-    from diffgpu.runtime.gpu import cupy_module
-    cupy = cupy_module()
-    with cupy.cuda.Device(sig.gpu_id or 0):
-        return cupy.zeros(n, dtype)
+_NO_SEEDS: dict = {}
+_SHADOWED = (Duplicated, DuplicatedNoNeed)
+_PLAIN = (Active, Const)
+
+
+def _call_key(mode: str, launcher, activities):
+    """(key, the flat values: primals and shadows) of a call, or (None,
+    None) when no key can be formed (an activity or value type the launch
+    key does not know). The key is (mode, the kinds, the launch key of the
+    flat values: grid, block, per array type, dtype, pointer, shape,
+    strides, writeable / GPU, per scalar type and value, the race-check
+    switch; runtime/fastpath.py); `split_activities`, the signature, the
+    facts and the program read only these."""
+    flat, kinds = [], []
+    for a in activities:
+        t = type(a)
+        if t in _SHADOWED:
+            flat += (a.value, a.shadow)
+            kinds.append(t.kind)
+        elif t in _PLAIN:
+            flat.append(a.value)
+            kinds.append(t.kind)
+        elif isinstance(a, Activity):
+            return None, None  # a subclass: checked every call
+        else:
+            flat.append(a)
+            kinds.append("const")
+    key = fastpath.launch_key(flat, launcher.grid, launcher.block)
+    if key is None:
+        return None, None
+    return (mode, tuple(kinds), key), flat
 
 
 def _scalar(arr):

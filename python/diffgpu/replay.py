@@ -62,6 +62,24 @@ def call_key(fn: str, outputs: bool, args, seeds: dict, grid, block):
     return (fn, outputs, names, key, skey)
 
 
+def diff_recipe(launcher, mode: str, kinds, types, sig, nflat: int, scope, slot_sum):
+    """The Recipe of a checked host-level `dg.autodiff` / `dg.fwddiff` call
+    (diff.py): the derivative kernel takes the caller's `nflat` values
+    (primals and shadows, in order: "arg" i) then, in reverse mode, one
+    fresh slot array per Active scalar, whose sums `slot_sum` makes are
+    the results, in order (named 0, 1, ...). `scope`: the position of an
+    array among the values (its device is the call's), or None."""
+    from types import SimpleNamespace
+
+    slots = [t.dtype for t, k in zip(types, kinds) if k == "active"] if mode == "reverse" else []
+    call = SimpleNamespace(launcher=launcher, types=tuple(types), sig=sig,
+                           kernel=launcher.kernel)
+    recipe = Recipe(call, mode, kinds, (), [("arg", i) for i in range(nflat)], slots,
+                    [(k, ("slot", k)) for k in range(len(slots))], False, scope)
+    recipe.slot_sum = slot_sum
+    return recipe
+
+
 def lookup(kernel, key):
     """The recipe kept for `key`, or None."""
     table = kernel.__dict__.get("_plans")
@@ -104,7 +122,8 @@ class Recipe:
 
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
-                 "program", "facts", "aligned", "packed", "_scope", "_slot_make", "baked")
+                 "program", "facts", "aligned", "packed", "_scope", "_slot_make", "baked",
+                 "slot_sum")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -124,6 +143,9 @@ class Recipe:
         self.packed = None
         self._scope = self._slot_make = None  # from the first call (_resolve)
         self.baked = ()  # names of the seeds in `flat` by value ("val")
+        #: a slot array -> its scalar's gradient (`dg.autodiff` keeps numpy
+        #: scalars on the host: diff.py `_scalar`)
+        self.slot_sum = M.slot_sum
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
@@ -182,7 +204,7 @@ class Recipe:
             if where == "buf":
                 out[name] = bufs[what]
             elif where == "slot":
-                out[name] = M.slot_sum(slots[what])
+                out[name] = self.slot_sum(slots[what])
             else:
                 out[name] = M.copy(seeds[what])
         return out
@@ -309,4 +331,4 @@ def fastpath_pointer():
     return _MAKE[0]
 
 
-__all__ = ["Recipe", "call_key", "lookup", "keep"]
+__all__ = ["Recipe", "call_key", "diff_recipe", "lookup", "keep"]
