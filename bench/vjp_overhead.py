@@ -7,7 +7,9 @@ same kernel.
     python bench/vjp_overhead.py --run DIR            # GPU machine: CuPy, no MLIR
 
 Kernels: `square` (2 arrays), `softplus` (2 arrays), `saxpy` (an Active
-scalar) and `add4` (4 arrays), from bench/peer_cases.py. `--standin` (the
+scalar) and `add4` (4 arrays), from bench/peer_cases.py; besides dg.vjp,
+dg.jvp and a plain launch, the host-level dg.autodiff (arrays Duplicated,
+scalars Active) and dg.fwddiff of the same arguments. `--standin` (the
 stand-in of bench/launch_overhead.py, whose kernels do nothing, extended
 here with the allocations `dg.vjp` makes) times diffgpu's own Python work
 per call, with the process's CPU time; it also times the CPU path (numpy,

@@ -33,6 +33,13 @@ A call whose key cannot be formed (an argument or seed type the launch fast
 path does not know: torch tensors, plain `__cuda_array_interface__`
 objects) is planned every time; errors come only from planning, so they are
 those of `plan.Call`.
+
+The host-level `dg.autodiff` / `dg.fwddiff` (diff.py) run through the same
+`Recipe` (`diff_recipe`): no fresh buffers, the caller's primals and
+shadows as the kernel's arguments, one fresh slot array per `Active`
+scalar. Their key is (mode, activity kinds, launch key of the primals and
+shadows), kept in the same table: a key of one kind never equals one of
+the other (different lengths).
 """
 from __future__ import annotations
 
