@@ -151,7 +151,7 @@ def prepare(path: str, chip: str = "sm_90") -> None:
             get_program(k, infer_signature(args[0]).types, chip, diff=diff)
         for recipe in k.__dict__.get("_plans", {}).values():
             get_program(k, recipe.types, chip, diff=recipe.diff)
-    print(f"prepared {', '.join(ks)} (vjp, jvp, launch) for {chip} in {path}")
+    print(f"prepared {', '.join(ks)} (vjp, jvp, launch, autodiff, fwddiff) for {chip} in {path}")
 
 
 def run(path: str) -> None:

@@ -213,3 +213,11 @@ def test_device_fwddiff_replayed(standin):
         dg.fwddiff(dev_saxpy[1, 256], D(o, do), D(2.0, 1.0), D(x, xd), D(y, yd))
     assert since(before) == (3, 1)
     assert len(launched) == 4 and len(set(launched)) == 1  # nothing fresh: the same values
+    before = counts()
+    dg.fwddiff(dev_saxpy[2, 128], D(o, do), D(2.0, 1.0), D(x, xd), D(y, yd))  # another grid
+    dg.fwddiff(dev_saxpy[1, 256], D(o, do), D(2.0, 1.0), dg.Const(x), D(y, yd))  # kind
+    dg.fwddiff(dev_saxpy[1, 256], D(o, do), D(2.0, 1.0), D(x, yd), D(y, xd))  # pointers
+    assert since(before) == (0, 3)
+    assert launched[-1] != launched[0]
+    dg.fwddiff(dev_saxpy[1, 256], D(o, do), D(2.0, 1.0), D(x, xd), D(y, yd))
+    assert since(before) == (1, 3) and launched[-1] == launched[0]
