@@ -11,6 +11,18 @@ is atomically summed. It is compiled and cached like any kernel; these
 functions validate the activities (before anything runs), allocate the
 gradient slots on the arrays' device and launch. Inside kernels the same
 names are builtins the frontend compiles (tag `__diffgpu_builtin__`).
+
+A checked call becomes a `replay.Recipe`, kept per call key (`_call_key`:
+mode, kinds, the launch key of primals and shadows). A repeat with an equal
+key skips the checks, facts and program lookup and relaunches with the
+kept packed arguments; only the Active scalars' slot arrays are new
+(zeroed) each call:
+
+| call            | checks | facts, program | packing              | slots |
+|-----------------|--------|----------------|----------------------|-------|
+| first of a key  | yes    | yes            | yes                  | new   |
+| second          | no     | kept           | yes, kept            | new   |
+| later           | no     | kept           | kept, slot pointers put in | new |
 """
 from __future__ import annotations
 
