@@ -349,7 +349,7 @@ def test_load_hoisting_is_linear_in_the_block(monkeypatch, tmp_path):
     7 s for a 1000-term straight-line kernel)."""
     import importlib.util
 
-    from diffgpu.lowering import specialize as SP
+    from diffgpu.lowering import load_order as SP
 
     calls = [0]
     real = SP._writes
