@@ -140,15 +140,12 @@ def launch_programs(kernel, grid, block, args, chip: str) -> str | None:
 
 def diff_programs(run_case, kernel, grid, block, mode, args, chip: str) -> None:
     """Compile (into the cache) the program a host-level dg.autodiff /
-    dg.fwddiff of `args` selects on `chip` (specialised for its launch
-    facts, runtime/specialize.py): the call runs with the launch path's
-    target set to `chip` and nothing executed."""
-    import diffgpu.launch as L
+    dg.fwddiff / dg.vjp of `args` selects on `chip` (specialised for its
+    launch facts, runtime/specialize.py): the call runs inside
+    `interop.compile_only(chip)`, which also keeps the per-call replay
+    tables out of it (a recipe kept for the sm_90 program would otherwise be
+    replayed by the CPU run of the same arrays that follows)."""
+    from diffgpu.interop import compile_only
 
-    real = L.target_for, L.run_program
-    L.target_for = lambda sig: chip
-    L.run_program = lambda *a, **k: None
-    try:
+    with compile_only(chip):
         run_case(kernel, grid, block, mode, args)
-    finally:
-        L.target_for, L.run_program = real
