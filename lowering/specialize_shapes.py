@@ -76,12 +76,6 @@ def canonical_dims(funcs: dict, facts_of) -> None:
     the functions only it calls (each called once in the module)."""
     from diffgpu._mlir import ir
 
-    calls: dict = {}
-    for f in funcs.values():
-        for o in _ops(f):
-            if o.name == "func.call":
-                name = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
-                calls[name] = calls.get(name, 0) + 1
     labels = {}  # function name -> per argument: per dimension a label, or None
     work = []
     for name, f in funcs.items():
@@ -90,6 +84,14 @@ def canonical_dims(funcs: dict, facts_of) -> None:
             labels[name] = [[(d, r) for d, r in enumerate(e)] if e else None
                             for e in facts["extents"]]
             work.append(name)
+    if not work:  # no launch facts (a compile without a launch): nothing to do
+        return
+    calls: dict = {}
+    for f in funcs.values():
+        for o in _ops(f):
+            if o.name == "func.call":
+                name = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
+                calls[name] = calls.get(name, 0) + 1
     while work:
         name = work.pop()
         f = funcs[name]

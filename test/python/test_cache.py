@@ -148,9 +148,9 @@ def test_store_is_atomic(cache_dir, monkeypatch):
     key = "c" * 64
     cache.store(key, {"v": 1})
 
-    def boom(fd):
+    def boom(src, dst):
         raise OSError("disk full")
-    monkeypatch.setattr(os, "fsync", boom)
+    monkeypatch.setattr(os, "replace", boom)
     with pytest.warns(RuntimeWarning, match="disk full"):
         assert cache.store(key, {"v": 2}) is None
     assert cache.load(key)["v"] == 1

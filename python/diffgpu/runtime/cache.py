@@ -142,10 +142,8 @@ def store(key: str, payload: dict, directory: str | None = None) -> str | None:
         if sub is None:
             return None
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=sub)
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb") as f:  # no fsync: a torn entry fails its checksum (a miss)
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
         tmp = None
     except OSError as exc:
