@@ -15,6 +15,10 @@ import repo_imports  # noqa: E402
 
 repo_imports.bootstrap()
 
+# Tests verify the IR after every pass, so that a pass leaving invalid IR
+# fails there (the compile driver otherwise verifies once, at the end).
+os.environ.setdefault("DIFFGPU_VERIFY_EACH", "1")
+
 # Tests never touch the user's ~/.cache/diffgpu; set before diffgpu is used
 # (DIFFGPU_TEST_KEEP_CACHE=1 keeps the caller's DIFFGPU_CACHE_DIR instead).
 _TEST_CACHE = None
