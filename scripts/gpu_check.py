@@ -335,34 +335,6 @@ def _run_bundle(cupy, path):
         return ("bundle axpy", "?", "-", "-", f"ERROR {msg}")
 
 
-def to_device(cupy):
-    """numpy -> CuPy with the same strides (positive strides; others copied)."""
-    def conv(a):
-        if a.flags.c_contiguous or a.size == 0 or any(s <= 0 for s in a.strides):
-            return cupy.asarray(np.ascontiguousarray(a))
-        span = sum(s * (n - 1) for s, n in zip(a.strides, a.shape)) // a.itemsize + 1
-        base = cupy.zeros(span, a.dtype)
-        view = cupy.ndarray(a.shape, a.dtype, memptr=base.data, strides=a.strides)
-        view[...] = cupy.asarray(np.ascontiguousarray(a))
-        return view
-    return conv
-
-
-def compare(got, want):
-    if len(got) != len(want):
-        return float("inf"), False
-    worst, ok = 0.0, True
-    for g, w in zip(got, want):
-        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
-        if g.shape != w.shape:
-            return float("inf"), False
-        if g.size:
-            err = float(np.max(np.abs(g - w)))
-            worst = max(worst, err)
-            ok &= bool(np.allclose(g, w, rtol=1e-4, atol=1e-5))
-    return worst, ok
-
-
 def _table(rows):
     head = ("case", "signature", "ms", "max |err|", "status")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]

@@ -13,33 +13,11 @@ import pytest
 import diffgpu as dg
 from diffgpu.launch import STATS
 from racecheck_kernels import checked, halve
-from test_vjp_fastpath import LO, standin  # noqa: F401  (the CuPy stand-in fixture)
+# the CuPy stand-in fixture and the kernels, defined once
+from test_vjp_fastpath import LO, rows, saxpy, square, standin  # noqa: F401
 
 RNG = np.random.default_rng(11)
 D, DN, A = dg.Duplicated, dg.DuplicatedNoNeed, dg.Active
-
-
-@dg.kernel
-def square(y, x):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[i] = x[i] * x[i]
-
-
-@dg.kernel
-def saxpy(o, a, x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        o[i] = a * x[i] + y[i]
-
-
-@dg.kernel
-def rows(y, x):
-    i = dg.global_id(0)
-    j = dg.global_id(1)
-    if i < x.shape[0]:
-        if j < x.shape[1]:
-            y[i, j] = x[i, j] * x[i, j] + float(j)
 
 
 def f32(*shape):

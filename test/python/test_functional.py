@@ -7,30 +7,9 @@ import pytest
 
 import diffgpu as dg
 from diffgpu.functional import access
+from kernels_elementwise import saxpy, square, stencil  # noqa: E402  (defined once)
 
 RNG = np.random.default_rng(7)
-
-
-@dg.kernel
-def square(y, x):
-    i = dg.global_id(0)
-    if i < len(x):
-        v = x[i]
-        y[i] = v * v
-
-
-@dg.kernel
-def saxpy(o, a, x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        o[i] = a * x[i] + y[i]
-
-
-@dg.kernel
-def stencil(y, x):
-    i = dg.global_id(0)
-    if i >= 1 and i < len(x) - 1:
-        y[i] = 0.25 * x[i - 1] + 0.5 * x[i] + 0.25 * x[i + 1]
 
 
 @dg.kernel

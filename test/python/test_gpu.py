@@ -99,7 +99,8 @@ def test_host_autodiff_on_gpu():
     (da,) = dg.autodiff(sq[3, 128], dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Active(2.0))
     xh = x.get()
     np.testing.assert_allclose(dx.get(), 4.0 * xh, rtol=1e-5)
-    assert isinstance(da, cupy.ndarray) and da.shape == () and da.dtype == cupy.float32
+    # a 0-d device array of the scalar's type (a Python float: float64), summed on the GPU
+    assert isinstance(da, cupy.ndarray) and da.shape == () and da.dtype == cupy.float64
     np.testing.assert_allclose(float(da), np.sum(xh.astype(np.float64) ** 2), rtol=1e-5)
 
 

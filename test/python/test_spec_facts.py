@@ -15,25 +15,11 @@ from diffgpu import launch as L
 from diffgpu.runtime import specialize as S
 from diffgpu.types import ArrayType
 from kernels_specialize import two_guards
+from kernels_elementwise import saxpy, square  # noqa: E402  (defined once)
 
 M = S.INT32_MAX
 F1 = ArrayType("float32", 1)
 RNG = np.random.default_rng(5)
-
-
-@dg.kernel
-def square(y, x):
-    i = dg.global_id(0)
-    if i < len(x):
-        v = x[i]
-        y[i] = v * v
-
-
-@dg.kernel
-def saxpy(o, a, x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        o[i] = a * x[i] + y[i]
 
 
 @dg.kernel

@@ -9,16 +9,9 @@ import pytest
 
 import diffgpu as dg
 from diffgpu import buffers
+from kernels_elementwise import square  # noqa: E402  (defined once)
 
 RNG = np.random.default_rng(11)
-
-
-@dg.kernel
-def square(y, x):
-    i = dg.global_id(0)
-    if i < len(x):
-        v = x[i]
-        y[i] = v * v
 
 
 @dg.kernel

@@ -15,22 +15,9 @@ from diffgpu.launch import STATS
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 import launch_overhead as LO  # noqa: E402  (the CuPy stand-in)
 import vjp_overhead as VO  # noqa: E402  (its allocations)
+from kernels_elementwise import saxpy, square  # noqa: E402,F401  (defined once)
 
 RNG = np.random.default_rng(7)
-
-
-@dg.kernel
-def square(y, x):
-    i = dg.global_id(0)
-    if i < len(x):
-        y[i] = x[i] * x[i]
-
-
-@dg.kernel
-def saxpy(o, a, x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        o[i] = a * x[i] + y[i]
 
 
 @dg.kernel
