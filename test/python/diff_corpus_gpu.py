@@ -17,49 +17,21 @@ or come after the last barrier.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 import diffgpu as dg
+from diff_corpus_base import DiffCase, activities, collector, rnd, zeros  # noqa: F401
+from diff_corpus_base import gpu_cases as _gpu_cases
+from diff_corpus_base import load_variant as _load_variant
 
 # threads per block (1-D kernels) and 2-D tile side: small for the CPU tests
 # (whole Jacobians); `load_variant` makes a copy with blocks of several warps
 B, T = globals().get("_BLOCK_OVERRIDE") or (8, 4)
 
 
-@dataclass
-class DiffCase:
-    name: str
-    kernel: object
-    grid: object
-    block: object
-    make: Callable  # (dtype, rng) -> list of numpy launch arguments
-    kinds: tuple  # per argument: "dup", "out", "const", "active"
-    ref: Callable | None = None
-    vjp: Callable | None = None
-    xfail: str | None = None  # a known compiler bug, described
-    tol: dict | None = None  # dg.gradcheck options (eps, atol, rtol) if not the defaults
-
-
 CASES: list[DiffCase] = []
-
-
-def case(grid, block, make, kinds, ref=None, vjp=None, xfail=None, tol=None):
-    def deco(kernel):
-        CASES.append(DiffCase(kernel.name, kernel, grid, block, make, tuple(kinds), ref,
-                              vjp, xfail, tol or {}))
-        return kernel
-    return deco
-
-
-def rnd(rng, dtype, *shape, lo=-1.0, hi=1.0):
-    return rng.uniform(lo, hi, shape).astype(dtype)
-
-
-def zeros(dtype, *shape):
-    return np.zeros(shape, dtype)
+case = collector(CASES)
 
 
 # --- 1. tree reduction: sum of squares per block -----------------------------------
@@ -519,58 +491,12 @@ def inner_fwddiff_shared(x, vx, y, vy):
 # helpers for the tests and the GPU check
 # ---------------------------------------------------------------------------
 
-def activities(c: DiffCase, args, mode: str, rng):
-    """Activities for one run: reverse mode seeds every dup shadow with
-    random values, forward mode gives random tangents (outputs too: they are
-    overwritten or accumulated into, so their tangent matters only where the
-    kernel accumulates)."""
-    out = []
-    for a, k in zip(args, c.kinds):
-        if k in ("dup", "out"):
-            out.append(dg.Duplicated(a, rng.standard_normal(a.shape).astype(a.dtype)))
-        elif k == "active":
-            out.append(dg.Active(a) if mode == "reverse"
-                       else dg.Duplicated(a, type(a)(rng.standard_normal())))
-        else:
-            out.append(dg.Const(a) if not isinstance(a, np.ndarray) else a)
-    return out
-
-
 def load_variant(block: int, tile: int):
     """A fresh copy of this module whose kernels use `block` threads per
-    1-D block and `tile` x `tile` 2-D tiles (module constants are compiled
-    in, so the copy has its own kernels and cache entries)."""
-    import importlib.util
-    import sys
-    name = f"{__name__}_b{block}_t{tile}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, __file__)
-    mod = importlib.util.module_from_spec(spec)
-    mod._BLOCK_OVERRIDE = (block, tile)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    1-D block and `tile` x `tile` 2-D tiles (diff_corpus_base.load_variant)."""
+    return _load_variant(__name__, __file__, block, tile)
 
 
 def gpu_cases():
-    """(name, kernel, grid, block, mode, make(rng), ref) per case, dtype and
-    mode, for scripts/gpu_check.py: "launch" (expected: the numpy `ref`),
-    "reverse" and "forward" (expected: the CPU's results; not for cases that
-    fail to differentiate, see `xfail`)."""
-    tag = "" if (B, T) == (8, 4) else f" b{B}"
-    out = []
-    for c in CASES:
-        for dt in (np.float32, np.float64):
-            modes = ("launch",) if c.xfail else ("launch", "reverse", "forward")
-            for mode in modes:
-                if mode == "launch" and c.ref is None:
-                    continue
-
-                def make(r, c=c, dt=dt, mode=mode):
-                    args = [dt(a) if isinstance(a, float) else a for a in c.make(dt, r)]
-                    return args if mode == "launch" else activities(c, args, mode, r)
-                name = f"diff{tag} {c.name} {mode} {np.dtype(dt).name}"
-                out.append((name, c.kernel, c.grid, c.block, mode, make,
-                            c.ref if mode == "launch" else None))
-    return out
+    """The GPU check's cases of this module (diff_corpus_base.gpu_cases)."""
+    return _gpu_cases(CASES, B, T)
