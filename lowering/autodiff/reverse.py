@@ -1,4 +1,4 @@
-"""The reverse sweep (STYLE.md item 2).
+"""The reverse sweep.
 
 `sweep(block)` walks the block's forward ops once, appending each op's
 adjoint rule to a list, then emits the list reversed at the current

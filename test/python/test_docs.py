@@ -123,7 +123,8 @@ def _tracked_files():
 
 
 def test_nothing_points_outside_the_repo():
-    needles = ("../" + "shared", "SPEC" + ".md", "shared/" + "seeds")
+    needles = ("../" + "shared", "SPEC" + ".md", "STYLE" + ".md", "SPEC" + "'s",
+               "shared/" + "seeds")
     bad = []
     for f in _tracked_files():
         with open(os.path.join(REPO, f), errors="replace") as fh:

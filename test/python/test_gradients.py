@@ -198,7 +198,7 @@ def test_gradient_float32(name):
 
 
 def test_seed_case():
-    """SPEC's seed case through the Python API: A=3, dA=1 -> A=9, dA=6."""
+    """The seed case (docs/seed.md) through the Python API: A=3, dA=1 -> A=9, dA=6."""
     A = np.array([3.0], np.float32)
     dA = np.ones(1, np.float32)
     assert dg.autodiff(k_square_first[1, 1], Duplicated(A, dA)) == ()
