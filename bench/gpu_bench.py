@@ -22,6 +22,7 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
+from benchlib import cupy_ms  # noqa: E402
 
 N = 1 << 26
 BLOCK = 256
@@ -71,22 +72,7 @@ def prepare(path: str, chip: str) -> None:
 # timing on the GPU
 # ---------------------------------------------------------------------------
 
-def _time_cupy(fn, reps=20, rounds=7):
-    import cupy as cp
-
-    fn()
-    cp.cuda.runtime.deviceSynchronize()
-    times = []
-    for _ in range(rounds):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        for _ in range(reps):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / reps)
-    times.sort()
-    return times[len(times) // 2]
+_time_cupy = cupy_ms  # bench/benchlib.py
 
 
 def _time_torch(fn, reps=20, rounds=7):

@@ -40,6 +40,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts")); import repo_imports; repo_imports.bootstrap()  # noqa: E402,E702,I001
 sys.path.insert(0, os.path.join(REPO, "bench"))
+from benchlib import cupy_ms  # noqa: E402
 
 N = 1 << 26
 BLOCK = 256
@@ -147,21 +148,8 @@ def prepare(path: str, chip: str = "sm_90", n: int = N) -> None:
     print(f"{len(rows)} programs for {chip} (N = {n}) stored in {path}")
 
 
-def _time(fn, reps=20, rounds=7) -> float:
-    import cupy as cp
-    fn()
-    cp.cuda.runtime.deviceSynchronize()
-    times = []
-    for _ in range(rounds):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        for _ in range(reps):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / reps)
-    times.sort()
-    return times[len(times) // 2] * 1e3  # us
+def _time(fn) -> float:
+    return cupy_ms(fn) * 1e3  # us (bench/benchlib.py)
 
 
 def _arrays(case, n, cp):

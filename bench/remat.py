@@ -35,6 +35,7 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts")); import repo_imports; repo_imports.bootstrap()  # noqa: E402,E702,I001
+from benchlib import cupy_ms  # noqa: E402
 
 N = 1 << 20
 M = 32  # 4 words x 32 = 128: the taped wsin stays in the tape's first buffer (no malloc)
@@ -180,22 +181,7 @@ def prepare(path: str, chip: str = "sm_90") -> None:
     print(f"prepared {len(kernels)} cases x {len(SETTINGS)} settings for {chip} in {path}")
 
 
-def _time(fn, reps=20, rounds=7):
-    import cupy as cp
-
-    fn()
-    cp.cuda.runtime.deviceSynchronize()
-    times = []
-    for _ in range(rounds):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        for _ in range(reps):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / reps)
-    times.sort()
-    return times[len(times) // 2]
+_time = cupy_ms  # bench/benchlib.py: ms
 
 
 def _rel_err(got, want) -> float:

@@ -19,7 +19,6 @@ bottleneck), median of rounds, and a CuPy RawKernel launch as the anchor.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -29,6 +28,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 sys.path.insert(0, os.path.join(REPO, "scripts")); import repo_imports; repo_imports.bootstrap()  # noqa: E402,E702,I001
+from benchlib import standin_prepare_run  # noqa: E402
 import launch_overhead as LO  # noqa: E402
 from launch_overhead import N, BLOCK, _per_launch_us  # noqa: E402
 
@@ -195,25 +195,7 @@ def run(path: str) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--standin", action="store_true")
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
-    a = p.parse_args(argv)
-    if a.standin:
-        if "DIFFGPU_CACHE_DIR" in os.environ:
-            standin()
-        else:  # a cache of its own, removed afterwards
-            import tempfile
-            with tempfile.TemporaryDirectory(prefix="dg-vjp-") as tmp:
-                os.environ["DIFFGPU_CACHE_DIR"] = tmp
-                standin()
-    elif a.prepare:
-        prepare(a.prepare)
-    else:
-        run(a.run)
-    return 0
+    return standin_prepare_run(__doc__, standin, prepare, run, "dg-vjp-", argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,51 @@
+"""What the GPU benches share: the device timer and the command line of the
+launch-cost benches (`--standin` / `--prepare DIR` / `--run DIR`)."""
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def cupy_ms(fn, reps: int = 20, rounds: int = 7) -> float:
+    """Device time of one `fn()` in ms: `reps` back-to-back calls between two
+    CUDA events, the median of `rounds` (after one warm-up call)."""
+    import cupy as cp
+
+    fn()
+    cp.cuda.runtime.deviceSynchronize()
+    times = []
+    for _ in range(rounds):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        for _ in range(reps):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / reps)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def standin_prepare_run(doc: str, standin, prepare, run, prefix: str, argv=None) -> int:
+    """The command line of a launch-cost bench: `--standin` (with a cache
+    directory of its own, removed afterwards, unless DIFFGPU_CACHE_DIR is
+    set), `--prepare DIR` or `--run DIR`."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--standin", action="store_true")
+    g.add_argument("--prepare", metavar="DIR")
+    g.add_argument("--run", metavar="DIR")
+    a = p.parse_args(argv)
+    if a.standin:
+        if "DIFFGPU_CACHE_DIR" in os.environ:
+            standin()
+        else:
+            import tempfile
+            with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+                os.environ["DIFFGPU_CACHE_DIR"] = tmp
+                standin()
+    elif a.prepare:
+        prepare(a.prepare)
+    else:
+        run(a.run)
+    return 0
