@@ -18,7 +18,7 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering import coarsen_bounds as B
 from diffgpu.lowering.coarsen_reduce import pairwise_sum, reduction_atomic, slot_atomic
 from diffgpu.lowering.coarsen_reduce import defining_op as _op
-from diffgpu.lowering.ir_util import walk
+from diffgpu.lowering.ir_util import precedes, walk
 
 COARSEN = 4
 #: a function LLVM must not inline (lowering/gpu_nvvm.py sets `no_inline`)
@@ -203,21 +203,12 @@ def _hoisted(n, before):
     """`n` (not computed from g), available before op `before`: its defining
     ops (pure, operands not from g) move up when they come later."""
     o = _op(n)
-    if o is None or o.block != before.block or _before(o, before):
+    if o is None or o.block != before.block or precedes(o, before):
         return n
     for v in o.operands:
         _hoisted(v, before)
     o.move_before(before)
     return n
-
-
-def _before(a, b) -> bool:
-    for o in a.block.operations:
-        if o.operation == a:
-            return True
-        if o.operation == b:
-            return False
-    return False
 
 
 def _tail_function(fn, gids, rest, factor: int) -> str:

@@ -69,6 +69,17 @@ def top_ops(op, names) -> list:
     return [o.operation for o in body.operations if o.operation.name in names]
 
 
+def precedes(a, b) -> bool:
+    """Does op `a` come before op `b` in their (common) block? (False when
+    neither is found: scans the block in order.)"""
+    for o in a.block.operations:
+        if o.operation == a:
+            return True
+        if o.operation == b:
+            return False
+    return False
+
+
 def walk_block(block) -> list:
     """All ops of `block`, nested ones included, in pre-order, as OpViews."""
     out = []

@@ -18,6 +18,7 @@ anything else may write anything (a call, a barrier) and stops the motion.
 from __future__ import annotations
 
 from diffgpu.dialects import names as N
+from diffgpu.lowering.ir_util import precedes
 from diffgpu.lowering.specialize_shapes import cse_pure
 
 _PURE_PREFIXES = ("arith.", "math.", "index.")
@@ -137,7 +138,7 @@ def _commute(op, between, prev, args) -> bool:
             if isinstance(v.owner, ir.Block) or v.owner.operation in mine:
                 continue
             d = v.owner.operation
-            if d.block == prev.block and not _before_op(d, prev):
+            if d.block == prev.block and not precedes(d, prev):
                 return False
     w1, r1 = _writes(op, args), _reads(op)
     if w1 is None:
@@ -166,15 +167,6 @@ def _reads(op) -> list:
     """The roots `op` (and its nested ops) loads from."""
     return [_root(o.operation.operands[0]) for o in [op] + _nested(op)
             if o.operation.name == "memref.load"]
-
-
-def _before_op(a, b) -> bool:
-    for o in a.block.operations:
-        if o.operation == a:
-            return True
-        if o.operation == b:
-            return False
-    return False
 
 
 def _plain_if(op) -> bool:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.ir_util import int_attr
+from diffgpu.lowering.ir_util import int_attr, top_ops
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 INT32_MAX = 2**31 - 1
@@ -215,12 +215,8 @@ class Index32(ModulePass):
         from diffgpu._mlir import ir
         from diffgpu.lowering.specialize import read_facts
 
-        for gm in module.regions[0].blocks[0].operations:
-            gm = gm.operation
-            if gm.name != "gpu.module":
-                continue
-            funcs = [o.operation for o in gm.regions[0].blocks[0].operations
-                     if o.operation.name in ("gpu.func", "func.func")]
+        for gm in top_ops(module, ("gpu.module",)):
+            funcs = top_ops(gm, ("gpu.func", "func.func"))
             kernels = [f for f in funcs if "gpu.kernel" in f.attributes]
             if not kernels or not all((read_facts(k) or {}).get("index32") for k in kernels):
                 continue
