@@ -34,7 +34,7 @@ from .rules import ELEMENTWISE, INACTIVE, TERMINATORS, rule_of
 SKIP = TERMINATORS
 
 
-class ForwardSweep(rules_tape.TapeTagQueries):
+class ForwardSweep:
     def __init__(self, gen, act, entry, tangents, target):
         self.gen, self.act, self.entry, self.target = gen, act, entry, target
         self.t = dict(tangents)  # value -> tangent (memref shadows included)
@@ -68,8 +68,16 @@ class ForwardSweep(rules_tape.TapeTagQueries):
         with T.at_begin(self.entry):
             return B.alloca_scalar(t)
 
-    # -- the rest of the rules' context (context.TangentContext; tape tags:
-    # rules_tape.TapeTagQueries) ---------------------------------------------
+    # -- the rest of the rules' context (context.TangentContext) ---------------
+    def tape_tag_pushed(self, tag) -> bool:
+        return tag in self.act.push_tags
+
+    def tape_tag_active(self, tag) -> bool:
+        return tag in self.act.tape_active
+
+    def side_tape(self, tag):
+        return self.sides.get(tag)
+
     def needs(self, op):
         rule = rule_of(op)
         if rule is not None and not self._plain_call(op):

@@ -34,7 +34,7 @@ class Frame:
         self.local = {}
 
 
-class ReverseSweep(rules_tape.TapeTagQueries):
+class ReverseSweep:
     """Reverse-mode code for one function. `split`: the forward sweep lives in
     another function (augmented forward) and `rev_args` maps its entry
     arguments; else forward and reverse share one function."""
@@ -68,8 +68,16 @@ class ReverseSweep(rules_tape.TapeTagQueries):
     def error(self, op, msg):
         self.gen.pas.error(op, msg)
 
-    # -- the rest of the rules' context (context.ReverseContext; tape tags:
-    # rules_tape.TapeTagQueries) ---------------------------------------------
+    # -- the rest of the rules' context (context.ReverseContext) ---------------
+    def tape_tag_pushed(self, tag) -> bool:
+        return tag in self.act.push_tags
+
+    def tape_tag_active(self, tag) -> bool:
+        return tag in self.act.tape_active
+
+    def side_tape(self, tag):
+        return self.sides.get(tag)
+
     def recompute(self, v, make) -> None:
         self.frame.cache[v] = make
 

@@ -107,18 +107,3 @@ def _tangent(F, op):
 
 
 RULE = Rule(_needs, _reverse, _tangent, _activity)
-
-
-class TapeTagQueries:
-    """The sweeps' answers to the rules' questions about tape words
-    (context._Sweep): from the activity analysis `act` (the tags pushed, the
-    tags whose words carry derivatives) and the side tapes `sides`."""
-
-    def tape_tag_pushed(self, tag) -> bool:
-        return tag in self.act.push_tags
-
-    def tape_tag_active(self, tag) -> bool:
-        return tag in self.act.tape_active
-
-    def side_tape(self, tag):
-        return self.sides.get(tag)
