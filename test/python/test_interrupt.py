@@ -5,6 +5,7 @@ second of SIGINT, and the next launch in the same process works.
 Each case runs in a subprocess that signals itself after 0.5 s (the test
 process's own SIGINT handling stays untouched)."""
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -33,6 +34,14 @@ PRELUDE = textwrap.dedent("""
 """)
 
 
+def sigint_default() -> None:
+    """In the child before exec: SIGINT at its default, so that the script's
+    Python installs KeyboardInterrupt. A shell's background job (`pytest &`)
+    starts with SIGINT ignored, and a child would inherit that: its SIGINT
+    would do nothing and the kernel would spin until the timeout."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_script(tmp_path, body: str, timeout=120):
     """Run PRELUDE + body as a script file (kernels need a source file)."""
     script = tmp_path / "script.py"
@@ -40,7 +49,7 @@ def run_script(tmp_path, body: str, timeout=120):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=env, preexec_fn=sigint_default)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
