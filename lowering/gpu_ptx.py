@@ -46,6 +46,7 @@ GPU_TO_NVVM = (
     "gpu.module(math-expand-ops{ops=fpowi},convert-scf-to-cf,convert-gpu-to-nvvm,"
     "convert-math-to-llvm)",
     "reconcile-unrealized-casts",
+    "diffgpu-vector-red-expand",
     "diffgpu-nvvm-cleanup",
 )
 TO_PTX = "gpu-module-to-binary{format=isa}"
@@ -77,7 +78,7 @@ def _front(opts: GpuOptions) -> list[str]:
             "diffgpu-specialize", "diffgpu-coarsen", "diffgpu-fuse-sincos",
             "diffgpu-stencil-adjoint",
             "diffgpu-aggregate-atomics", lower, "diffgpu-index32", "diffgpu-check-shared-memory",
-            "diffgpu-warp-atomics"]
+            "diffgpu-warp-atomics", "diffgpu-vector-red"]
 
 
 @register_pipeline("diffgpu-to-gpu", "differentiate, verify targets, move kernels into "

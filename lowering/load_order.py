@@ -140,14 +140,14 @@ def _commute(op, between, prev, args) -> bool:
             d = v.owner.operation
             if d.block == prev.block and not precedes(d, prev):
                 return False
-    w1, r1 = _writes(op, args), _reads(op)
+    w1, r1 = writes_of(op, args), reads_of(op)
     if w1 is None:
         return False
     for o in between:
-        w2 = _writes(o, args)
+        w2 = writes_of(o, args)
         if w2 is None:
             return False
-        r2 = _reads(o)
+        r2 = reads_of(o)
         if any(a == b for a in w1 for b in w2 + r2) or any(a == b for a in w2 for b in r1):
             return False
     return True
@@ -163,9 +163,9 @@ def _nested(op) -> list:
     return out
 
 
-def _reads(op) -> list:
+def reads_of(op) -> list:
     """The roots `op` (and its nested ops) loads from."""
-    return [_root(o.operation.operands[0]) for o in [op] + _nested(op)
+    return [root_of(o.operation.operands[0]) for o in [op] + _nested(op)
             if o.operation.name == "memref.load"]
 
 
@@ -174,7 +174,7 @@ def _plain_if(op) -> bool:
             and len(op.regions[1].blocks) == 0)
 
 
-def _root(v):
+def root_of(v):
     """The function argument or local allocation a memref value views."""
     from diffgpu._mlir import ir
 
@@ -198,7 +198,7 @@ def _is_local(root) -> bool:
     return owner.operation.name in ("memref.alloca", "memref.alloc", N.SHARED_ALLOC)
 
 
-def _writes(op, args):
+def writes_of(op, args):
     """The roots `op` (and its nested ops) may write; None: anything or a
     synchronisation (stop)."""
     from diffgpu._mlir import ir
@@ -210,7 +210,7 @@ def _writes(op, args):
         o = o.operation
         name = o.name
         if name in _WRITES:
-            r = _root(o.operands[_WRITES[name]])
+            r = root_of(o.operands[_WRITES[name]])
             if any(r == a for a in args) or _is_local(r):
                 out.append(r)
             else:
@@ -254,7 +254,7 @@ def _hoist_loads(block, args) -> None:
     for i, op in enumerate(ops):
         key = (i, 0)
         if op.name == "memref.load":
-            root = _root(op.operands[0])
+            root = root_of(op.operands[0])
             local = _is_local(root)
             if local or any(root == a for a in args):
                 anchor = last_stop if local else max(last_stop, last_arg_load)
@@ -269,7 +269,7 @@ def _hoist_loads(block, args) -> None:
             if not local:
                 last_arg_load = max(last_arg_load, key)
         else:
-            w = _writes(op, args)
+            w = writes_of(op, args)
             if w is None:
                 last_stop = key
             else:

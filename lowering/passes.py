@@ -31,6 +31,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.autodiff",
     "diffgpu.lowering.to_gpu",
     "diffgpu.lowering.gpu_atomics",
+    "diffgpu.lowering.gpu_vector_red",
     "diffgpu.lowering.aggregate_atomics",
     "diffgpu.lowering.stencil_adjoint",
     "diffgpu.lowering.to_host",

@@ -143,6 +143,27 @@ def gpu_target_problem(attr) -> str | None:
     return nvvm_problem({**target_params(attr), "chip": chip_of(attr)})
 
 
+def sm_number(chip: str) -> int:
+    """`sm_90a` -> 90."""
+    return int(re.match(r"sm_(\d+)", chip).group(1))
+
+
+def with_min_ptx(attr, minimum: int):
+    """`attr` (an `#nvvm.target`) with `features = "+ptxNN"` raised to at
+    least `minimum`; the same attribute if it already names that or newer."""
+    from diffgpu._mlir import ir
+
+    params = target_params(attr)
+    have = re.fullmatch(r"\+ptx(\d+)", params.get("features") or "")
+    if have and int(have.group(1)) >= minimum:
+        return attr
+    params["features"] = f"+ptx{minimum}"
+    params.setdefault("chip", chip_of(attr))
+    quoted = ("triple", "chip", "features")
+    text = ", ".join(f'{k} = "{v}"' if k in quoted else f"{k} = {v}" for k, v in params.items())
+    return ir.Attribute.parse(f"{_GPU_PREFIX}{text}>")
+
+
 def describe(attr) -> str:
     """Short user-facing name of a target attribute: `sm_90` or `host`."""
     if attr is None:

@@ -67,8 +67,7 @@ is part of the cache key.
 """
 from __future__ import annotations
 
-import os
-
+from diffgpu import switches
 from diffgpu._mlir import ir
 from diffgpu.dialects import names as N
 
@@ -76,7 +75,7 @@ from . import build as B
 from .activity import walk_ops
 from .rules_tape import tag_of
 
-ENV = "DIFFGPU_REMAT"
+ENV = switches.REMAT
 #: ops without operands rebuilt wherever they are needed, even with
 #: recomputation off (rules.REMAT): constants and geometry
 FREE = ("arith.constant",) + N.GEOMETRY
@@ -118,7 +117,7 @@ _MEMREF_OPS = ("memref.load", "memref.dim")
 
 def enabled() -> bool:
     """Whether recomputation is on (`DIFFGPU_REMAT`, default on)."""
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    return switches.on(ENV)
 
 
 def _op(v):

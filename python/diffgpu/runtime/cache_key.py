@@ -45,6 +45,7 @@ import warnings
 
 import numpy as np
 
+from diffgpu import switches
 from diffgpu._version import LLVM_TOOLS_DISTRIBUTION, MLIR_DISTRIBUTION, __version__
 
 #: packages and modules whose sources make up the compiler fingerprint: all
@@ -273,13 +274,6 @@ def compiler_fingerprint() -> str:
         return _fingerprint[1]
 
 
-def remat_setting() -> str:
-    """`DIFFGPU_REMAT` (lowering/autodiff/remat.py): "0" turns the reverse
-    sweep's recomputation off, which changes the generated code."""
-    off = os.environ.get("DIFFGPU_REMAT", "1").strip().lower() in ("0", "false", "no", "off")
-    return "off" if off else "on"
-
-
 def cache_key(defn, arg_types, target: str, diff=None) -> str:
     """The cache key of `defn` compiled for `arg_types` on `target` ("host" or
     "sm_XX"); `diff` is None or (mode, activity kinds) for host-level autodiff."""
@@ -287,7 +281,7 @@ def cache_key(defn, arg_types, target: str, diff=None) -> str:
     for part in (
         f"diffgpu {__version__}", MLIR_DISTRIBUTION, LLVM_TOOLS_DISTRIBUTION,
         f"compiler {compiler_fingerprint()}",
-        f"remat {remat_setting()}",
+        f"switches {switches.describe()}",
         f"target {target}",
         f"types {', '.join(str(t) for t in arg_types)}",
         f"diff {diff!r}",
