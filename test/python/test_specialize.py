@@ -345,20 +345,20 @@ def test_ptx_two_shadows_no_atomics():
 
 def test_load_hoisting_is_linear_in_the_block(monkeypatch, tmp_path):
     """The loads-first order looks at each op of a block a bounded number of
-    times (it used to scan back from every load: 1.9 M `_writes` calls and
+    times (it used to scan back from every load: 1.9 M `writes_of` calls and
     7 s for a 1000-term straight-line kernel)."""
     import importlib.util
 
     from diffgpu.lowering import load_order as SP
 
     calls = [0]
-    real = SP._writes
+    real = SP.writes_of
 
     def counting(op, args):
         calls[0] += 1
         return real(op, args)
 
-    monkeypatch.setattr(SP, "_writes", counting)
+    monkeypatch.setattr(SP, "writes_of", counting)
     counts = []
     for n in (100, 400):
         src = ("import diffgpu as dg\n@dg.kernel\ndef k(Y, X):\n    Y[0] = "
