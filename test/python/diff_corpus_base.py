@@ -2,9 +2,10 @@
 cases build arguments with, the activities of one differentiated run, the
 GPU-check case list and the copies with other block sizes.
 
-Kept apart from the kernels so that the corpus file holds kernels and their
-references only; `load_variant` re-runs the corpus file itself, whose
-kernels compile its block size and tile side in."""
+Kept apart from the kernels so that the corpus files (diff_corpus_reduce,
+_tile and _atomic) hold kernels and their references only; `load_variant`
+re-runs a corpus file itself, whose kernels compile its block size and tile
+side in."""
 from __future__ import annotations
 
 import importlib.util
