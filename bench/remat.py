@@ -16,7 +16,8 @@ loads (`ld.global.nc`). `--run` checks every gradient
 against float64 numpy, then times the gradient launch (CUDA events, median
 of rounds of back-to-back launches) and prints one table.
 
-Cases (N threads, a loop of M iterations each):
+Cases (N threads, a loop of M iterations each; wsin and gather are
+test/python/kernels_remat.py's, which test_remat.py checks):
 - `wsin`: y[i] = sum_k w[k] sin(x[i] k), x and w differentiated (dw by
   atomics);
 - `conv`: y[i] = tanh(sum_k w[k] x[(i + k) % n]), a circular filter, x
@@ -46,19 +47,8 @@ SETTINGS = (("on", "1"), ("off", "0"))
 
 def define():
     import diffgpu as dg
-
-    @dg.kernel
-    def wsin(y, x, w, m):
-        i = dg.global_id(0)
-        if i < len(x):
-            acc = 0.0
-            for k in range(m):
-                acc += w[k] * dg.sin(x[i] * k)
-            y[i] = acc
-
-    @dg.kernel
-    def wsin_grad(y, dy, x, dx, w, dw, m):
-        dg.autodiff(wsin, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(w, dw), m)
+    sys.path.insert(0, os.path.join(REPO, "test", "python"))
+    from kernels_remat import gather, wsin, wsin_grad  # defined once (test_remat.py)
 
     @dg.kernel
     def conv(y, x, w, m):
@@ -74,19 +64,10 @@ def define():
         dg.autodiff(conv, dg.Duplicated(y, dy), dg.Duplicated(x, dx), w, m)
 
     @dg.kernel
-    def gather(y, x, t, m):
-        i = dg.global_id(0)
-        if i < len(x):
-            s = x[i]
-            for k in range(m):
-                s = s * 0.9 + t[(i * 7 + k * 3) % len(t)] * dg.cos(s)
-            y[i] = s
-
-    @dg.kernel
-    def gather_grad(y, dy, x, dx, t, m):
+    def gather_x_grad(y, dy, x, dx, t, m):  # t constant (kernels_remat.gather_grad: dt too)
         dg.autodiff(gather, dg.Duplicated(y, dy), dg.Duplicated(x, dx), t, m)
 
-    return {"wsin": wsin_grad, "conv": conv_grad, "gather": gather_grad}
+    return {"wsin": wsin_grad, "conv": conv_grad, "gather": gather_x_grad}
 
 
 def make_args(name, xp=np, seed=0):

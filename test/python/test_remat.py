@@ -30,40 +30,10 @@ import diffgpu as dg
 from diffgpu.runtime import cache_key
 
 import diff_corpus_gpu as corpus
+from kernels_remat import gather, gather_grad, wsin, wsin_grad  # defined once (bench/remat.py)
 
 N, M = 40, 9
 STACK = "memref<1xmemref<?xi64>>"  # the tape stack's holder (tape.py)
-
-
-@dg.kernel
-def wsin(y, x, w, m):
-    i = dg.global_id(0)
-    if i < len(x):
-        acc = 0.0
-        for k in range(m):
-            acc += w[k] * dg.sin(x[i] * k)
-        y[i] = acc
-
-
-@dg.kernel
-def wsin_grad(y, dy, x, dx, w, dw, m):
-    dg.autodiff(wsin, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(w, dw), m)
-
-
-@dg.kernel
-def gather(y, x, t, m):
-    i = dg.global_id(0)
-    if i < len(x):
-        s = x[i]
-        for k in range(m):
-            j = (i * 7 + k * 3) % len(t)
-            s = s * 0.9 + t[j] * dg.cos(s)
-        y[i] = s
-
-
-@dg.kernel
-def gather_grad(y, dy, x, dx, t, dt, m):
-    dg.autodiff(gather, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(t, dt), m)
 
 
 @dg.kernel
