@@ -8,6 +8,9 @@ array, for reductions and scatter gradients).
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 STEPS = 16
@@ -16,54 +19,17 @@ REUSE = 16
 
 def kernels():
     import diffgpu as dg
-
-    @dg.kernel
-    def square(y, x):
-        i = dg.global_id(0)
-        if i < len(x):
-            v = x[i]
-            y[i] = v * v
-
-    @dg.kernel
-    def saxpy(o, a, x, y):
-        i = dg.global_id(0)
-        if i < len(x):
-            o[i] = a * x[i] + y[i]
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "test", "python"))
+    # the test suite's kernels, defined once
+    from kernels_elementwise import gather, saxpy, square, stencil, sumsq
+    from kernels_specialize import loop16
 
     @dg.kernel
     def softplus(y, x):
         i = dg.global_id(0)
         if i < len(x):
             y[i] = dg.log1p(dg.exp(x[i]))
-
-    @dg.kernel
-    def stencil(y, x):
-        i = dg.global_id(0)
-        if i >= 1 and i < len(x) - 1:
-            y[i] = 0.25 * x[i - 1] + 0.5 * x[i] + 0.25 * x[i + 1]
-
-    @dg.kernel
-    def loop16(y, x, p):
-        i = dg.global_id(0)
-        if i < len(x):
-            s = x[i]
-            q = p[i]
-            for k in range(16):
-                s = s + 0.1 * dg.sin(s) * q
-            y[i] = s
-
-    @dg.kernel
-    def sumsq(out, x):
-        i = dg.global_id(0)
-        if i < len(x):
-            v = x[i]
-            dg.atomic_add(out, 0, v * v)
-
-    @dg.kernel
-    def gather(y, x, idx):
-        i = dg.global_id(0)
-        if i < len(idx):
-            y[i] = x[idx[i]]
 
     @dg.kernel
     def add4(o, a, b, c):

@@ -7,7 +7,7 @@ import pytest
 
 import diffgpu as dg
 from diffgpu.functional import access
-from kernels_elementwise import saxpy, square, stencil  # noqa: E402  (defined once)
+from kernels_elementwise import gather, saxpy, square, stencil, sumsq  # noqa: E402  (defined once)
 
 RNG = np.random.default_rng(7)
 
@@ -34,21 +34,6 @@ def loop(y, x, p, n):
         for k in range(n):
             s = s + 0.1 * dg.sin(s) * p[i]
         y[i] = s
-
-
-@dg.kernel
-def sumsq(out, x):
-    i = dg.global_id(0)
-    if i < len(x):
-        v = x[i]
-        dg.atomic_add(out, 0, v * v)
-
-
-@dg.kernel
-def gather(y, x, idx):
-    i = dg.global_id(0)
-    if i < len(idx):
-        y[i] = x[idx[i]]
 
 
 def f32(n):
