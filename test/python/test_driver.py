@@ -1,18 +1,21 @@
 """diffgpu-opt on bad input: exit status 1, a clear message, no traceback, no
 crash (a process killed by a signal has a negative return code).
 
-Each case runs the driver in a subprocess, as a user would: some bad inputs
-would make MLIR abort the whole process if they reached it unchecked.
+Most cases call the driver's `main` in this process (driver_harness.py
+captures its stdin, stdout, stderr and file descriptors); the inputs that
+would make MLIR abort the whole process if they reached it unchecked run in
+one child process together (`run_isolated`), and a few run the driver as a
+user would, `python -m diffgpu.tools.diffgpu_opt` with stdin a pipe.
 """
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from diffgpu.tools import diffgpu_opt
+from driver_harness import run_inprocess as run_opt
+from driver_harness import run_isolated, run_subprocess
 
 VALID = """\
 func.func @k(%A: memref<?xf32>) attributes {diffgpu.kernel,
@@ -24,16 +27,42 @@ func.func @k(%A: memref<?xf32>) attributes {diffgpu.kernel,
 }
 """
 
+DEEP = [
+    "func.func @f() attributes {x = " + "[" * 20000 + "]" * 20000 + "} { return }\n",
+    "func.func @f() {" + "scf.execute_region {" * 5000 + "scf.yield }" * 5000 + " return }\n",
+]
 
-def run_opt(args, stdin: bytes | None = None, env=None):
-    full_env = dict(os.environ)
-    full_env.pop("DIFFGPU_DEBUG", None)
-    full_env.update(env or {})
-    proc = subprocess.run([sys.executable, "-m", "diffgpu.tools.diffgpu_opt", *args],
-                          input=stdin if stdin is not None else b"", capture_output=True,
-                          timeout=300, env=full_env)
-    return proc.returncode, proc.stdout.decode("utf-8", "replace"), \
-        proc.stderr.decode("utf-8", "replace")
+#: inputs that crash MLIR (and the process) unless diffgpu-opt catches them
+#: first: name -> (arguments, "{valid}" for the valid kernel's path; stdin)
+ISOLATED = {
+    # MLIR's recursive parser/printer segfaults on inputs like these
+    "deep_brackets": (["-", "--canonicalize"], DEEP[0].encode()),
+    "deep_regions": (["-", "--canonicalize"], DEEP[1].encode()),
+    # convert-to-llvm reports the GPU address space it cannot convert yet
+    # succeeds; MLIR's Python bindings abort on that unless diffgpu-opt
+    # routes errors to its own handler
+    "error_but_success": (["-", "--convert-to-llvm"], (
+        "func.func @s(%a: index) {\n"
+        "  %0 = memref.alloca() : memref<16xf32, #gpu.address_space<workgroup>>\n"
+        "  %1 = memref.load %0[%a] : memref<16xf32, #gpu.address_space<workgroup>>\n"
+        "  return\n}\n").encode()),
+    # translating non-LLVM ops crashes MLIR's bindings: must be caught first
+    "emit_llvm_unlowered": (["{valid}", "--emit=llvm"], None),
+    # upstream passes that crash MLIR: rejected before MLIR sees them
+    "func_convert_to_llvm": (["{valid}", "-p", "func.func(convert-to-llvm)"], None),
+    "any_convert_to_emitc": (["{valid}", "-p", "any(convert-to-emitc)"], None),
+    "xegpu": (["{valid}", "--xegpu-propagate-layout"], None),
+}
+
+
+@pytest.fixture(scope="module")
+def isolated(tmp_path_factory):
+    """name -> (rc, out, err) of every ISOLATED case, run in one child."""
+    path = tmp_path_factory.mktemp("isolated") / "k.mlir"
+    path.write_text(VALID)
+    cases = [([a.replace("{valid}", str(path)) for a in args], stdin)
+             for args, stdin in ISOLATED.values()]
+    return dict(zip(ISOLATED, run_isolated(cases)))
 
 
 def assert_clean_failure(rc, out, err, message):
@@ -59,8 +88,8 @@ def write(tmp_path, name, data: bytes) -> str:
 # -- bad input -----------------------------------------------------------------
 
 def test_missing_file(tmp_path):
-    assert_clean_failure(*run_opt([str(tmp_path / "nope.mlir")]),
-                         "cannot open input file")
+    for run in (run_opt, run_subprocess):  # also as a user runs it: a real exit status
+        assert_clean_failure(*run([str(tmp_path / "nope.mlir")]), "cannot open input file")
 
 
 def test_directory(tmp_path):
@@ -100,35 +129,23 @@ def test_unknown_op_in_our_namespace(tmp_path):
                                        "'diffgpu.nope'")
 
 
-@pytest.mark.parametrize("text", [
-    "func.func @f() attributes {x = " + "[" * 20000 + "]" * 20000 + "} { return }\n",
-    "func.func @f() {" + "scf.execute_region {" * 5000 + "scf.yield }" * 5000 + " return }\n",
-])
-def test_deep_nesting_does_not_overflow_the_stack(text):
-    # MLIR's recursive parser/printer segfaults on inputs like these
-    assert_clean_failure(*run_opt(["-", "--canonicalize"], stdin=text.encode()),
-                         "input nests brackets more than")
+@pytest.mark.parametrize("name", ["deep_brackets", "deep_regions"])
+def test_deep_nesting_does_not_overflow_the_stack(isolated, name):
+    assert_clean_failure(*isolated[name], "input nests brackets more than")
 
 
-def test_pass_that_emits_an_error_but_succeeds(tmp_path):
-    # convert-to-llvm reports the GPU address space it cannot convert yet
-    # succeeds; MLIR's Python bindings abort on that unless diffgpu-opt
-    # routes errors to its own handler
-    text = ("func.func @s(%a: index) {\n"
-            "  %0 = memref.alloca() : memref<16xf32, #gpu.address_space<workgroup>>\n"
-            "  %1 = memref.load %0[%a] : memref<16xf32, #gpu.address_space<workgroup>>\n"
-            "  return\n}\n")
-    rc, out, err = run_opt(["-", "--convert-to-llvm"], stdin=text.encode())
-    assert_clean_failure(rc, out, err, "error: conversion of memref memory space")
+def test_pass_that_emits_an_error_but_succeeds(isolated):
+    assert_clean_failure(*isolated["error_but_success"],
+                         "error: conversion of memref memory space")
 
 
 def test_empty_input():
-    assert_clean_failure(*run_opt(["-"], stdin=b""), "<stdin>: input is empty")
+    assert_clean_failure(*run_subprocess(["-"], stdin=b""), "<stdin>: input is empty")
     assert_clean_failure(*run_opt(["-"], stdin=b"\n  \n"), "input is empty")
 
 
 def test_parse_error_on_stdin_names_stdin():
-    rc, out, err = run_opt(["-"], stdin=b"func.func @f( {\n")
+    rc, out, err = run_subprocess(["-"], stdin=b"func.func @f( {\n")
     assert_clean_failure(rc, out, err, "<stdin>:1:")
 
 
@@ -154,13 +171,18 @@ def test_parse_error_on_stdin_names_stdin():
     (["-p", "cse", "--canonicalize"], "cannot be combined"),
     (["--frobnicate-the-widgets"], "unknown option or pass"),
     (["-@"], "unknown option '-@'"),
-    # upstream passes that crash MLIR: rejected before MLIR sees them
-    (["-p", "func.func(convert-to-llvm)"], "converts the op it runs on"),
-    (["-p", "any(convert-to-emitc)"], "converts the op it runs on"),
-    (["--xegpu-propagate-layout"], "is not available in diffgpu-opt"),
 ])
 def test_bad_option(valid, args, message):
     assert_clean_failure(*run_opt([valid, *args]), message)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("func_convert_to_llvm", "converts the op it runs on"),
+    ("any_convert_to_emitc", "converts the op it runs on"),
+    ("xegpu", "is not available in diffgpu-opt"),
+])
+def test_bad_option_that_would_crash_mlir(isolated, name, message):
+    assert_clean_failure(*isolated[name], message)
 
 
 def test_output_into_missing_directory(valid, tmp_path):
@@ -174,9 +196,8 @@ def test_emit_ptx_without_binary(valid):
                          "--emit=ptx needs a pipeline that produces gpu.binary")
 
 
-def test_emit_llvm_of_unlowered_module(valid):
-    # translating non-LLVM ops crashes MLIR's bindings: must be caught first
-    rc, out, err = run_opt([valid, "--emit=llvm"])
+def test_emit_llvm_of_unlowered_module(isolated):
+    rc, out, err = isolated["emit_llvm_unlowered"]
     assert_clean_failure(rc, out, err, "--emit=llvm needs a module lowered to the LLVM dialect")
     assert ":1:1: error:" in err
 
@@ -187,7 +208,7 @@ def test_roundtrip_and_exit_zero(valid):
     rc, out, err = run_opt([valid, "--diffgpu-verify-targets", "--canonicalize"])
     assert rc == 0, err
     assert '"diffgpu.thread_id"() {dim = 0 : i64} : () -> index' in out
-    rc2, out2, err2 = run_opt(["-"], stdin=out.encode())
+    rc2, out2, err2 = run_subprocess(["-"], stdin=out.encode())  # stdin a pipe, exit 0
     assert rc2 == 0 and out2 == out, err2
 
 
