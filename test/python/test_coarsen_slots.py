@@ -13,14 +13,8 @@ import pytest
 
 import diffgpu as dg
 from diffgpu.runtime import specialize as S
+from kernels_elementwise import saxpy  # defined once
 from test_specialize_coarsen import run_pipeline
-
-
-@dg.kernel
-def saxpy(o, a, x, y):
-    i = dg.global_id(0)
-    if i < len(x):
-        o[i] = a * x[i] + y[i]
 
 
 @dg.kernel
