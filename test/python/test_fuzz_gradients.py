@@ -83,17 +83,26 @@ class _Perturbed:
         return out
 
 
+@pytest.fixture(scope="module")
+def case3():
+    """random_case(3) and its module (fz.check_case's import of it), loaded
+    once: the tests below alter what happens around the launches, not the
+    kernels, so they share the compiled programs."""
+    case = random_case(3)
+    with fz.loaded(case.source, "s3_shared") as mod:
+        yield case, mod
+
+
 @pytest.mark.parametrize("which, check", [("fwddiff", "forward-vs-fd"),
                                           ("autodiff", "reverse-vs-forward")])
-def test_wrong_derivatives_are_caught(monkeypatch, which, check):
+def test_wrong_derivatives_are_caught(monkeypatch, case3, which, check):
     monkeypatch.setattr(fz, "dg", _Perturbed(fz.dg, which))
     with pytest.raises(fz.Failure) as info:
-        fz.check_case(random_case(3))
+        fz._check_module(*case3)
     assert info.value.check == check
 
 
-def test_wrong_primal_is_caught(monkeypatch):
-    case = random_case(3)
+def test_wrong_primal_is_caught(monkeypatch, case3):
     real = fz.python_reference
 
     def off_by_a_bit(mod, c):
@@ -101,7 +110,7 @@ def test_wrong_primal_is_caught(monkeypatch):
         return x, y + 1e-6, w
     monkeypatch.setattr(fz, "python_reference", off_by_a_bit)
     with pytest.raises(fz.Failure) as info:
-        fz.check_case(case)
+        fz._check_module(*case3)
     assert info.value.check == "primal"
 
 
