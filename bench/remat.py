@@ -48,7 +48,7 @@ SETTINGS = (("on", "1"), ("off", "0"))
 def define():
     import diffgpu as dg
     sys.path.insert(0, os.path.join(REPO, "test", "python"))
-    from kernels_remat import gather, wsin, wsin_grad  # defined once (test_remat.py)
+    from kernels_remat import gather, wsin_grad  # defined once (test_remat.py)
 
     @dg.kernel
     def conv(y, x, w, m):

@@ -30,44 +30,11 @@ import diffgpu as dg
 from diffgpu.runtime import cache_key
 
 import diff_corpus_gpu as corpus
-from kernels_remat import gather, gather_grad, wsin, wsin_grad  # defined once (bench/remat.py)
+from kernels_remat import (chain, chain_grad, gather, gather_grad, wloop, wloop_grad,
+                          wsin, wsin_grad)  # wsin, gather: bench/remat.py's too
 
 N, M = 40, 9
 STACK = "memref<1xmemref<?xi64>>"  # the tape stack's holder (tape.py)
-
-
-@dg.kernel
-def chain(a, x, m):
-    """Writes the array it reads (a[i, k + 1] from a[i, k]): its loads keep
-    the tape; x[i] (never written, launch proved disjoint) is reloaded."""
-    i = dg.global_id(0)
-    if i < len(x):
-        for k in range(m):
-            a[i, k + 1] = a[i, k] * x[i] + 0.3 * dg.sin(a[i, k])
-
-
-@dg.kernel
-def chain_grad(a, da, x, dx, m):
-    dg.autodiff(chain, dg.Duplicated(a, da), dg.Duplicated(x, dx), m)
-
-
-@dg.kernel
-def wloop(y, x, w, m):
-    """A while loop with a counter: k is rebuilt from the reverse's step
-    count (remat.while_counters), so w[k] can be reloaded."""
-    i = dg.global_id(0)
-    if i < len(x):
-        k = 0
-        s = x[i]
-        while k < m:
-            s = s + w[k] * dg.sin(s)
-            k += 1
-        y[i] = s
-
-
-@dg.kernel
-def wloop_grad(y, dy, x, dx, w, dw, m):
-    dg.autodiff(wloop, dg.Duplicated(y, dy), dg.Duplicated(x, dx), dg.Duplicated(w, dw), m)
 
 
 @dg.func
