@@ -20,7 +20,10 @@ functional API move fewer bytes:
 - `store_key`: an output with exactly one `memref.store`, in the kernel's own
   body outside any loop, at a thread-unique index: every element is written
   at most once in a launch (given that the dimensions not named in the key
-  have one thread), so its cotangent need not be consumed.
+  have one thread), so its cotangent need not be consumed. Also a 1-D
+  output written in rows (`out[c * i + k]` for distinct constants `k`
+  spanning less than `c`, from several stores or one constant-trip loop:
+  lowering/autodiff/rows.py): then the key is `[d]` of that global id.
 - `load_key`: an input all of whose loads are in the kernel's own body at
   one index made of global ids only (`x[i]`, `x[j, i]`): thread t is the
   only one touching its element, so the gradient is accumulated plainly.
@@ -54,6 +57,7 @@ from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff.activity import walk_ops
 from diffgpu.lowering.autodiff import transpose
 from diffgpu.lowering.autodiff.elision import index_key
+from diffgpu.lowering.autodiff.rows import rows_dim
 from diffgpu.lowering.stencil_adjoint import offset_of
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
@@ -208,6 +212,11 @@ def analyze_module(module) -> list:
                 store_key = _dims(key)
                 if all(c[0] == "gid" for c in key):
                     store_guards = _guards(op, fn)
+        if (store_key is None and info.write and not info.read and not info.nested
+                and not info.opaque and info.stores):
+            d = rows_dim([op for op, _, _ in info.stores], fn)  # out[c * gid + k]
+            if d is not None:
+                store_key = [d]
         if info.read and not info.write and not info.nested and not info.opaque:
             keys = {k for _, k, _ in info.loads}
             if len(keys) == 1:

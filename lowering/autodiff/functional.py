@@ -8,9 +8,10 @@ that the shadows follow the functional convention, as in JAX's vjp:
 | kind   | the array is                           | rewrite                                   |
 |--------|----------------------------------------|-------------------------------------------|
 | `cot`  | an output: one `memref.store`, outside | erase the primal stores (the result is not |
-|        | loops, at a thread-unique index, no    | needed) and the consuming `shadow = 0`     |
-|        | other access; or an in-out array only  | stores: the cotangent is only read (for    |
-|        | `diffgpu.atomic_add`ed (unused result) | atomic adds: erase them; it is read anyway)|
+|        | loops, at a thread-unique index, or    | needed) and the consuming `shadow = 0`     |
+|        | 1-D rows `c * gid + k` (rows.py), no   | stores: the cotangent is only read (for    |
+|        | other access; or an in-out array only  | atomic adds: erase them; it is read anyway)|
+|        | `diffgpu.atomic_add`ed (unused result) |                                            |
 | `grad` | an input: only loads, all at one index | its shadow updates go to a per-thread      |
 |        | of global ids (`x[i]`, `x[j, i]`)      | register, zero at entry, written once to   |
 |        |                                        | `shadow[key]` at exit (when in bounds): the |
@@ -44,6 +45,7 @@ from diffgpu.dialects import ops as dg_ops
 
 from . import build as B
 from .elision import index_key
+from .rows import rows_dim
 from .spec import FUNCTIONAL
 from .transpose import transpose
 
@@ -125,14 +127,17 @@ def _cot(pas, fn, k, prim, sh) -> None:
         for op in adds:
             op.erase()
         return _only_read(pas, k, sh)
-    if len(stores) != 1 or adds:
+    if not stores or adds:
         return _bad(pas, fn.operation, k, "cot",
                     f"it is stored {len(stores)} times and added to {len(adds)} times "
-                    "(exactly one store, or only atomic adds, are needed)")
-    (st,) = stores
-    if _in_loop(st, fn) or index_key(list(st.operands)[2:]) is None:
-        return _bad(pas, st, k, "cot", "its store is in a loop or not at a thread-unique "
-                                       "index (global ids and constants)")
+                    "(only stores, or only atomic adds, are needed)")
+    one = (len(stores) == 1 and not _in_loop(stores[0], fn)
+           and index_key(list(stores[0].operands)[2:]) is not None)
+    if not one and rows_dim(stores, fn) is None:
+        return _bad(pas, stores[0], k, "cot",
+                    "its stores are neither one store outside loops at a thread-unique "
+                    "index (global ids and constants) nor rows `c * gid + k` that no two "
+                    "threads share")
     consume = []
     for op, i in _uses(sh):
         if op.name in ("memref.dim", "memref.load"):
@@ -143,7 +148,7 @@ def _cot(pas, fn, k, prim, sh) -> None:
                 or const.operation.name != "arith.constant"):
             return _bad(pas, op, k, "cot", f"its shadow is updated by '{op.name}'")
         consume.append(op)
-    for op in [st] + consume:
+    for op in stores + consume:
         op.erase()
 
 

@@ -58,3 +58,33 @@ def scatter_rows4(out, idx, x):
 
 #: width -> the 1-D gather of that many floats per row
 GATHERS = {2: gather_rows2, 4: gather_rows4, 8: gather_rows8}
+
+
+@dg.kernel
+def gather_rows40(T, idx, out):
+    """Rows of 40: a loop too long to unroll, so the store stays in it."""
+    i = dg.global_id(0)
+    if i < len(idx):
+        r = idx[i]
+        for d in range(40):
+            out[i * 40 + d] = T[r * 40 + d] * T[r * 40 + d]
+
+
+@dg.kernel
+def overlapping_rows(T, idx, out):
+    """Rows of 4 at a stride of 2: threads i and i + 1 share elements."""
+    i = dg.global_id(0)
+    if i < len(idx):
+        r = idx[i]
+        for d in range(4):
+            out[i * 2 + d] = T[r * 4 + d]
+
+
+@dg.kernel
+def split_rows(T, idx, out):
+    """Two stores per thread outside loops: out[2i] and out[2i + 1]."""
+    i = dg.global_id(0)
+    if i < len(idx):
+        r = idx[i]
+        out[i * 2] = T[r * 2] * 3.0
+        out[i * 2 + 1] = dg.sin(T[r * 2 + 1])

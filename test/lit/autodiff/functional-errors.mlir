@@ -28,8 +28,39 @@ func.func @k(%y: !A, %dy: !A) attributes {diffgpu.kernel, diffgpu.target = #host
 func.func @f(%y: !A, %x: !A) attributes {diffgpu.target = #host} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
   %v = memref.load %x[%t] : !A
-  // expected-error@+1 {{argument 0 is 'cot' but its store is in a loop or not at a thread-unique index}}
+  // expected-error@+1 {{argument 0 is 'cot' but its stores are neither one store outside loops at a thread-unique index (global ids and constants) nor rows `c * gid + k` that no two threads share}}
   memref.store %v, %y[%t] : !A
+  return
+}
+func.func @k(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, diffgpu.target = #host} {
+  "diffgpu.autodiff"(%y, %dy, %x, %dx) {callee = @f, activity = ["cot", "dup"], diffgpu.target = #host, operandSegmentSizes = array<i32: 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A) -> ()
+  return
+}
+
+// -----
+
+!A = memref<?xf32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+
+// Rows must not overlap: out[2i + d] for d in range(4) is written by threads
+// i and i + 1 alike (offsets 0..3 span more than the stride 2).
+func.func @f(%y: !A, %x: !A) attributes {diffgpu.target = #host} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m = arith.muli %b, %n : index
+  %i = arith.addi %m, %t : index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %base = arith.muli %i, %c2 : index
+  %v = memref.load %x[%i] : !A
+  scf.for %d = %c0 to %c4 step %c1 {
+    %j = arith.addi %base, %d : index
+    // expected-error@+1 {{argument 0 is 'cot' but its stores are neither one store outside loops}}
+    memref.store %v, %y[%j] : !A
+  }
   return
 }
 func.func @k(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, diffgpu.target = #host} {
