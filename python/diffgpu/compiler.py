@@ -46,8 +46,6 @@ _MARKERS = {
 }
 #: compiles per thread context before a fresh one replaces it
 RECYCLE_AFTER = 256
-#: host LLVM optimisation level of the JIT (compile_host)
-OPT_LEVEL = 2
 #: verify the IR after every pass of a compile (MLIR's default), or once,
 #: after the whole pipeline (the default here: per-pass verification was
 #: 2.5 ms of a 34 ms kernel + gradient compile). The test suite sets
@@ -390,14 +388,14 @@ def lower_host(module_text: str, racecheck: bool = False, cancel: bool = True) -
     return compile(module_text, "host", racecheck=racecheck, cancel=cancel).text
 
 
-def compile_host(module_text: str, opt_level: int = OPT_LEVEL,
+def compile_host(module_text: str, opt_level: int | None = None,
                  racecheck: bool = False, cancel: bool = True):
     """diffgpu IR text (host-target kernels) -> a launchable
     runtime.cpu.HostProgram.
 
     Raises CompileError with the diagnostics (`file:line:col: error: ...`)
-    of any pass that fails. `opt_level` is LLVM's (O0 JITs several times
-    faster, runs a few times slower). `racecheck`: the variant with the
+    of any pass that fails. `opt_level` is LLVM's (None: `DIFFGPU_OPT`,
+    default 2; O0 JITs in about half the time and runs slower). `racecheck`: the variant with the
     data-race detector (runtime/racecheck.py); `cancel=False`: without the
     Ctrl-C checks (only to measure their cost: such a launch cannot be
     stopped)."""

@@ -11,11 +11,21 @@ switch off is never served when it is on:
 
 They exist to measure and compare both forms of the code; this module
 imports nothing, so the runtime may read them without the compiler.
+
+`DIFFGPU_OPT` (0 to 3, default 2, as Numba's `NUMBA_OPT`) is LLVM's
+optimisation level when a CPU program is JIT-compiled: O0 JIT-compiles in
+about half the time and runs slower, with the same results (diffgpu emits
+no fast-math flags). It is read whenever a host program is JIT-compiled (a
+compile or a disk-cache hit: the cache holds the lowered module, which is
+the same at every level), so it is not part of the cache key; a program
+already loaded in the process keeps the level it was built with.
 """
 from __future__ import annotations
 
 import os
 
+OPT = "DIFFGPU_OPT"
+DEFAULT_OPT_LEVEL = 2
 REMAT = "DIFFGPU_REMAT"
 VECTOR_RED = "DIFFGPU_VECTOR_RED"
 CODEGEN_SWITCHES = (REMAT, VECTOR_RED)
@@ -29,3 +39,14 @@ def on(name: str) -> bool:
 def describe() -> str:
     """`DIFFGPU_REMAT=on DIFFGPU_VECTOR_RED=off`: every switch, as the compiler reads it."""
     return " ".join(f"{name}={'on' if on(name) else 'off'}" for name in CODEGEN_SWITCHES)
+
+
+def host_opt_level() -> int:
+    """LLVM's optimisation level for CPU programs (`DIFFGPU_OPT`, default 2);
+    ValueError for anything but 0, 1, 2 or 3."""
+    text = os.environ.get(OPT, "").strip()
+    if not text:
+        return DEFAULT_OPT_LEVEL
+    if text not in ("0", "1", "2", "3"):
+        raise ValueError(f"{OPT} must be 0, 1, 2 or 3, got {text!r}")
+    return int(text)

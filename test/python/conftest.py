@@ -19,6 +19,14 @@ repo_imports.bootstrap()
 # fails there (the compile driver otherwise verifies once, at the end).
 os.environ.setdefault("DIFFGPU_VERIFY_EACH", "1")
 
+# CPU programs are JIT-compiled at LLVM O0 here (DIFFGPU_OPT, diffgpu/switches.py):
+# about half the JIT time of the users' default O2, with the same results
+# (diffgpu emits no fast-math flags). O2 runs where it matters most: the
+# gradient fuzz (test_fuzz_gradients.py, fresh kernels per case) and the
+# tests that compare the levels or read them (test_compile_scaling.py,
+# test_host_opt.py) set it themselves.
+os.environ.setdefault("DIFFGPU_OPT", "0")
+
 # Tests never touch the user's ~/.cache/diffgpu; set before diffgpu is used
 # (DIFFGPU_TEST_KEEP_CACHE=1 keeps the caller's DIFFGPU_CACHE_DIR instead).
 _TEST_CACHE = None

@@ -79,6 +79,7 @@ def test_large_module_jits_at_o0_with_the_same_bits(tmp_path, monkeypatch):
     the results are bit-identical to O2's (rounding-sensitive coefficients)."""
     coefs = [float(c) for c in np.random.default_rng(2).standard_normal(120) * 1e3]
     results = []
+    monkeypatch.setenv("DIFFGPU_OPT", "2")  # the users' level (conftest.py sets 0)
     for limit in (10**9, 0):  # O2, then O0
         monkeypatch.setattr(cpu, "LARGE_MODULE_LINES", limit)
         monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path / f"cache{limit}"))

@@ -25,6 +25,13 @@ JOBS = [(list(SLICE)[k:k + CHUNK], False) for k in range(0, len(SLICE), CHUNK)] 
     (list(HARD_SLICE)[k:k + CHUNK], True) for k in range(0, len(HARD_SLICE), CHUNK)]
 
 
+@pytest.fixture(autouse=True)
+def users_opt_level(monkeypatch):
+    """The fuzz runs at the users' LLVM level, O2 (conftest.py sets O0 for the
+    rest of the suite): its kernels are fresh per case, compiled here."""
+    monkeypatch.setenv("DIFFGPU_OPT", "2")
+
+
 @pytest.mark.parametrize("job", JOBS, ids=[f"{'hard' if h else 'seeds'}{s[0]}-{s[-1]}"
                                            for s, h in JOBS])
 def test_fuzz_slice(job):

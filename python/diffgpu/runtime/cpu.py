@@ -33,11 +33,11 @@ from diffgpu.abi import (ACCESSES_ATTR, CANCEL_ADDR_FUNC, CIFACE_PREFIX, ENTRY_P
                          HELPER_PREFIXES, RACE_BEGIN_FUNC, RACE_END_FUNC, RACE_SHARED_ATTR,
                          RACE_SITES_ATTR, SCRATCH_ATTR, STATUS_FUNC, kernel_of_entry,
                          parse_scratch)
-from diffgpu.errors import DiffgpuError, LaunchError
+from diffgpu import switches
+from diffgpu.errors import CompileError, DiffgpuError, LaunchError
 from diffgpu.runtime import host_signal, jit, racecheck
 from diffgpu.types import ArrayType, ScalarType
 
-OPT_LEVEL = 2
 #: LLVM-dialect text longer than this (lines) is JIT-compiled at opt level 0:
 #: LLVM's O1/O2 pipelines are super-linear on one huge function. A flat sum
 #: of 500 terms (11,000 lines) takes 2.95 s at O2 and 0.35 s at O0; 1,000
@@ -47,8 +47,14 @@ OPT_LEVEL = 2
 LARGE_MODULE_LINES = 8_000
 
 
-def opt_level_for(text: str, opt_level: int) -> int:
-    """The LLVM opt level used to JIT `text` when `opt_level` is asked for."""
+def opt_level_for(text: str, opt_level: int | None) -> int:
+    """The LLVM opt level used to JIT `text` when `opt_level` is asked for
+    (None: `DIFFGPU_OPT`, diffgpu/switches.py)."""
+    if opt_level is None:
+        try:
+            opt_level = switches.host_opt_level()
+        except ValueError as exc:
+            raise CompileError(str(exc)) from None
     return 0 if text.count("\n") > LARGE_MODULE_LINES else opt_level
 
 _SCALAR_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double,
@@ -178,13 +184,13 @@ class HostProgram:
         return res.value
 
     @classmethod
-    def from_llvm_text(cls, text: str, opt_level: int = OPT_LEVEL) -> "HostProgram":
+    def from_llvm_text(cls, text: str, opt_level: int | None = None) -> "HostProgram":
         """Rebuild from `llvm_text` (e.g. a cache entry) without recompiling
         the diffgpu IR; LLVM optimises (`opt_level` 0-3) and JIT-compiles it."""
         return cls._from_loaded(text, jit.load_text(text, opt_level_for(text, opt_level)))
 
     @classmethod
-    def from_module(cls, module, text: str, opt_level: int = OPT_LEVEL) -> "HostProgram":
+    def from_module(cls, module, text: str, opt_level: int | None = None) -> "HostProgram":
         """The program of a just-lowered LLVM-dialect `module` (`text`: its
         text, kept for the cache): JIT-compiled without parsing it again."""
         return cls._from_loaded(text, jit.load_module(module, opt_level_for(text, opt_level)))
