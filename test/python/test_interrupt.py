@@ -5,7 +5,6 @@ second of SIGINT, and the next launch in the same process works.
 Each case runs in a subprocess that signals itself after 0.5 s (the test
 process's own SIGINT handling stays untouched)."""
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -14,7 +13,14 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-PRELUDE = textwrap.dedent("""
+#: Python's own SIGINT handler first: a shell's background job (`pytest &`)
+#: starts with SIGINT ignored, and a child inherits that (its SIGINT would do
+#: nothing and the kernel would spin until the timeout). Set in the script,
+#: not in a preexec_fn, which would make subprocess fork a process that may
+#: run JAX's threads.
+SIGINT_DEFAULT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+PRELUDE = SIGINT_DEFAULT + textwrap.dedent("""
     import os, signal, sys, threading, time
     import numpy as np
     import diffgpu as dg
@@ -34,14 +40,6 @@ PRELUDE = textwrap.dedent("""
 """)
 
 
-def sigint_default() -> None:
-    """In the child before exec: SIGINT at its default, so that the script's
-    Python installs KeyboardInterrupt. A shell's background job (`pytest &`)
-    starts with SIGINT ignored, and a child would inherit that: its SIGINT
-    would do nothing and the kernel would spin until the timeout."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def run_script(tmp_path, body: str, timeout=120):
     """Run PRELUDE + body as a script file (kernels need a source file)."""
     script = tmp_path / "script.py"
@@ -49,7 +47,7 @@ def run_script(tmp_path, body: str, timeout=120):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=timeout, env=env, preexec_fn=sigint_default)
+                          timeout=timeout, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

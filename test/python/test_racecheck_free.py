@@ -14,7 +14,7 @@ import diffgpu as dg
 from racecheck_kernels import (atomic_hist, atomic_sum, broadcast_read, checked,
                                loop_two_barriers, own_element_updates, per_thread_slot,
                                scale, shared_reverse, shared_tree_sum, stencil)
-from test_interrupt import sigint_default
+from test_interrupt import SIGINT_DEFAULT
 
 HERE = os.path.abspath(__file__)
 
@@ -120,6 +120,7 @@ def test_interrupting_a_checked_launch(tmp_path):
     reports its race."""
     script = tmp_path / "k.py"
     script.write_text(
+        SIGINT_DEFAULT +
         "import os, signal, threading, numpy as np, diffgpu as dg\n"
         "@dg.kernel\n"
         "def spin(x, out):\n"
@@ -146,5 +147,5 @@ def test_interrupting_a_checked_launch(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(repo, "python") + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         env=env, timeout=120, preexec_fn=sigint_default)
+                         env=env, timeout=120)
     assert "INTERRUPTED" in out.stdout and "RACE out 0" in out.stdout, out.stdout + out.stderr
