@@ -1,5 +1,6 @@
-"""What the GPU benches share: the device timer and the command line of the
-launch-cost benches (`--standin` / `--prepare DIR` / `--run DIR`)."""
+"""What the GPU benches share: the device timer, the command line of the
+benches compiled here and run on the GPU (`--prepare DIR` / `--run DIR`),
+and that of the launch-cost benches (`--standin` too)."""
 from __future__ import annotations
 
 import argparse
@@ -49,3 +50,20 @@ def standin_prepare_run(doc: str, standin, prepare, run, prefix: str, argv=None)
     else:
         run(a.run)
     return 0
+
+
+def prepare_run(doc: str, prepare, run, argv=None, **sizes) -> int:
+    """The command line of a bench compiled here and run on the GPU:
+    `--prepare DIR` calls `prepare(DIR, **sizes)`, each size settable as
+    `--<name> N` (integers, defaults as given); `--run DIR` returns `run(DIR)`."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prepare", metavar="DIR")
+    g.add_argument("--run", metavar="DIR")
+    for name, default in sizes.items():
+        p.add_argument(f"--{name}", type=int, default=default)
+    a = p.parse_args(argv)
+    if a.prepare:
+        prepare(a.prepare, **{name: getattr(a, name) for name in sizes})
+        return 0
+    return run(a.run)

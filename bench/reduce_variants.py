@@ -28,7 +28,6 @@ its result against float64 numpy, then times back-to-back launches of it
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import pickle
@@ -40,7 +39,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts")); import repo_imports; repo_imports.bootstrap()  # noqa: E402,E702,I001
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from benchlib import cupy_ms  # noqa: E402
+from benchlib import cupy_ms, prepare_run  # noqa: E402
 
 N = 1 << 26
 BLOCK = 256
@@ -219,16 +218,7 @@ def run(path: str) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
-    p.add_argument("--n", type=int, default=N)
-    a = p.parse_args(argv)
-    if a.prepare:
-        prepare(a.prepare, n=a.n)
-        return 0
-    return run(a.run)
+    return prepare_run(__doc__, prepare, run, argv, n=N)
 
 
 if __name__ == "__main__":

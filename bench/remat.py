@@ -27,7 +27,6 @@ test/python/kernels_remat.py's, which test_remat.py checks):
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -36,7 +35,7 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts")); import repo_imports; repo_imports.bootstrap()  # noqa: E402,E702,I001
-from benchlib import cupy_ms  # noqa: E402
+from benchlib import cupy_ms, prepare_run  # noqa: E402
 
 N = 1 << 20
 M = 32  # 4 words x 32 = 128: the taped wsin stays in the tape's first buffer (no malloc)
@@ -216,15 +215,7 @@ def run(path: str) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
-    a = p.parse_args(argv)
-    if a.prepare:
-        prepare(a.prepare)
-        return 0
-    return run(a.run)
+    return prepare_run(__doc__, prepare, run, argv)
 
 
 if __name__ == "__main__":

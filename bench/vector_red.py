@@ -25,7 +25,6 @@ one wall-clock timer around back-to-back calls and a device sync.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import pickle
 import re
@@ -38,7 +37,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts")); import repo_imports; repo_imports.bootstrap()  # noqa: E402,E702,I001
 sys.path.insert(0, os.path.join(REPO, "bench"))
 sys.path.insert(0, os.path.join(REPO, "test", "python"))
-from benchlib import cupy_ms  # noqa: E402
+from benchlib import cupy_ms, prepare_run  # noqa: E402
 
 ROWS, LOOKUPS, BLOCK = 1 << 16, 1 << 22, 256
 FILE = "vector_red.pkl"
@@ -83,7 +82,8 @@ def _ptx_counts(ptx: str) -> str:
     return " ".join(f"{k}={len(re.findall(v, ptx))}" for k, v in words.items())
 
 
-def prepare(path: str, chip: str = "sm_90", rows: int = ROWS, m: int = LOOKUPS) -> None:
+def prepare(path: str, chip: str = "sm_90", rows: int = ROWS, lookups: int = LOOKUPS) -> None:
+    m = lookups
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     import diffgpu.launch as L
     from diffgpu.interop import compile_only
@@ -259,17 +259,7 @@ def run(path: str) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
-    p.add_argument("--rows", type=int, default=ROWS)
-    p.add_argument("--lookups", type=int, default=LOOKUPS)
-    a = p.parse_args(argv)
-    if a.prepare:
-        prepare(a.prepare, rows=a.rows, m=a.lookups)
-        return 0
-    return run(a.run)
+    return prepare_run(__doc__, prepare, run, argv, rows=ROWS, lookups=LOOKUPS)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ from typing import ClassVar
 from diffgpu import switches
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.gpu_atomics import _ADDF
-from diffgpu.lowering.ir_util import scalar_name, sym_name, top_ops
+from diffgpu.lowering.ir_util import scalar_name, sym_name, top_ops, visit_blocks
 from diffgpu.lowering.load_order import reads_of, root_of, writes_of
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.specialize_shapes import cse_pure
@@ -193,14 +193,6 @@ def _block_runs(block, args, noalias) -> list:
     return runs
 
 
-def _visit_blocks(op, fn) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            fn(block)
-            for o in block.operations:
-                _visit_blocks(o.operation, fn)
-
-
 def _helper(gpu_module, memref_type, n, target, helpers):
     """The helper declaration for (memref type, width), created on first use."""
     from diffgpu._mlir import ir
@@ -265,7 +257,7 @@ class VectorRed(ModulePass):
                 noalias = NOALIAS_ATTR in fn.attributes
                 cse_pure(fn)
                 runs = []
-                _visit_blocks(fn, lambda b: runs.extend(_block_runs(b, args, noalias)))
+                visit_blocks(fn, lambda b: runs.extend(_block_runs(b, args, noalias)))
                 for run in runs:
                     _rewrite(run, gm, target, helpers)
             if helpers:

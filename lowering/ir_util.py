@@ -80,6 +80,15 @@ def precedes(a, b) -> bool:
     return False
 
 
+def visit_blocks(op, fn) -> None:
+    """Call `fn(block)` on every block nested in `op`, outer blocks first."""
+    for region in op.regions:
+        for block in region.blocks:
+            fn(block)
+            for inner in block.operations:
+                visit_blocks(inner.operation, fn)
+
+
 def walk_block(block) -> list:
     """All ops of `block`, nested ones included, in pre-order, as OpViews."""
     out = []

@@ -18,7 +18,7 @@ anything else may write anything (a call, a barrier) and stops the motion.
 from __future__ import annotations
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.ir_util import precedes
+from diffgpu.lowering.ir_util import precedes, visit_blocks
 from diffgpu.lowering.specialize_shapes import cse_pure
 
 _PURE_PREFIXES = ("arith.", "math.", "index.")
@@ -31,10 +31,10 @@ _WRITES = {"memref.store": 1, N.ATOMIC_ADD: N.ATOMIC_MEMREF, "memref.atomic_rmw"
 def order_function(fn) -> None:
     args = list(fn.regions[0].blocks[0].arguments)
     cse_pure(fn)  # guards on one extent (launch fact `extents`) become one value
-    _visit_blocks(fn, lambda b: _fuse_ifs(b, args))
+    visit_blocks(fn, lambda b: _fuse_ifs(b, args))
     slots = _slots(fn)
-    _visit_blocks(fn, lambda b: _forward_slots(b, slots))
-    _visit_blocks(fn, lambda b: _hoist_loads(b, args))
+    visit_blocks(fn, lambda b: _forward_slots(b, slots))
+    visit_blocks(fn, lambda b: _hoist_loads(b, args))
 
 
 def _slots(fn) -> list:
@@ -93,14 +93,6 @@ def _forward_slots(block, slots) -> None:
                     forget(o.operands[1])
                 return ir.WalkResult.ADVANCE
             op.walk(visit, ir.WalkOrder.PRE_ORDER)
-
-
-def _visit_blocks(op, fn) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            fn(block)
-            for inner in block.operations:
-                _visit_blocks(inner.operation, fn)
 
 
 def _fuse_ifs(block, args) -> None:
