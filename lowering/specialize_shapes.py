@@ -19,7 +19,10 @@ gpu.module whose kernels all have `index32` and are `index32_safe` gets the
 data layout entry `index = 32`, so that `convert-gpu-to-nvvm` lowers `index`
 to i32 (GEPs sign-extend it to the 64-bit address); `diffgpu-nvvm-cleanup`
 widens the kernel's i32 descriptor parameters back to i64 (a trunc at entry),
-so the kernel takes exactly the parameters the runtime packs.
+so the kernel takes exactly the parameters the runtime packs. Subscripts
+`index_cast(X + C)` computed in i64 become `index_cast(X) + C` with `nsw`
+(`nsw_subscripts`), so that `A[4i]` ... `A[4i + 3]` share one base and
+LLVM merges them into vector accesses.
 
     gpu.module @m attributes {dlti.dl_spec = #dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>, ...}
 
@@ -59,8 +62,12 @@ def _ops(op) -> list:
 
 
 def _const(v):
+    """The integer constant `v` is (through index casts: the frontend's
+    `index_cast %c1 : index to i64`), else None."""
     from diffgpu._mlir import ir
     owner = v.owner
+    while not isinstance(owner, ir.Block) and owner.operation.name == "arith.index_cast":
+        owner = owner.operation.operands[0].owner
     if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
         return None
     return ir.IntegerAttr(owner.operation.attributes["value"]).value
@@ -224,3 +231,68 @@ class Index32(ModulePass):
                     or "dlti.dl_spec" in gm.attributes):
                 continue
             gm.attributes["dlti.dl_spec"] = ir.Attribute.parse(DL_SPEC)
+            for f in funcs:
+                nsw_subscripts(f)
+
+
+#: after diffgpu-lower-to-gpu: op -> first operand that is a subscript
+_GPU_SUBSCRIPT = {"memref.load": 1, "memref.store": 2, "memref.atomic_rmw": 2}
+
+
+def nsw_subscripts(fn) -> None:
+    """In a 32-bit-index function: a subscript `index_cast(X + C)` (i64
+    arithmetic, `C` a constant) becomes `index_cast(X) + C` with `nsw`, so
+    that LLVM sees `sext(x + C) = sext(x) + C` and merges `A[x]`, `A[x + 1]`,
+    ... into vector accesses (the frontend computes `A[4 * i + d]` in i64;
+    truncated to i32 at the end, each `d` had its own base before).
+
+    Sound wherever the access is in bounds (out of bounds is undefined on
+    the GPU either way): a subscript in [0, 2^31) with `C >= 0` has `X` in
+    [-C, 2^31), so `X` truncates exactly and `X + C` does not overflow; for
+    `C < 0` only when `X` is an index value itself (then it fits in int32 by
+    its type). Only the subscript uses change; other uses (a tape slot that
+    keeps the value) keep the exact cast."""
+    from diffgpu._mlir import arith, ir
+
+    index = ir.IndexType.get()
+    for o in _ops(fn):
+        if o.name != "arith.index_cast" or not isinstance(o.results[0].type, ir.IndexType):
+            continue
+        add = o.operands[0].owner
+        if isinstance(add, ir.Block) or add.operation.name != "arith.addi":
+            continue
+        add = add.operation
+        x, c = add.operands[0], _const(add.operands[1])
+        if c is None:
+            x, c = add.operands[1], _const(add.operands[0])
+        subs = _subscript_uses(o.results[0])
+        if c is None or not subs or (c < 0 and not _cast_of_index(x)):
+            continue
+        with o.location, ir.InsertionPoint(o):
+            base = arith.index_cast(index, x)
+            new = arith.addi(base, arith.constant(index, c),
+                             overflow_flags=arith.IntegerOverflowFlags.nsw)
+        for user, k in subs:
+            user.operands[k] = new
+        if not list(o.results[0].uses):
+            o.erase()
+
+
+def _subscript_uses(v) -> list:
+    """[(op, operand number)] of the uses of `v` as a subscript (other uses,
+    such as a tape slot keeping the value, keep the exact cast)."""
+    out = []
+    for use in v.uses:
+        user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        at = _GPU_SUBSCRIPT.get(user.name)
+        if at is not None and use.operand_number >= at:
+            out.append((user, use.operand_number))
+    return out
+
+
+def _cast_of_index(v) -> bool:
+    from diffgpu._mlir import ir
+
+    owner = v.owner
+    return (not isinstance(owner, ir.Block) and owner.operation.name == "arith.index_cast"
+            and isinstance(owner.operation.operands[0].type, ir.IndexType))
