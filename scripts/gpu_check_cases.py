@@ -9,8 +9,8 @@ the expected result, None: the CPU's result is expected.
 
 The kernels below, and every case list of the test files it imports
 (test/python/kernels_corpus.py, diff_corpus_gpu.py, test_atomics.py,
-test_stencil_adjoint.py, test_higher_order.py, test_gradients.py) and of
-gpu_check_specialize.py. A new case goes into one of these lists.
+test_stencil_adjoint.py, test_higher_order.py, test_gradients.py,
+test_vector_red.py) and of gpu_check_specialize.py. A new case goes into one of these lists.
 """
 from __future__ import annotations
 
@@ -145,11 +145,14 @@ def atomics_cases():
     per block and per warp (2^26-term float32 sums, partial warps, early
     return, nested guards, integer counts, 3-D blocks, an Active scalar's
     gradient) and of test/python/test_stencil_adjoint.py (stencil gradients
-    gathered per block), and of test/python/test_higher_order.py (second- and
-    third-order derivatives); expected: a numpy reference or the CPU. The 2^26
-    sums' "max |err|" over the sum (about 7.3e7) is their relative error."""
+    gathered per block), of test/python/test_higher_order.py (second- and
+    third-order derivatives) and of test/python/test_vector_red.py (row
+    gathers and scatter-adds: sm_90 vector reductions); expected: a numpy
+    reference or the CPU. The 2^26 sums' "max |err|" over the sum (about
+    7.3e7) is their relative error."""
     out = []
-    for filename in ("test_atomics.py", "test_stencil_adjoint.py", "test_higher_order.py"):
+    for filename in ("test_atomics.py", "test_stencil_adjoint.py", "test_higher_order.py",
+                     "test_vector_red.py"):
         mod = test_module(filename, filename[:-3] + "_cases")
         if mod is not None:
             out += mod.gpu_cases()

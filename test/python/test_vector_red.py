@@ -120,3 +120,31 @@ def test_scatter_rows_values_on_the_cpu():
     want = np.zeros((N_ROWS, 4))
     np.add.at(want, idx, x.reshape(N_IDX, 4).astype(np.float64))
     np.testing.assert_allclose(out.reshape(N_ROWS, 4), want, rtol=1e-5, atol=1e-6)
+
+
+def gpu_cases():
+    """Cases for scripts/gpu_check.py (name, kernel, grid, block, mode,
+    make(rng), reference or None for the CPU's result): the row gathers'
+    reverse mode, whose adds into T's shadow are vector reductions on sm_90
+    (rows of 40: a loop not unrolled, scalar adds), and the row scatter-add."""
+    from kernels_rows import gather_rows40
+
+    def rows(width):
+        def make(r):
+            T = r.standard_normal(N_ROWS * width).astype(np.float32)
+            idx = r.integers(0, N_ROWS, N_IDX).astype(np.int32)
+            idx[:8] = 3
+            out = np.zeros(N_IDX * width, np.float32)
+            return [dg.Duplicated(T, np.zeros_like(T)), idx,
+                    dg.Duplicated(out, r.standard_normal(out.size).astype(np.float32))]
+        return make
+
+    def scatter(r):
+        return [np.zeros(N_ROWS * 4, np.float32), r.integers(0, N_ROWS, N_IDX).astype(np.int32),
+                r.standard_normal(N_IDX * 4).astype(np.float32)]
+
+    grid = N_IDX // BLOCK
+    return [(f"vector red rows{w} reverse", k, grid, BLOCK, "reverse", rows(w), None)
+            for w, k in ((2, gather_rows2), (4, gather_rows4), (8, gather_rows8),
+                         (40, gather_rows40))] + [
+        ("vector red scatter rows4 launch", scatter_rows4, grid, BLOCK, "launch", scatter, None)]
