@@ -34,12 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from diffgpu.lowering.gpu_ops import AGGREGATED
+from diffgpu.lowering.gpu_ops import AGGREGATED, RMW_ADDF, RMW_ADDI
 from diffgpu.lowering.ir_util import scalar_name
 from diffgpu.lowering.registry import ModulePass, register_pass
 
-#: memref.atomic_rmw kinds (arith::AtomicRMWKind) summed by the tree
-_ADDF, _ADDI = 0, 1
 WARP = 32
 #: element types gpu.shuffle carries to NVVM (ir_util.scalar_name of a type)
 SHUFFLE_TYPES = ("f32", "f64", "i32", "i64")
@@ -94,7 +92,7 @@ def aggregatable(op, uniform) -> bool:
             and ir.StringAttr(op.attributes[AGGREGATED]).value == "block"):
         return False  # one thread adds its block's sum
     kind = ir.IntegerAttr(op.attributes["kind"]).value
-    if kind not in (_ADDF, _ADDI) or scalar_name(op.operands[0].type) not in SHUFFLE_TYPES:
+    if kind not in (RMW_ADDF, RMW_ADDI) or scalar_name(op.operands[0].type) not in SHUFFLE_TYPES:
         return False
     return all(uniform.is_uniform(v) for v in list(op.operands)[1:])
 

@@ -17,7 +17,7 @@ from diffgpu.lowering import ir_util
 GEOMETRY = {N.THREAD_ID: "gpu.thread_id", N.BLOCK_ID: "gpu.block_id",
             N.BLOCK_DIM: "gpu.block_dim", N.GRID_DIM: "gpu.grid_dim"}
 #: memref.atomic_rmw kinds (arith::AtomicRMWKind)
-_RMW_ADDF, _RMW_ADDI = 0, 1
+RMW_ADDF, RMW_ADDI = 0, 1
 #: kept on memref.atomic_rmw for diffgpu-warp-atomics (lowering/gpu_atomics.py)
 AGGREGATED = "diffgpu.aggregated"
 
@@ -98,9 +98,9 @@ def _atomic(op, ip, error):
                        f"{mtype.rank}")
         return None
     if isinstance(elem, ir.FloatType):
-        kind = _RMW_ADDF
+        kind = RMW_ADDF
     elif isinstance(elem, ir.IntegerType):
-        kind = _RMW_ADDI
+        kind = RMW_ADDI
     else:
         error(op, f"{N.ATOMIC_ADD}: unsupported element type {elem}")
         return None

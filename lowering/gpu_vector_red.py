@@ -55,10 +55,11 @@ from typing import ClassVar
 
 from diffgpu import switches
 from diffgpu.lowering import targets as T
-from diffgpu.lowering.gpu_atomics import _ADDF
-from diffgpu.lowering.ir_util import scalar_name, sym_name, top_ops, visit_blocks
+from diffgpu.lowering.gpu_ops import RMW_ADDF
+from diffgpu.lowering.ir_util import scalar_name, sym_name, top_ops, visit_blocks, walk
 from diffgpu.lowering.load_order import reads_of, root_of, writes_of
 from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.specialize import NOALIAS_ATTR
 from diffgpu.lowering.specialize_shapes import cse_pure
 
 ENV = switches.VECTOR_RED
@@ -70,7 +71,6 @@ CIFACE_PREFIX = "_mlir_ciface_"
 WIDTHS = (4, 2)
 #: the first PTX ISA version with vector `red`, and the first chip
 MIN_PTX, MIN_SM = 81, 90
-NOALIAS_ATTR = "diffgpu.noalias"
 
 
 def enabled() -> bool:
@@ -121,7 +121,7 @@ def _candidate(op) -> bool:
     from diffgpu._mlir import ir
 
     return (op.name == "memref.atomic_rmw" and not len(list(op.results[0].uses))
-            and ir.IntegerAttr(op.attributes["kind"]).value == _ADDF
+            and ir.IntegerAttr(op.attributes["kind"]).value == RMW_ADDF
             and scalar_name(op.operands[0].type) == "f32")
 
 
@@ -206,13 +206,12 @@ def _helper(gpu_module, memref_type, n, target, helpers):
         fty = ir.FunctionType.get([memref_type] + [index] * rank + [f32] * n, [])
         body = gpu_module.regions[0].blocks[0]
         with ir.Location.unknown(), ir.InsertionPoint.at_block_begin(body):
-            decl = ir.Operation.create(
+            ir.Operation.create(
                 "func.func", attributes={
                     "sym_name": ir.StringAttr.get(name),
                     "function_type": ir.TypeAttr.get(fty),
                     "sym_visibility": ir.StringAttr.get("private"),
                     T.TARGET_ATTR: target}, regions=1)
-        del decl
         helpers[key] = name
     return helpers[key]
 
@@ -253,9 +252,11 @@ class VectorRed(ModulePass):
             for fn in top_ops(gm, ("func.func", "gpu.func")):
                 if not fn.regions[0].blocks:
                     continue
+                if sum(1 for o in walk(fn, ("memref.atomic_rmw",)) if _candidate(o)) < 2:
+                    continue
                 args = list(fn.regions[0].blocks[0].arguments)
                 noalias = NOALIAS_ATTR in fn.attributes
-                cse_pure(fn)
+                cse_pure(fn)  # one SSA value for each repeated index computation
                 runs = []
                 visit_blocks(fn, lambda b: runs.extend(_block_runs(b, args, noalias)))
                 for run in runs:
