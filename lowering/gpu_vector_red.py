@@ -252,7 +252,8 @@ class VectorRed(ModulePass):
             for fn in top_ops(gm, ("func.func", "gpu.func")):
                 if not fn.regions[0].blocks:
                     continue
-                if sum(1 for o in walk(fn, ("memref.atomic_rmw",)) if _candidate(o)) < 2:
+                if not _may_pair([o for o in walk(fn, ("memref.atomic_rmw",))
+                                  if _candidate(o)]):
                     continue
                 args = list(fn.regions[0].blocks[0].arguments)
                 noalias = NOALIAS_ATTR in fn.attributes
@@ -263,6 +264,18 @@ class VectorRed(ModulePass):
                     _rewrite(run, gm, target, helpers)
             if helpers:
                 raise_ptx(gm, MIN_PTX)
+
+
+def _may_pair(candidates) -> bool:
+    """Do two of the candidate atomics share a block and an array (the
+    cheap test before the function's CSE and the scan of its blocks)?"""
+    seen = []
+    for o in candidates:
+        key = (o.block, o.operands[1])
+        if any(b == key[0] and m == key[1] for b, m in seen):
+            return True
+        seen.append(key)
+    return False
 
 
 def _vector_chip(target) -> bool:
