@@ -4,6 +4,7 @@ and that of the launch-cost benches (`--standin` too)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 
 
@@ -67,3 +68,23 @@ def prepare_run(doc: str, prepare, run, argv=None, **sizes) -> int:
         prepare(a.prepare, **{name: getattr(a, name) for name in sizes})
         return 0
     return run(a.run)
+
+
+@contextlib.contextmanager
+def recorded_programs():
+    """Inside, every program lookup of the runtime (`launch.get_program`) is
+    recorded: yields the list that gets (kernel, types, diff, facts) of each,
+    so that a bench can rebuild exactly the programs a call selected."""
+    import diffgpu.launch as L
+
+    seen, real = [], L.get_program
+
+    def recording(defn, types, target, diff=None, facts=None):
+        seen.append((defn, types, diff, facts))
+        return real(defn, types, target, diff, facts)
+
+    L.get_program = recording
+    try:
+        yield seen
+    finally:
+        L.get_program = real

@@ -39,7 +39,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts")); import repo_imports; repo_imports.bootstrap()  # noqa: E402,E702,I001
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from benchlib import cupy_ms, prepare_run  # noqa: E402
+from benchlib import cupy_ms, prepare_run, recorded_programs  # noqa: E402
 
 N = 1 << 26
 BLOCK = 256
@@ -107,16 +107,8 @@ def prepare(path: str, chip: str = "sm_90", n: int = N) -> None:
     from diffgpu.lowering import grid_sum
 
     kernels = PC.kernels()
-    seen = []
-    real = L.get_program
-
-    def recording(defn, types, target, diff=None, facts=None):
-        seen.append((defn, types, diff, facts))
-        return real(defn, types, target, diff, facts)
-
-    L.get_program = recording
     rows = []
-    try:
+    with recorded_programs() as seen:
         with compile_only(chip):
             for label, kernel, call in _calls(kernels, n, np):
                 del seen[:]
@@ -139,8 +131,6 @@ def prepare(path: str, chip: str = "sm_90", n: int = N) -> None:
                         print(f"{label:16} {name:18} coarsen={payload.get('coarsen') or 1:<3} "
                               f"{_ptx_counts(payload['ptx'], payload['entry'])}  [{f.key()}]",
                               flush=True)
-    finally:
-        L.get_program = real
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, FILE), "wb") as fh:
         pickle.dump({"chip": chip, "n": n, "block": BLOCK, "rows": rows}, fh)

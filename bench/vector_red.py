@@ -37,7 +37,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts")); import repo_imports; repo_imports.bootstrap()  # noqa: E402,E702,I001
 sys.path.insert(0, os.path.join(REPO, "bench"))
 sys.path.insert(0, os.path.join(REPO, "test", "python"))
-from benchlib import cupy_ms, prepare_run  # noqa: E402
+from benchlib import cupy_ms, prepare_run, recorded_programs  # noqa: E402
 
 ROWS, LOOKUPS, BLOCK = 1 << 16, 1 << 22, 256
 FILE = "vector_red.pkl"
@@ -88,15 +88,8 @@ def prepare(path: str, chip: str = "sm_90", rows: int = ROWS, lookups: int = LOO
     import diffgpu.launch as L
     from diffgpu.interop import compile_only
 
-    seen, real = [], L.get_program
-
-    def recording(defn, types, target, diff=None, facts=None):
-        seen.append((defn, types, diff, facts))
-        return real(defn, types, target, diff, facts)
-
-    L.get_program = recording
     out = []
-    try:
+    with recorded_programs() as seen:
         with compile_only(chip):
             for label, width, misaligned, primal in CASES:
                 del seen[:]
@@ -114,8 +107,6 @@ def prepare(path: str, chip: str = "sm_90", rows: int = ROWS, lookups: int = LOO
                                 "width": width, "misaligned": misaligned, "primal": primal})
                     print(f"{label:22} {variant:7} {_ptx_counts(payload['ptx'])}  "
                           f"args {payload['arg_names']}  [{facts.key()}]", flush=True)
-    finally:
-        L.get_program = real
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, FILE), "wb") as fh:
         pickle.dump({"chip": chip, "rows": rows, "m": m, "block": BLOCK, "programs": out}, fh)
