@@ -126,7 +126,8 @@ def gpu_cases():
     """Cases for scripts/gpu_check.py (name, kernel, grid, block, mode,
     make(rng), reference or None for the CPU's result): the row gathers'
     reverse mode, whose adds into T's shadow are vector reductions on sm_90
-    (rows of 40: a loop not unrolled, scalar adds), and the row scatter-add."""
+    (rows of 40: a loop not unrolled, scalar adds; 2-D rows: the alignment
+    tested at run time), and the row scatter-add."""
     from kernels_rows import gather_rows40
 
     def rows(width):
@@ -143,8 +144,17 @@ def gpu_cases():
         return [np.zeros(N_ROWS * 4, np.float32), r.integers(0, N_ROWS, N_IDX).astype(np.int32),
                 r.standard_normal(N_IDX * 4).astype(np.float32)]
 
+    def rows_2d(r):
+        T = r.standard_normal((N_ROWS, 4)).astype(np.float32)
+        out = np.zeros((N_IDX, 4), np.float32)
+        return [dg.Duplicated(T, np.zeros_like(T)),
+                r.integers(0, N_ROWS, N_IDX).astype(np.int32),
+                dg.Duplicated(out, r.standard_normal(out.shape).astype(np.float32))]
+
     grid = N_IDX // BLOCK
     return [(f"vector red rows{w} reverse", k, grid, BLOCK, "reverse", rows(w), None)
             for w, k in ((2, gather_rows2), (4, gather_rows4), (8, gather_rows8),
                          (40, gather_rows40))] + [
+        ("vector red rows4 2-D reverse (run-time alignment test)", gather_rows4_2d, grid,
+         BLOCK, "reverse", rows_2d, None),
         ("vector red scatter rows4 launch", scatter_rows4, grid, BLOCK, "launch", scatter, None)]
