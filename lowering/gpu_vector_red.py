@@ -56,7 +56,8 @@ from typing import ClassVar
 from diffgpu import switches
 from diffgpu.lowering import targets as T
 from diffgpu.lowering.gpu_ops import RMW_ADDF
-from diffgpu.lowering.ir_util import scalar_name, sym_name, top_ops, visit_blocks, walk
+from diffgpu.lowering.ir_util import (const_int, scalar_name, sym_name, top_ops,
+                                      visit_blocks, walk)
 from diffgpu.lowering.load_order import reads_of, root_of, writes_of
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.specialize import NOALIAS_ATTR
@@ -99,21 +100,15 @@ def _base_offset(v):
             continue
         if o.name in ("arith.addi", "arith.subi"):
             lhs, rhs = o.operands
-            k = _const(rhs)
+            k = const_int(rhs)
             if k is not None:
                 v, c = lhs, c + (k if o.name == "arith.addi" else -k)
                 continue
-            k = _const(lhs)
+            k = const_int(lhs)
             if k is not None and o.name == "arith.addi":
                 v, c = rhs, c + k
                 continue
         return v, c
-
-
-def _const(v):
-    """The integer constant `v` is (through index casts), or None."""
-    base, c = _base_offset(v)
-    return c if base is None else None
 
 
 def _candidate(op) -> bool:

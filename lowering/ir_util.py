@@ -161,6 +161,21 @@ def defined_by(value, names):
     return None
 
 
+def const_int(v):
+    """The integer constant the value `v` is, through `arith.index_cast`s
+    (the frontend's `index_cast %c1 : index to i64`), else None (a float
+    constant, or anything computed)."""
+    from diffgpu._mlir import ir
+
+    owner = v.owner
+    while not isinstance(owner, ir.Block) and owner.operation.name == "arith.index_cast":
+        owner = owner.operation.operands[0].owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return None
+    attr = owner.operation.attributes["value"]
+    return ir.IntegerAttr(attr).value if isa(attr, ir.IntegerAttr) else None
+
+
 def int_attr(op, name: str, default=None):
     """The value of the integer attribute `name` of `op`, or `default` when
     `op` has none (or one that is not an integer)."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.ir_util import int_attr, top_ops
+from diffgpu.lowering.ir_util import const_int, int_attr, top_ops
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 INT32_MAX = 2**31 - 1
@@ -59,18 +59,6 @@ def _ops(op) -> list:
                 out.append(o)
                 out += _ops(o)
     return out
-
-
-def _const(v):
-    """The integer constant `v` is (through index casts: the frontend's
-    `index_cast %c1 : index to i64`), else None."""
-    from diffgpu._mlir import ir
-    owner = v.owner
-    while not isinstance(owner, ir.Block) and owner.operation.name == "arith.index_cast":
-        owner = owner.operation.operands[0].owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
-        return None
-    return ir.IntegerAttr(owner.operation.attributes["value"]).value
 
 
 # ---------------------------------------------------------------------------
@@ -132,7 +120,7 @@ def _rewrite_dims(f, lab) -> None:
         if o.name != "memref.dim":
             continue
         k = [i for i, a in enumerate(args) if a == o.operands[0]]
-        d = _const(o.operands[1])
+        d = const_int(o.operands[1])
         if not k or d is None or k[0] >= len(lab) or not lab[k[0]] or d >= len(lab[k[0]]):
             continue
         rep = first[lab[k[0]][d]]
@@ -186,7 +174,7 @@ def index32_safe(funcs) -> bool:
                     if at is None or use.operand_number < at:
                         return False
             elif o.name == "arith.constant" and isinstance(o.results[0].type, ir.IndexType):
-                if abs(_const(o.results[0])) > INT32_MAX:
+                if abs(const_int(o.results[0])) > INT32_MAX:
                     return False
     return True
 
@@ -262,9 +250,9 @@ def nsw_subscripts(fn) -> None:
         if isinstance(add, ir.Block) or add.operation.name != "arith.addi":
             continue
         add = add.operation
-        x, c = add.operands[0], _const(add.operands[1])
+        x, c = add.operands[0], const_int(add.operands[1])
         if c is None:
-            x, c = add.operands[1], _const(add.operands[0])
+            x, c = add.operands[1], const_int(add.operands[0])
         subs = _subscript_uses(o.results[0])
         if c is None or not subs or (c < 0 and not _cast_of_index(x)):
             continue

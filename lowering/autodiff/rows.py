@@ -22,24 +22,13 @@ distinct and span less than `c` (so two threads never meet), else None.
 """
 from __future__ import annotations
 
-from diffgpu._mlir import ir
+from diffgpu.lowering.ir_util import const_int
 
 from .elision import _op, _strip, global_dim
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
 #: the iteration counts a row loop may have (a larger loop is not a row)
 MAX_TRIP = 4096
-
-
-def _const(v):
-    """The integer constant `v` is (through index casts), else None."""
-    op = _op(_strip(v))
-    if op is not None and op.name == "arith.constant":
-        try:
-            return ir.IntegerAttr(op.attributes["value"]).value
-        except ValueError:  # a float constant
-            return None
-    return None
 
 
 def _affine(v, iv):
@@ -52,7 +41,7 @@ def _affine(v, iv):
     v = _strip(v)
     if iv is not None and v == iv:
         return {"iv": 1}, 0
-    k = _const(v)
+    k = const_int(v)
     if k is not None:
         return {}, k
     op = _op(v)
@@ -102,7 +91,7 @@ def row_offsets(store, fn):
     e = terms.get("iv", 0)
     if not loops:
         return d, c, [k]
-    lb, ub, step = (_const(v) for v in list(loops[0].operands)[:3])
+    lb, ub, step = (const_int(v) for v in list(loops[0].operands)[:3])
     if None in (lb, ub, step) or step < 1 or (ub - lb) // step > MAX_TRIP:
         return None
     return d, c, [k + e * v for v in range(lb, ub, step)]
