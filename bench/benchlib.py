@@ -53,19 +53,21 @@ def standin_prepare_run(doc: str, standin, prepare, run, prefix: str, argv=None)
     return 0
 
 
-def prepare_run(doc: str, prepare, run, argv=None, **sizes) -> int:
+def prepare_run(doc: str, prepare, run, argv=None, metavar: str = "DIR", **sizes) -> int:
     """The command line of a bench compiled here and run on the GPU:
-    `--prepare DIR` calls `prepare(DIR, **sizes)`, each size settable as
-    `--<name> N` (integers, defaults as given); `--run DIR` returns `run(DIR)`."""
+    `--prepare DIR [--chip sm_XX]` calls `prepare(DIR, chip=..., **sizes)`,
+    each size settable as `--<name> N` (integers, defaults as given); `--run
+    DIR` returns `run(DIR)`."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
+    g.add_argument("--prepare", metavar=metavar)
+    g.add_argument("--run", metavar=metavar)
+    p.add_argument("--chip", default="sm_90", help="GPU target for --prepare (default sm_90)")
     for name, default in sizes.items():
         p.add_argument(f"--{name}", type=int, default=default)
     a = p.parse_args(argv)
     if a.prepare:
-        prepare(a.prepare, **{name: getattr(a, name) for name in sizes})
+        prepare(a.prepare, chip=a.chip, **{name: getattr(a, name) for name in sizes})
         return 0
     return run(a.run)
 

@@ -15,14 +15,13 @@ events, after a warm-up; bytes are the minimum each version must move.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-from benchlib import cupy_ms  # noqa: E402
+from benchlib import cupy_ms, prepare_run  # noqa: E402
 
 N = 1 << 26
 BLOCK = 256
@@ -233,16 +232,7 @@ def run(path: str) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prepare", metavar="BUNDLE")
-    g.add_argument("--run", metavar="BUNDLE")
-    ap.add_argument("--chip", default="sm_90")
-    a = ap.parse_args(argv)
-    if a.prepare:
-        prepare(a.prepare, a.chip)
-        return 0
-    return run(a.run)
+    return prepare_run(__doc__, prepare, run, argv, metavar="BUNDLE")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 
+from benchlib import cupy_ms
+
 
 def add4_args(xp):
     """The arguments of the launch-cost probe: four small float32 arrays."""
@@ -70,26 +72,11 @@ class Device:
         self.cp.cuda.runtime.deviceSynchronize()
 
     def time(self, fn, budget_ms=40.0, rounds=7):
-        cp = self.cp
-        fn()
-        self.sync()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        once = cp.cuda.get_elapsed_time(start, stop)
+        """benchlib.cupy_ms with as many calls per round as fit `budget_ms`
+        (at most 20), from one timed call."""
+        once = cupy_ms(fn, reps=1, rounds=1)
         reps = int(min(max(budget_ms / max(once, 1e-3), 1), 20))
-        out = []
-        for _ in range(rounds):
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            for _ in range(reps):
-                fn()
-            stop.record()
-            stop.synchronize()
-            out.append(cp.cuda.get_elapsed_time(start, stop) / reps)
-        return sorted(out)[len(out) // 2]
+        return cupy_ms(fn, reps=reps, rounds=rounds)
 
 
 # peers

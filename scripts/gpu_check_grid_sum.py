@@ -17,7 +17,6 @@ Prints one line per check; exit status 1 if any check fails.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -31,6 +30,8 @@ repo_imports.bootstrap()
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from benchlib import cupy_ms, prepare_run  # noqa: E402
 sys.path.insert(0, os.path.join(REPO, "test", "python"))
 from test_grid_sum import sumsq, sumsq_at  # noqa: E402  (the kernels the CPU tests check)
 
@@ -52,9 +53,14 @@ def ref(x):
     return float(np.sum(np.square(x, dtype=np.float64)))
 
 
-def prepare(chip: str) -> None:
+def _use_cache(path: str) -> None:
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
+
+
+def prepare(path: str, chip: str = "sm_90") -> None:
     """The launches of --run on numpy arrays of the same shapes and layouts:
     their programs (specialised for the launch facts) into the cache."""
+    _use_cache(path)
     from diffgpu.interop import compile_only
     x, small = np.zeros(N, np.float32), np.zeros(SMALL, np.float32)
     with compile_only(chip):
@@ -64,7 +70,8 @@ def prepare(chip: str) -> None:
     print(f"prepared for {chip} in {os.environ['DIFFGPU_CACHE_DIR']}")
 
 
-def run() -> int:
+def run(path: str) -> int:
+    _use_cache(path)
     import cupy
 
     from diffgpu import launch
@@ -108,31 +115,13 @@ def run() -> int:
           0)
 
     x, out = cupy.asarray(data("hashed", N)), cupy.zeros(1, np.float32)
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for _ in range(7):
-        start.record()
-        for _ in range(20):
-            sumsq[N // 256, 256](out, x)
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / 20)
-    print(f"{'2^26 sum of squares, blocks of 256 (ms, median)':<52} {sorted(times)[3]:9.4f}")
+    t = cupy_ms(lambda: sumsq[N // 256, 256](out, x))
+    print(f"{'2^26 sum of squares, blocks of 256 (ms, median)':<52} {t:9.4f}")
     return 1 if bad else 0
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
-    ap.add_argument("--chip", default="sm_90")
-    a = ap.parse_args(argv)
-    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(a.prepare or a.run), "cache")
-    if a.prepare:
-        prepare(a.chip)
-        return 0
-    return run()
+    return prepare_run(__doc__, prepare, run, argv)
 
 
 if __name__ == "__main__":

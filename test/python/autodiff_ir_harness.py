@@ -178,15 +178,7 @@ def dot_test(case, seed=0, eps=1e-6, rtol=1e-6, atol=1e-9):
     D = {n: rng.standard_normal(np.shape(inputs[k])) for k, n in diff
          if isinstance(inputs[k], np.ndarray)}
 
-    def shifted(sign):
-        out = list(inputs)
-        for k, n in diff:
-            x = inputs[k]
-            out[k] = (x + sign * eps * V[n]).astype(x.dtype) if isinstance(x, np.ndarray) \
-                else x + sign * eps * V[n]
-        return case.primal(out)
-
-    plus, minus = shifted(1.0), shifted(-1.0)
+    plus, minus = (_shifted(case, inputs, diff, V, sign * eps) for sign in (1.0, -1.0))
     lhs = 0.0
     for k, n in diff:
         if n in D:
@@ -209,6 +201,17 @@ def dot_test(case, seed=0, eps=1e-6, rtol=1e-6, atol=1e-9):
     return lhs, rhs
 
 
+def _shifted(case, inputs, diff, V, step):
+    """The primal results at `inputs + step * V` (V: a direction per
+    differentiated argument)."""
+    out = list(inputs)
+    for k, n in diff:
+        x = inputs[k]
+        out[k] = (x + step * V[n]).astype(x.dtype) if isinstance(x, np.ndarray) \
+            else x + step * V[n]
+    return case.primal(out)
+
+
 def fwd_test(case, seed=0, eps=1e-6, rtol=1e-6, atol=1e-9):
     """J V from forward mode == central finite differences."""
     case.prog("fwd")  # the primal runs below run from this program too
@@ -220,15 +223,7 @@ def fwd_test(case, seed=0, eps=1e-6, rtol=1e-6, atol=1e-9):
              if isinstance(inputs[k], np.ndarray) else float(rng.standard_normal()))
          for k, n in diff}
 
-    def shifted(sign):
-        out = list(inputs)
-        for k, n in diff:
-            x = inputs[k]
-            out[k] = (x + sign * eps * V[n]).astype(x.dtype) if isinstance(x, np.ndarray) \
-                else x + sign * eps * V[n]
-        return case.primal(out)
-
-    plus, minus = shifted(1.0), shifted(-1.0)
+    plus, minus = (_shifted(case, inputs, diff, V, sign * eps) for sign in (1.0, -1.0))
     after, touts = case.forward(inputs, V)
     ref = case.primal(inputs)
     for k, n in diff:
