@@ -395,8 +395,9 @@ def compile_host(module_text: str, opt_level: int | None = None,
 
     Raises CompileError with the diagnostics (`file:line:col: error: ...`)
     of any pass that fails. `opt_level` is LLVM's (None: `DIFFGPU_OPT`,
-    default 2; O0 JITs in about half the time and runs slower). `racecheck`: the variant with the
-    data-race detector (runtime/racecheck.py); `cancel=False`: without the
+    default 2; O0 JITs in about half the time and runs slower).
+    `racecheck`: the variant with the data-race detector
+    (runtime/racecheck.py); `cancel=False`: without the
     Ctrl-C checks (only to measure their cost: such a launch cannot be
     stopped)."""
     from diffgpu.runtime.cpu import HostProgram

@@ -29,11 +29,11 @@ import threading
 
 import numpy as np
 
+from diffgpu import switches
 from diffgpu.abi import (ACCESSES_ATTR, CANCEL_ADDR_FUNC, CIFACE_PREFIX, ENTRY_PREFIX,
                          HELPER_PREFIXES, RACE_BEGIN_FUNC, RACE_END_FUNC, RACE_SHARED_ATTR,
                          RACE_SITES_ATTR, SCRATCH_ATTR, STATUS_FUNC, kernel_of_entry,
                          parse_scratch)
-from diffgpu import switches
 from diffgpu.errors import CompileError, DiffgpuError, LaunchError
 from diffgpu.runtime import host_signal, jit, racecheck
 from diffgpu.types import ArrayType, ScalarType
