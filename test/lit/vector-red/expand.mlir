@@ -1,3 +1,4 @@
+// REQUIRES: nvptx
 // diffgpu-vector-red-expand (lowering/gpu_vector_red.py) defines each helper in
 // the LLVM dialect: the element's address from the memref descriptor, then one
 // inline-asm vector `red` when the innermost stride is 1 and the address is

@@ -1,7 +1,6 @@
 // Vector reductions are an sm_90 instruction: an sm_80 module keeps its scalar
-// atomics and its PTX version, and its PTX has no vector `red`.
+// atomics and its PTX version (its PTX: sm80-ptx.mlir).
 // RUN: diffgpu-opt %s -p 'diffgpu-lower-to-gpu,diffgpu-vector-red' | FileCheck %s
-// RUN: diffgpu-opt %s -p 'diffgpu-to-ptx{chip=sm_80}' --emit=ptx | FileCheck %s --check-prefix=PTX
 
 !A = memref<?xf32, strided<[?], offset: ?>>
 #gpu = #nvvm.target<O = 3, chip = "sm_80">
@@ -16,6 +15,3 @@ func.func @k(%a: !A, %i: index, %v: f32, %w: f32) attributes {diffgpu.kernel, di
 // CHECK: gpu.module @diffgpu_sm_80 [#nvvm.target<O = 3, chip = "sm_80">]
 // CHECK-NOT: __dg_red_add
 // CHECK-COUNT-2: memref.atomic_rmw
-// PTX: .version 7.
-// PTX-NOT: red.global.add.v
-// PTX-COUNT-2: atom.global.add.f32
