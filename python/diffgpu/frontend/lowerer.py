@@ -14,6 +14,7 @@ from diffgpu.frontend.diff_lower import DiffMixin
 from diffgpu.frontend.emitter import Emitter
 from diffgpu.frontend.expressions import ExprMixin
 from diffgpu.frontend.loops import LoopMixin
+from diffgpu.frontend.module import Deferred
 from diffgpu.frontend.operators import OperatorMixin
 from diffgpu.frontend.source import FrontendError, debug
 from diffgpu.frontend.statements import StmtMixin, assigned_in
@@ -74,6 +75,8 @@ class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMix
             except FrontendError as e:
                 if e.node is None:
                     e.node = node
+                raise
+            except Deferred:  # a callee to lower first (module.ModuleBuilder._bottom)
                 raise
             except RecursionError:
                 raise FrontendError("expression too deeply nested (split it into several "

@@ -19,6 +19,21 @@ _SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
 
 
+#: lowerings of callees nested on the Python stack before the next callee
+#: is lowered at its bottom instead (ModuleBuilder._bottom): deep call chains
+#: must not use up the Python stack that deeply nested expressions need
+MAX_NESTED = 8
+
+
+class Deferred(Exception):
+    """Raised at a call MAX_NESTED lowerings deep whose callee is not lowered
+    yet; carries the callee's request. Not an error: the visitor lets it pass."""
+
+    def __init__(self, request):
+        super().__init__(request[0].py_func.__name__)
+        self.request = request
+
+
 @dataclass
 class FuncInfo:
     symbol: str
@@ -42,7 +57,8 @@ class ModuleBuilder:
         self.target = target
         self.funcs: dict = {}  # (py_func, types) -> FuncInfo
         self.texts: list[str] = []
-        self.stack: list = []
+        self.stack: list = []  # the functions being lowered, callers first
+        self.nested = 0  # lowerings on the Python stack now
         self.used: set[str] = set()
         self.shared_bytes = 0  # static shared memory of all shared_array() calls
 
@@ -64,31 +80,64 @@ class ModuleBuilder:
 
     def specialize(self, defn, types: tuple, call_node=None, entry=False,
                    symbol: str | None = None) -> FuncInfo:
-        py_func = defn.py_func
-        key = (py_func, types)
+        key = (defn.py_func, types)
         if key in self.funcs:
             return self.funcs[key]
-        if py_func in self.stack:
+        if defn.py_func in self.stack:
             raise FrontendError(
-                f"recursion is not supported: {py_func.__name__!r} calls itself"
-                + ("" if self.stack[-1] is py_func else " through other functions"),
+                f"recursion is not supported: {defn.py_func.__name__!r} calls itself"
+                + ("" if self.stack[-1] is defn.py_func else " through other functions"),
                 call_node)
+        request = (defn, types, entry, symbol)
+        if self.nested == 0:
+            return self._bottom(request)
+        if self.nested >= MAX_NESTED:
+            raise Deferred(request)
+        return self._lower(request)
+
+    def _bottom(self, request) -> FuncInfo:
+        """Lower `request` with its callees, none more than MAX_NESTED
+        lowerings deep on the Python stack: a caller that meets a call
+        MAX_NESTED deep is abandoned (`Deferred`), the callee lowered here at
+        the bottom and the caller lowered again. A chain of n functions costs
+        about 2n lowerings and never the Python stack of n."""
+        pending = [request]  # each one calls the next (through abandoned ones)
+        while pending:
+            self.stack = [r[0].py_func for r in pending[:-1]]
+            try:
+                info = self._lower(pending[-1])
+            except Deferred as d:
+                pending.append(d.request)
+                continue
+            pending.pop()
+        return info
+
+    def _lower(self, request) -> FuncInfo:
+        defn, types, entry, symbol = request
+        py_func = defn.py_func
         from diffgpu.frontend.lowerer import FunctionLowerer
         src = self.source(py_func)
         sym = self.symbol(symbol or getattr(defn, "name", None) or py_func.__name__)
         kind = getattr(defn, "kind", "func")
         low = FunctionLowerer(self, defn, kind, src, types, sym, entry)
+        shared_bytes = self.shared_bytes
         self.stack.append(py_func)
+        self.nested += 1
         try:
             text = low.lower()
         except FrontendError as e:
             if e.source is None:
                 e.source = src
             raise
+        except Deferred:  # lowered again later: nothing of this attempt stays
+            self.used.discard(sym)
+            self.shared_bytes = shared_bytes
+            raise
         finally:
             self.stack.pop()
+            self.nested -= 1
         info = FuncInfo(sym, tuple(low.results))
-        self.funcs[key] = info
+        self.funcs[(py_func, types)] = info
         self.texts.append(text)
         return info
 
