@@ -78,16 +78,20 @@ def program(path: str) -> str:
 
 
 def run_file(path: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run `path`'s examples in a fresh interpreter, in a scratch directory."""
-    work = tempfile.mkdtemp(prefix="diffgpu-doc-")
+    """Run `path`'s examples in a fresh interpreter, in a scratch directory
+    that is removed afterwards; it is also the examples' temporary directory
+    (TMPDIR), so that what they make with `tempfile` goes with it."""
     name = os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-    script = os.path.join(work, f"doc_{name}.py")
-    with open(script, "w") as f:
-        f.write(program(path))
-    env = dict(os.environ)
-    env.setdefault("DIFFGPU_CACHE_DIR", os.path.join(work, "cache"))
-    return subprocess.run([sys.executable, script], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="diffgpu-doc-") as work:
+        script = os.path.join(work, f"doc_{name}.py")
+        with open(script, "w") as f:
+            f.write(program(path))
+        tmp = os.path.join(work, "tmp")
+        os.mkdir(tmp)
+        env = dict(os.environ, TMPDIR=tmp, TEMP=tmp, TMP=tmp)
+        env.setdefault("DIFFGPU_CACHE_DIR", os.path.join(work, "cache"))
+        return subprocess.run([sys.executable, script], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=timeout)
 
 
 def main(argv) -> int:

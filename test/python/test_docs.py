@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -56,6 +57,23 @@ def test_runner_keeps_doc_line_numbers(tmp_path):
         (4, None), (9, "demo"), (13, None)]
     res = doc_examples.run_file(str(doc))
     assert res.returncode == 1 and "line 13" in res.stderr
+
+
+def test_runner_leaves_no_temp_dirs(tmp_path, monkeypatch):
+    """The scratch directory and what the examples make with `tempfile` are
+    removed: nothing is left in the system's temporary directory."""
+    system_tmp = tmp_path / "tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
+    doc = tmp_path / "x.md"
+    doc.write_text("```python\nimport os, tempfile\nd = tempfile.mkdtemp()\n"
+                   "open(os.path.join(d, 'f'), 'w').close()\nprint(d)\n```\n")
+    res = doc_examples.run_file(str(doc))
+    assert res.returncode == 0, res.stderr
+    made = res.stdout.strip()
+    assert made and not os.path.exists(made)
+    assert list(system_tmp.iterdir()) == []
 
 
 def test_every_public_name_is_documented():
