@@ -13,7 +13,10 @@ the float64 signature is compiled like any other.
   Jacobian, column by column by finite differences, row by row by reverse
   mode and column by column by forward mode, element by element.
 
-Raises GradcheckError (an AssertionError) naming the worst element; returns True.
+Finite differences move each element x of X by eps * max(1, |x|) (a step
+relative to large inputs, as scipy's approx_fprime rel_step: an absolute step
+is lost in the rounding of x near 1e9). Raises GradcheckError (a DiffgpuError
+and an AssertionError) naming the worst element; returns True.
 
     dg.gradcheck(f[1, 1], dg.Duplicated(A, dA))
 """
@@ -24,12 +27,14 @@ import numpy as np
 from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed
 from diffgpu.api import user_facing
 from diffgpu.diff import _launcher_of, autodiff, fwddiff, split_activities
+from diffgpu.errors import DiffgpuError
 from diffgpu.runtime.args import arg_type, is_device_array
 from diffgpu.types import ArrayType, is_float
 
 
-class GradcheckError(AssertionError):
-    """A derivative that disagrees with finite differences."""
+class GradcheckError(DiffgpuError, AssertionError):
+    """A derivative that disagrees with finite differences (also an
+    AssertionError, so that a failed check fails a test like an assert)."""
 
 
 class _Problem:
@@ -64,6 +69,12 @@ class _Problem:
         return [rng.standard_normal(self.base[i].shape) if i in self.dup
                 else float(rng.standard_normal()) for i in which]
 
+    def scales(self):
+        """max(1, |x|) for each element x of X: finite-difference steps are
+        eps times these (relative for large inputs)."""
+        return [np.maximum(1.0, np.abs(_host(self.base[i]))) if i in self.dup
+                else max(1.0, abs(self.base[i])) for i in self.inputs]
+
     def args(self, delta=None, scale=0.0):
         """Fresh copies of all arguments, X moved by scale * delta."""
         out = [self.xp.array(b, copy=True) if _is_array(b) else b for b in self.base]
@@ -79,10 +90,11 @@ class _Problem:
         self.launcher(*args)
         return [_host(args[i]) for i in self.dup]
 
-    def fd_jvp(self, v, eps):
-        plus = self.run(self.args(v, eps))
-        minus = self.run(self.args(v, -eps))
-        return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+    def fd_jvp(self, v, step):
+        """J V by central differences, X moved by +-step * V."""
+        plus = self.run(self.args(v, step))
+        minus = self.run(self.args(v, -step))
+        return [(p - m) / (2 * step) for p, m in zip(plus, minus)]
 
     def vjp(self, d):
         """J^T D: per input in X (dup shadows after reverse, active grads)."""
@@ -140,7 +152,7 @@ def _close(got, want, atol, rtol):
     return abs(got - want) <= atol + rtol * abs(want)
 
 
-@user_facing(also=(GradcheckError,))
+@user_facing
 def gradcheck(launcher, *activities, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-4, seed: int = 0, max_elements: int = 64) -> bool:
     """Check reverse and forward mode of `launcher` against finite differences.
@@ -148,9 +160,9 @@ def gradcheck(launcher, *activities, eps: float = 1e-6, atol: float = 1e-5,
     Takes `kernel[grid, block]` and one activity per parameter (at least one
     Duplicated float array; float64 recommended). Compares the full Jacobian
     when inputs and outputs have at most `max_elements` elements, and random
-    directions (seeded by `seed`) always, with central differences of step
-    `eps` and tolerances `atol`/`rtol`. Returns True; raises GradcheckError
-    naming what disagrees."""
+    directions (seeded by `seed`) always, with central differences that move
+    each input element x by `eps * max(1, |x|)`, and tolerances `atol`/`rtol`.
+    Returns True; raises GradcheckError naming what disagrees."""
     p = _Problem(launcher, activities)
     if not p.dup:
         raise GradcheckError("gradcheck needs at least one Duplicated float array "
@@ -159,7 +171,8 @@ def gradcheck(launcher, *activities, eps: float = 1e-6, atol: float = 1e-5,
     if n_in <= max_elements and n_out <= max_elements:
         _full_jacobian(p, eps, atol, rtol)  # first: its errors name elements
     rng = np.random.default_rng(seed)
-    v = p.random(rng, p.inputs)
+    # the direction scaled by max(1, |x|): each element moves by eps * max(1, |x|) * r
+    v = [r * s for r, s in zip(p.random(rng, p.inputs), p.scales())]
     d = [rng.standard_normal(p.base[i].shape) for i in p.dup]
 
     # forward mode: J V element by element
@@ -181,7 +194,7 @@ def _compare(p, got, want, what, column, atol, rtol) -> None:
         err = np.abs(g - w) - (atol + rtol * np.abs(w))
         j = int(np.argmax(err)) if err.size else 0
         if err.size and err[j] > 0 and (worst is None or err[j] > worst[0]):
-            worst = (err[j], k, j, g[j], w[j])
+            worst = (err[j], k, j, float(g[j]), float(w[j]))
     if worst is not None:
         _, k, j, g, w = worst
         wrt = f" / d{column}" if column else ""
@@ -207,10 +220,10 @@ def _unit(p, which, k, j):
 def _full_jacobian(p, eps, atol, rtol) -> None:
     """Every element of J by finite differences, reverse and forward mode."""
     cols = []  # FD columns: per input element, list of output arrays
-    for k, size in enumerate(p.sizes(p.inputs)):
+    for k, (size, scale) in enumerate(zip(p.sizes(p.inputs), p.scales())):
         for j in range(size):
             e = _unit(p, p.inputs, k, j)
-            col = p.fd_jvp(e, eps)
+            col = p.fd_jvp(e, eps * float(np.ravel(scale)[j]))
             cols.append((k, j, col))
             _compare(p, p.jvp(e), col, "forward mode", p.label(p.inputs, k, j), atol, rtol)
     for ko, size in enumerate(p.sizes(p.dup)):
