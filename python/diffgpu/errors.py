@@ -37,14 +37,40 @@ class LaunchError(DiffgpuError, ValueError):
     before anything runs, with the inputs untouched."""
 
 
+class ArgumentTypeError(LaunchError, TypeError):
+    """An argument of the wrong Python type for a keyword of the API
+    (`dg.vjp(..., outputs="yes")`, a string tangent); a LaunchError that is
+    also a TypeError."""
+
+
+class NoDerivativeError(DiffgpuError, KeyError):
+    """Looking up, in the result of `dg.vjp` / `dg.jvp`, a parameter that has
+    no result; the message says why (an integer, held constant, an output)."""
+
+    __str__ = Exception.__str__  # the message, not KeyError's repr of it
+
+
 class RaceError(DiffgpuError, RuntimeError):
     """A race-checked host launch (`with dg.racecheck():` or
     DIFFGPU_RACECHECK=1) found two accesses to one array element by
-    different threads, in one barrier interval, at least one a write,
-    neither atomic. The message names the array and element, both threads
+    different threads, in one barrier interval, at least one a write or
+    exactly one atomic (or, as DivergentBarrierError, a barrier that only
+    some threads of a block reached). The message names the array and element, both threads
     (block and thread ids) and both source lines; `array` and `index` hold
     the first two. The launch ran to its end."""
 
     def __init__(self, message: str, array: str | None = None, index: str | None = None):
         super().__init__(message)
         self.array, self.index = array, index
+
+
+class DivergentBarrierError(RaceError):
+    """A race-checked host launch reached a `dg.syncthreads()` with only some
+    threads of a block (the others skipped it in a branch or left a loop
+    early): on a GPU the block hangs or reads stale shared memory. The
+    message names the kernel, the barrier's source line, the block and a
+    thread that did not reach it; `site` holds the barrier's `file:line:col`."""
+
+    def __init__(self, message: str, site: str | None = None):
+        super().__init__(message)
+        self.site = site
