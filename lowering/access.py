@@ -10,7 +10,16 @@ on; the callee's accesses count):
 | `memref.store %v, %A[...]`      |      | yes   |        |
 | `diffgpu.atomic_add %A, ...`    | yes  | yes   | yes    |
 | `memref.dim %A`                 |      |       |        |
+| `diffgpu.autodiff` / `fwddiff`: `%A` the primal | the callee's accesses | | |
+| ... `%A` a forward-mode tangent | the callee's accesses of its primal | | |
+| ... `%A` a reverse-mode shadow  | yes  | yes   |        |
 | anything else taking `%A`       | yes  | yes   | (opaque) |
+
+An in-kernel derivative runs its callee (the primal's accesses are the
+callee's, as for a call); forward mode reads a tangent where the callee
+reads its primal and writes it where the callee writes; reverse mode
+accumulates into a read-only primal's shadow and consumes a written one's:
+the shadow is read and written.
 
 An array only read is an *input*, only written an *output*, otherwise
 *in-out*. Two facts about thread-unique indices (elision.py's `index_key`:
@@ -52,6 +61,7 @@ from __future__ import annotations
 from diffgpu._mlir import ir
 
 from diffgpu.dialects import names as N
+from diffgpu.dialects import ops
 from diffgpu.lowering import targets
 from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff.activity import walk_ops
@@ -114,15 +124,38 @@ def _visit(value, fn, funcs, info: _Param, depth: int, seen) -> None:
                 info.nested = True
         elif name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value in funcs:
             callee = funcs[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
-            k = use.operand_number
             info.nested = True
-            if (callee.operation, k) in seen:
-                continue
-            seen.add((callee.operation, k))
-            arg = callee.regions[0].blocks[0].arguments[k]
-            _visit(arg, callee, funcs, info, depth + 1, seen)
+            _visit_arg(callee, use.operand_number, funcs, info, depth, seen)
+        elif name in N.DIFF and (where := _diff_use(op, use.operand_number, funcs)):
+            callee, k, shadow = where
+            info.nested = True
+            if shadow and name == N.AUTODIFF:
+                info.read = info.write = True  # accumulated or consumed
+            else:  # the primal, or a tangent: accessed where the callee accesses the primal
+                _visit_arg(callee, k, funcs, info, depth, seen)
         else:
             info.read = info.write = info.opaque = True
+
+
+def _visit_arg(callee, k: int, funcs, info: _Param, depth: int, seen) -> None:
+    """The accesses of `callee` to its argument `k` (once per parameter)."""
+    if (callee.operation, k) in seen:
+        return
+    seen.add((callee.operation, k))
+    _visit(callee.regions[0].blocks[0].arguments[k], callee, funcs, info, depth + 1, seen)
+
+
+def _diff_use(op, operand: int, funcs):
+    """(callee, argument index, is the shadow) of operand `operand` of the
+    diffgpu.autodiff / fwddiff `op`, or () (the seed, an unknown callee)."""
+    view = ops.opview(op)
+    callee = funcs.get(view.callee)
+    at = sum(view.operand_segments) - sum(view.arg_segments)  # after the seed group
+    for k, n in enumerate(view.arg_segments):
+        if callee is not None and at <= operand < at + n:
+            return callee, k, operand > at
+        at += n
+    return ()
 
 
 def _dims(key):

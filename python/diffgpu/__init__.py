@@ -46,9 +46,11 @@ _LAZY = {
     "OutOfBoundsError": ("diffgpu.runtime.cpu", "OutOfBoundsError"),
 }
 
-#: framework bridges, imported on first use (they import torch / JAX):
-#: `dg.torch.op(kernel, ...)`, `dg.jax.op(kernel, ...)`
-_SUBMODULES = {"torch": ("diffgpu.torch", "torch"), "jax": ("diffgpu.jax", "jax")}
+#: submodules imported on first use: the framework bridges (they import
+#: torch / JAX, the pip extra named), `dg.torch.op(kernel, ...)`,
+#: `dg.jax.op(kernel, ...)`, and `dg.functional.access(...)` (no extra)
+_SUBMODULES = {"torch": ("diffgpu.torch", "torch"), "jax": ("diffgpu.jax", "jax"),
+               "functional": ("diffgpu.functional", None)}
 
 
 def _builtins() -> dict:
@@ -103,6 +105,8 @@ def __getattr__(name):
         try:
             value = importlib.import_module(mod)
         except ModuleNotFoundError as exc:
+            if extra is None:
+                raise
             raise ImportError(f"dg.{name} needs {exc.name} (pip install "
                               f"'diffgpu[{extra}]')") from None
     elif name == "__all__":  # `from diffgpu import *` leaves Python's compile alone

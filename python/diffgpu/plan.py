@@ -25,7 +25,10 @@ zero-filled first when the launch does not reach every element) or for a
 written array is `cot` (thread j gathers its element's adjoint, written once:
 lowering/autodiff/transpose.py). Primal
 arrays the kernel writes are replaced by scratch buffers (outputs) or
-copies (in-out) unless `outputs=True`. Forward mode passes an input's tangent itself (the tangent
+copies (in-out) unless `outputs=True`. Parameters held constant
+(`dg.Const`, not named in `wrt=`: `Call.hold`) get the role "const": no
+activity, no seed, no result (`Call.why_none` says why, for the results'
+`NoDerivativeError`). Forward mode passes an input's tangent itself (the tangent
 code only reads the shadows of arrays it never stores into), zeros for an
 output and a copy of the tangent for an in-out array; an output whose
 every element the launch stores exactly once (`written_once`: the
@@ -34,10 +37,13 @@ the geometry) gets an uninitialised buffer instead of zeros.
 """
 from __future__ import annotations
 
+import numbers
 import weakref
 
+import numpy as np
+
 from diffgpu import buffers as M
-from diffgpu.errors import LaunchError
+from diffgpu.errors import ArgumentTypeError, LaunchError
 from diffgpu.runtime.args import (arg_type, check_arity, describe_arg, device_id,
                                   infer_signature)
 from diffgpu.types import ArrayType, is_float
@@ -79,9 +85,11 @@ def _analyze(kernel, types) -> list:
 
 
 class Call:
-    """One launch's arguments, checked, with roles and alias groups."""
+    """One launch's arguments, checked, with roles and alias groups.
+    `consts`: the positions passed as dg.Const; `wrt`: None or the names
+    to differentiate with respect to (`hold`)."""
 
-    def __init__(self, launcher, args, fn: str):
+    def __init__(self, launcher, args, fn: str, consts=(), wrt=None):
         self.launcher, self.fn = launcher, fn
         kernel = self.kernel = launcher.kernel
         self.names = kernel.arg_names
@@ -104,6 +112,72 @@ class Call:
             else:
                 self.role.append("input")  # read, or not used at all
         self.groups = self._groups()
+        self.consts, self.wrt, self.held = frozenset(consts), wrt, frozenset()
+        self.held = self.hold()
+
+    def hold(self) -> frozenset:
+        """The positions held constant: dg.Const arguments and, with `wrt`,
+        the float inputs and scalars it does not name. Their role becomes
+        "const" (no activity, no seed, no result); arrays the kernel writes
+        cannot be held."""
+        names, wrt = self.names, self.wrt
+        for i in sorted(self.consts):
+            if self.role[i] in ("output", "inout"):
+                raise LaunchError(f"dg.{self.fn}: dg.Const for '{names[i]}', "
+                                  f"{self._role_text([i])} of {self.kernel.name}: only what "
+                                  "the kernel only reads (arrays, float scalars) can be held "
+                                  "constant")
+        held = {i for i in self.consts if self.role[i] != "const"}
+        for n in wrt or ():
+            if n not in names:
+                raise LaunchError(f"dg.{self.fn}: wrt= names '{n}', which is not a "
+                                  f"parameter of {self.kernel.name}({', '.join(names)})")
+            i = names.index(n)
+            if self.role[i] == "output":
+                raise LaunchError(f"dg.{self.fn}: wrt= names '{n}', an output of "
+                                  f"{self.kernel.name} (only written): wrt= names what to "
+                                  "differentiate with respect to (what the kernel reads)")
+            if i in self.consts or self.role[i] == "const":
+                raise LaunchError(f"dg.{self.fn}: wrt= names '{n}', {self.why_none(i)}")
+        if wrt is not None:
+            held |= {i for i, r in enumerate(self.role)
+                     if r in ("input", "scalar") and names[i] not in wrt}
+        for g in self.groups:
+            mixed = [i for i in g if i not in held]
+            if len(mixed) not in (0, len(g)):
+                h = next(i for i in g if i in held)
+                raise LaunchError(f"dg.{self.fn}: '{names[h]}' is held constant "
+                                  f"({self._held_by(h)}) but is the same array as "
+                                  f"'{names[mixed[0]]}', which is differentiated; pass a "
+                                  "copy for one of them")
+        self.groups = [g for g in self.groups if g[0] not in held]
+        for i in held:
+            self.role[i] = "const"
+        return frozenset(held)
+
+    def _held_by(self, i) -> str:
+        return "dg.Const" if i in self.consts else "not named in wrt="
+
+    def why_none(self, i) -> str:
+        """Why parameter `i` takes no seed and has no result in this mode:
+        "'x', held constant (dg.Const)", "'n', an integer scalar ..."."""
+        n, t, fn = self.names[i], self.types[i], self.fn
+        if i in self.held or i in self.consts:
+            return f"held constant ({self._held_by(i)})"
+        if self.role[i] == "const" and isinstance(t, ArrayType):
+            return f"an {t.dtype} array: integer arrays are not differentiated"
+        if self.role[i] == "const":
+            v = self.args[i]
+            return (f"an integer scalar ({type(v).__name__} {v!r}): integers are not "
+                    f"differentiated; pass {float(v)!r} (a float) to differentiate it")
+        if fn == "vjp" and self.role[i] == "output":
+            return (f"an output of {self.kernel.name} (only written): dg.vjp returns the "
+                    "gradients of what the kernel reads")
+        if fn == "vjp" and self.wrt is not None and n not in self.wrt:
+            return "not named in wrt="
+        what = "a float scalar" if self.role[i] == "scalar" else \
+            f"{self._role_text([i])} of {self.kernel.name} (never written)"
+        return f"{what}: dg.jvp returns the tangents of what the kernel writes"
 
     def _groups(self) -> list:
         """Alias groups of float arrays: lists of parameter positions."""
@@ -135,20 +209,31 @@ class Call:
     def seeds(self, given: dict, what: str, wanted) -> dict:
         """{group index: the name its one seed is given under} after checking
         names, types, shapes and devices; `wanted(group)` says which groups
-        need one."""
+        need one. A seed for a parameter that takes none is reported before
+        any missing seed."""
         names = self.names
         for k in given:
             if k not in names:
                 raise LaunchError(f"dg.{self.fn}: {what} for '{k}', which is not a parameter "
                                   f"of {self.kernel.name}({', '.join(names)})")
+        for k in given:
+            i = names.index(k)
+            r = self.role[i]
+            if r == "scalar" and what == "cotangents":
+                raise LaunchError(f"dg.{self.fn}: cotangent for '{k}', a scalar input; "
+                                  "cotangents are for the arrays the kernel writes"
+                                  f"{self._seeded(wanted)}")
+            if r == "const":
+                raise LaunchError(f"dg.{self.fn}: {what} for '{k}', {self.why_none(i)}")
+            g = next((g for g in self.groups if i in g), None)
+            if g is not None and not wanted(g):
+                raise LaunchError(f"dg.{self.fn}: {what} for '{k}', {self._why_not(g, what)}"
+                                  f"{self._seeded(wanted)}")
         out = {}
         for gi, g in enumerate(self.groups):
-            mine = [names[i] for i in g if names[i] in given]
             if not wanted(g):
-                if mine:
-                    raise LaunchError(f"dg.{self.fn}: {what} for '{mine[0]}', "
-                                      f"{self._why_not(g, what)}")
                 continue
+            mine = [names[i] for i in g if names[i] in given]
             if not mine:
                 alias = (f" (or {', '.join(repr(names[i]) for i in g[1:])}, the same array)"
                          if len(g) > 1 else "")
@@ -159,14 +244,12 @@ class Call:
                                   f"give its {what[:-1]} once")
             self._check_seed(g[0], names.index(mine[0]), given[mine[0]], what)
             out[gi] = mine[0]
-        for i, r in enumerate(self.role):
-            if r == "scalar" and names[i] in given and what == "cotangents":
-                raise LaunchError(f"dg.{self.fn}: cotangent for '{names[i]}', a scalar input; "
-                                  "cotangents are for the arrays the kernel writes")
-            if r == "const" and names[i] in given:
-                raise LaunchError(f"dg.{self.fn}: {what} for '{names[i]}', an integer "
-                                  "parameter, which is not differentiated")
         return out
+
+    def _seeded(self, wanted) -> str:
+        """` (y, z)`: the parameters that take a seed, or ``."""
+        take = [self.names[g[0]] for g in self.groups if wanted(g)]
+        return f" ({', '.join(take)})" if take else ""
 
     def _role_text(self, g) -> str:
         if self.written(g) and self.read(g):
@@ -175,10 +258,10 @@ class Call:
 
     def _why_not(self, g, what: str) -> str:
         if what == "cotangents":
-            return (f"{self._role_text(g)} of {self.kernel.name} (never written); cotangents "
-                    "are for the arrays the kernel writes")
-        return (f"{self._role_text(g)} of {self.kernel.name} (never read); tangents are for "
-                "the arrays and scalars the kernel reads")
+            return (f"{self._role_text(g)} of {self.kernel.name} (never written), not an "
+                    "output: cotangents are for the arrays the kernel writes")
+        return (f"{self._role_text(g)} of {self.kernel.name} (never read), not an input: "
+                "tangents are for the arrays and scalars the kernel reads")
 
     def _check_seed(self, i: int, named: int, seed, what: str):
         arr = self.args[i]
@@ -214,11 +297,10 @@ class Call:
                 raise LaunchError(f"dg.{self.fn}: missing tangent for '{n}' (a float scalar "
                                   f"input of {self.kernel.name}); pass 0.0 to hold it fixed")
             v = given[n]
-            try:
-                out[i] = float(v)
-            except (TypeError, ValueError):
-                raise LaunchError(f"dg.{self.fn}: tangent of '{n}' must be a float, got "
-                                  f"{type(v).__name__}") from None
+            if not _real(v):
+                raise ArgumentTypeError(f"dg.{self.fn}: tangent of '{n}' must be a real "
+                                        f"number (a float), got {type(v).__name__} {v!r}")
+            out[i] = float(v)
         return out
 
     # -- functional kinds (lowering/autodiff/functional.py) -------------------
@@ -345,7 +427,8 @@ class Call:
                 # an accumulated in-out array: its gradient is its cotangent
                 grad = ("copy", seeds[gi]) if kinds[g[0]] == "cot" else shadows[g[0]]
                 for i in g:
-                    out[self.names[i]] = grad
+                    if self.wrt is None or self.names[i] in self.wrt:
+                        out[self.names[i]] = grad
         return self._recipe("reverse", kinds, prim, shadows, bufs, slots, out, late)
 
     def jvp(self, tangents: dict, outputs: bool):
@@ -386,8 +469,23 @@ class Call:
             if s is not None:
                 flat.append(s)
         results = [(n, out[n]) for n in self.names if n in out]
-        scope = self.groups[0][0] if self.groups else None
-        return Recipe(self, mode, kinds, bufs, flat, slots, results, late, scope)
+        scope = next((i for i, a in enumerate(self.args)
+                      if isinstance(a, np.ndarray) or M.is_device_array(a)), None)
+        recipe = Recipe(self, mode, kinds, bufs, flat, slots, results, late, scope)
+        recipe.absent = {n: f"dg.{self.fn}: no {'gradient' if mode == 'reverse' else 'tangent'} "
+                         f"for '{n}', {self.why_none(i)}"
+                         for i, n in enumerate(self.names) if n not in out}
+        return recipe
+
+
+def _real(v) -> bool:
+    """A real number (not a bool, not a string), or a 0-d array of one."""
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, numbers.Real):
+        return True
+    return getattr(v, "shape", None) == () and getattr(v, "dtype", None) is not None \
+        and np.dtype(v.dtype).kind in ("f", "i", "u")
 
 
 def _buf(bufs: list, how: str, src: tuple) -> tuple:

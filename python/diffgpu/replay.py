@@ -9,7 +9,8 @@ with an equal key reuses it with no checks, no analysis, no planning:
     (dg.vjp or dg.jvp, outputs=, the launch key of the arguments
      (runtime/fastpath.py: grid, block, per array type, dtype, data pointer,
      shape, strides, writeable flag / GPU, per scalar type and value),
-     per seed given: its name and the same fields)
+     per seed given: its name and the same fields, the positions passed
+     as dg.Const and the names of wrt=)
 
 Every check of a call (roles, alias groups, seeds' names, types, shapes and
 devices, overlaps) and every choice of the plan (functional kinds, written
@@ -49,6 +50,8 @@ import numpy as np
 
 from diffgpu import buffers as M
 from diffgpu import launch as L
+from diffgpu.api import user_facing
+from diffgpu.errors import NoDerivativeError
 from diffgpu.runtime import fastpath
 from diffgpu.runtime.args import Signature
 from diffgpu.runtime.specialize import ALIGN
@@ -57,8 +60,9 @@ from diffgpu.runtime.specialize import ALIGN
 _MAX = 1024
 
 
-def call_key(fn: str, outputs: bool, args, seeds: dict, grid, block):
-    """The key of a call (module docstring), or None when one cannot be formed."""
+def call_key(fn: str, outputs: bool, args, seeds: dict, grid, block, held=()):
+    """The key of a call (module docstring), or None when one cannot be
+    formed. `held`: what the call holds constant (dg.Const positions, wrt=)."""
     key = fastpath.launch_key(args, grid, block)
     if key is None:
         return None
@@ -66,7 +70,7 @@ def call_key(fn: str, outputs: bool, args, seeds: dict, grid, block):
     skey = fastpath.launch_key([seeds[n] for n in names], (), ())
     if skey is None:
         return None
-    return (fn, outputs, names, key, skey)
+    return (fn, outputs, names, key, skey, held)
 
 
 def diff_recipe(launcher, mode: str, kinds, types, sig, nflat: int, scope, slot_sum):
@@ -130,7 +134,7 @@ class Recipe:
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
                  "program", "facts", "aligned", "packed", "_scope", "_slot_make", "baked",
-                 "slot_sum")
+                 "slot_sum", "absent")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -153,6 +157,9 @@ class Recipe:
         #: a slot array -> its scalar's gradient (`dg.autodiff` keeps numpy
         #: scalars on the host: diff.py `_scalar`)
         self.slot_sum = M.slot_sum
+        #: `dg.vjp` / `dg.jvp`: {parameter without a result: why}, the
+        #: results a `Derivatives` dict; None: a plain dict (`dg.autodiff`)
+        self.absent = None
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
@@ -206,7 +213,11 @@ class Recipe:
             self._launch(flat)
         if self.late:
             self.launcher(*args)
-        out = {}
+        if self.absent is None:
+            out = {}
+        else:
+            out = Derivatives()
+            out.absent = self.absent
         for name, (where, what) in self.results:
             if where == "buf":
                 out[name] = bufs[what]
@@ -321,6 +332,19 @@ class Recipe:
         return out
 
 
+class Derivatives(dict):
+    """The result of `dg.vjp` / `dg.jvp`: {parameter name: derivative}. A
+    parameter without one (an integer, held constant, an output in vjp, an
+    input in jvp) raises NoDerivativeError saying why, not a bare KeyError."""
+
+    __slots__ = ("absent",)  # {name: why it has no result}, set by Recipe._run
+
+    @user_facing
+    def __missing__(self, name):
+        why = self.absent.get(name) if isinstance(name, str) else None
+        raise NoDerivativeError(why or f"{name!r} is not a parameter of the kernel")
+
+
 def _pointer(a) -> int:
     if type(a) is np.ndarray:
         return fastpath.host_pointer(a)
@@ -338,4 +362,4 @@ def fastpath_pointer():
     return _MAKE[0]
 
 
-__all__ = ["Recipe", "call_key", "diff_recipe", "lookup", "keep"]
+__all__ = ["Derivatives", "Recipe", "call_key", "diff_recipe", "lookup", "keep"]
