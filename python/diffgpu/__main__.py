@@ -7,9 +7,11 @@
     status     in use
 
 `clear` removes every entry; `prune` removes the least recently used ones
-until the cache fits in 80% of its cap (`--to-mb N`: until it fits in N MiB).
-A directory that fails the ownership checks (see runtime/cache_dir.py) is
-reported and left alone. Imports no MLIR.
+until the cache fits in 80% of its cap (`--to-mb N`: until it fits in N MiB,
+a finite N >= 0). A directory that fails the ownership checks (see
+runtime/cache_dir.py) is reported and left alone (exit status 1); a bad
+argument, or a lock or trash that is refused (cache_prune.py), is a one-line
+error (exit status 2, as argparse's). Imports no MLIR.
 """
 from __future__ import annotations
 
@@ -19,18 +21,32 @@ import sys
 import warnings
 
 
+PROG = "python -m diffgpu cache"
+
+
 def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
+
+
+def _size_mb(text: str) -> float:
+    """--to-mb: a finite number of MiB, 0 or more (argparse reports others)."""
+    try:
+        mb = float(text)
+    except ValueError:
+        mb = None
+    if mb is None or not 0 <= mb < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of MiB >= 0")
+    return mb
 
 
 def cache_main(argv) -> int:
     from diffgpu.runtime import cache_prune
     from diffgpu.runtime.cache_dir import FORMAT_DIR, cache_dir, check_root
 
-    ap = argparse.ArgumentParser(prog="python -m diffgpu cache",
+    ap = argparse.ArgumentParser(prog=PROG,
                                  description="Show, clear or prune diffgpu's disk cache.")
     ap.add_argument("action", choices=("info", "clear", "prune"))
-    ap.add_argument("--to-mb", type=float, default=None,
+    ap.add_argument("--to-mb", type=_size_mb, default=None,
                     help="prune: remove least recently used entries until the cache "
                          "fits in this many MiB (default: 80%% of the cap, if over it)")
     opts = ap.parse_args(argv)
@@ -40,8 +56,11 @@ def cache_main(argv) -> int:
     if opts.action == "info":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a bad DIFFGPU_CACHE_MAX_MB: shown as the default
-            i = cache_prune.info(sub) if problem is None else {"entries": 0, "bytes": 0,
-                                                              "max_bytes": cache_prune.max_bytes()}
+            i = {"entries": 0, "bytes": 0, "max_bytes": cache_prune.max_bytes()}
+            try:
+                i = cache_prune.info(sub) if problem is None else i
+            except OSError as exc:  # cache_dir.UnsafeCache: refused when opened
+                problem = str(exc)
         print(f"directory  {root}")
         print(f"entries    {i['entries']}")
         print(f"size       {_mib(i['bytes'])} of {_mib(i['max_bytes'])} (DIFFGPU_CACHE_MAX_MB)")
@@ -53,12 +72,16 @@ def cache_main(argv) -> int:
     if not os.path.isdir(sub):
         print(f"{root}: no cache entries")
         return 0
-    if opts.action == "clear":
-        before = cache_prune.clear(sub)
-        print(f"removed {before['entries']} entries ({_mib(before['bytes'])}) from {root}")
-        return 0
-    target = None if opts.to_mb is None else max(int(opts.to_mb * (1 << 20)), 0)
-    res = cache_prune.prune(sub, target)
+    try:
+        if opts.action == "clear":
+            before = cache_prune.clear(sub)
+            print(f"removed {before['entries']} entries ({_mib(before['bytes'])}) from {root}")
+            return 0
+        target = None if opts.to_mb is None else int(opts.to_mb * (1 << 20))
+        res = cache_prune.prune(sub, target)
+    except OSError as exc:  # the lock or the trash refused (cache_dir.UnsafeCache), or unusable
+        print(f"{PROG}: error: cannot {opts.action} {root}: {exc}", file=sys.stderr)
+        return 2
     b, a = res["before"], res["after"]
     print(f"pruned {b['entries'] - a['entries']} entries from {root}: "
           f"{b['entries']} entries, {_mib(b['bytes'])} -> {a['entries']} entries, "

@@ -148,7 +148,7 @@ def test_store_is_atomic(cache_dir, monkeypatch):
     key = "c" * 64
     cache.store(key, {"v": 1})
 
-    def boom(src, dst):
+    def boom(src, dst, **dir_fds):
         raise OSError("disk full")
     monkeypatch.setattr(os, "replace", boom)
     with pytest.warns(RuntimeWarning, match="disk full"):

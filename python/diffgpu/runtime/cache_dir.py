@@ -22,6 +22,12 @@ A root that fails the check gives one warning per process and reason:
     (fix the permissions or set DIFFGPU_CACHE_DIR to a private directory)
 
 and the process runs without the disk cache (nothing loaded, nothing stored).
+
+Every path below the root is used through an open, checked directory
+(`open_cache`, `open_checked`): opened without following a symlink
+(`O_NOFOLLOW`), checked with `fstat`, then named relative to its fd
+(`dir_fd=`), so a path swapped for a link after its check cannot redirect a
+read, a rename or an unlink out of the cache.
 """
 from __future__ import annotations
 
@@ -32,6 +38,9 @@ import threading
 import warnings
 
 FORMAT_DIR = "v1"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 _warned: set = set()
 _warn_lock = threading.Lock()
@@ -73,10 +82,18 @@ def _mode(st) -> str:
     return f"{stat.S_IMODE(st.st_mode):04o}"
 
 
-def _own_problem(path: str, st, uid: int) -> str | None:
-    """Why `path` (ours, under the root) is unsafe, or None."""
-    if not stat.S_ISDIR(st.st_mode):
+class UnsafeCache(OSError):
+    """A path of the cache that fails its check; str() is the problem."""
+
+
+def _own_problem(path: str, st, uid: int, kind: str = "dir") -> str | None:
+    """Why `path` (ours, under the root; a "dir" or a "file") is unsafe, or None."""
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symlink"
+    if kind == "dir" and not stat.S_ISDIR(st.st_mode):
         return f"{path} is not a directory"
+    if kind == "file" and not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
     if st.st_uid != uid:
         return f"{path} is owned by uid {st.st_uid}, not by this user (uid {uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -144,19 +161,106 @@ def _make_private_dirs(path: str) -> None:
             pass
 
 
-def usable_dir(root: str | None = None, create: bool = False) -> str | None:
-    """The entry directory `<root>/v1` if it is safe to read and write, else
-    None. With `create`, missing directories are made (mode 0700); OSError if
-    that fails. A safety problem warns once and returns None."""
+def open_checked(name: str, dir_fd: int, path: str, kind: str = "dir",
+                 flags: int = os.O_RDONLY, create: bool = False) -> int:
+    """An fd of `name` in the open directory `dir_fd` (`path`: its full name,
+    for messages), a "dir" or a regular "file": opened without following a
+    symlink and without blocking (a FIFO), then checked with fstat: ours, not
+    group- or world-writable. `create` makes a missing one (0700 / 0600).
+    UnsafeCache if it is anything else; OSError if it cannot be opened."""
+    uid = os.geteuid()
+    if kind == "dir":
+        flags |= _DIRECTORY
+        if create:
+            try:
+                os.mkdir(name, 0o700, dir_fd=dir_fd)
+            except FileExistsError:  # checked below, whatever it is
+                pass
+    elif create:
+        flags |= os.O_CREAT
+    try:
+        fd = os.open(name, flags | _NOFOLLOW | _NONBLOCK, 0o600, dir_fd=dir_fd)
+    except OSError as exc:  # a symlink (ELOOP), a directory for a file (EISDIR), ...
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            raise exc from None
+        problem = _own_problem(path, st, uid, kind)
+        if problem:
+            raise UnsafeCache(problem) from None
+        raise
+    try:
+        problem = _own_problem(path, os.fstat(fd), uid, kind)
+    except OSError:
+        os.close(fd)
+        raise
+    if problem:
+        os.close(fd)
+        raise UnsafeCache(problem)
+    return fd
+
+
+class CacheDir:
+    """A cache opened for use (open_cache): `root_fd` and `fd`, its root and
+    its entry directory `sub` (`<root>/v1`), both checked; `with` closes them."""
+
+    def __init__(self, root: str, root_fd: int, fd: int):
+        self.root, self.sub = root, os.path.join(root, FORMAT_DIR)
+        self.root_fd, self.fd = root_fd, fd
+
+    def open_sibling(self, suffix: str, kind: str, flags: int = os.O_RDONLY,
+                     create: bool = False) -> int:
+        """`<root>/v1<suffix>` (".lock", ".trash") through open_checked."""
+        return open_checked(FORMAT_DIR + suffix, self.root_fd, self.sub + suffix, kind,
+                            flags, create)
+
+    def __enter__(self) -> "CacheDir":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        os.close(self.fd)
+        os.close(self.root_fd)
+        return False
+
+
+def open_cache(root: str | None = None, create: bool = False) -> CacheDir:
+    """The cache `root` opened for use: check_root, then the root and its
+    entry directory opened and checked. `create` makes missing directories
+    (0700). UnsafeCache: it must not be used; OSError: it cannot be (e.g.
+    FileNotFoundError: no entry directory yet)."""
     root = root or cache_dir()
     sub = os.path.join(root, FORMAT_DIR)
     problem = check_root(root, sub)
-    if problem is None and create and not os.path.isdir(sub):
-        _make_private_dirs(sub)
+    if problem is None and create and not os.path.isdir(root):
+        _make_private_dirs(root)
         problem = check_root(root, sub)  # made by another process meanwhile?
     if problem is not None:
-        warn_once(root, f"diffgpu: not using the disk cache {root}: {problem}; kernels are "
+        raise UnsafeCache(problem)
+    # the root may be a symlink: check_root checked the chain it resolves to
+    root_fd = os.open(root, os.O_RDONLY | _DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        problem = _own_problem(root, os.fstat(root_fd), os.geteuid())
+        if problem:
+            raise UnsafeCache(problem)
+        return CacheDir(root, root_fd, open_checked(FORMAT_DIR, root_fd, sub, create=create))
+    except BaseException:
+        os.close(root_fd)
+        raise
+
+
+def usable_dir(root: str | None = None, create: bool = False) -> CacheDir | None:
+    """The cache opened for use (open_cache), or None: missing (and not
+    `create`), or unsafe (warned once). With `create`, missing directories
+    are made; OSError if that fails."""
+    root = root or cache_dir()
+    try:
+        return open_cache(root, create)
+    except UnsafeCache as exc:
+        warn_once(root, f"diffgpu: not using the disk cache {root}: {exc}; kernels are "
                         "compiled in memory only (fix the permissions or set "
                         "DIFFGPU_CACHE_DIR to a private directory)")
         return None
-    return sub if os.path.isdir(sub) else None
+    except OSError:
+        if create:
+            raise
+        return None

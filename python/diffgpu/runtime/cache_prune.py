@@ -22,6 +22,12 @@ Sharing the directory between processes:
   an entry that vanishes under the scan is skipped.
 - Temporary files of writers that died (`.tmp-*`, over an hour old) go too,
   and so does anything a pruner that died left in the trash.
+- The lock and the trash are opened like every path of the cache
+  (cache_dir.open_checked: no symlink, a regular file / a directory, ours,
+  not group- or world-writable), and entries are renamed and unlinked
+  relative to the open directories. One that fails is refused: a store
+  warns once and leaves the cache unpruned, `cache prune`/`clear` fail;
+  nothing outside the cache is touched.
 
     $ python -m diffgpu cache info      # size, entries, cap, directory
 """
@@ -36,7 +42,7 @@ try:
 except ImportError:  # no flock (Windows): no cap
     fcntl = None
 
-from diffgpu.runtime.cache_dir import warn_once
+from diffgpu.runtime.cache_dir import open_cache, warn_once
 
 DEFAULT_MAX_MB = 1024
 #: a prune stops when the entries fit in this fraction of the cap
@@ -63,21 +69,17 @@ def max_bytes() -> int:
 
 
 class _Locked:
-    """`with _Locked(sub) as ledger:` holds the directory's lock; `ledger.total`
-    is the recorded size (None if unknown), written back on exit."""
+    """`with _Locked(d) as ledger:` holds the lock of the open cache `d`;
+    `ledger.total` is the recorded size (None if unknown), written back on exit."""
 
-    def __init__(self, sub: str):
-        self.path = sub + ".lock"
+    def __init__(self, d):
+        self.d = d
         self.total = None
         self.fd = -1
 
     def __enter__(self):
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        self.fd = os.open(self.path, flags, 0o600)
+        self.fd = self.d.open_sibling(".lock", "file", os.O_RDWR, create=True)
         try:
-            st = os.fstat(self.fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-                raise PermissionError(f"{self.path} is not a private file of this user")
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             text = os.pread(self.fd, 64, 0).decode("ascii", "replace").strip()
             self.total = int(text) if text.isdigit() else None
@@ -97,13 +99,14 @@ class _Locked:
         return False
 
 
-def scan(sub: str) -> list:
-    """[(mtime_ns, size, name)] of the entries in `sub`, removing temporary
-    files of dead writers; entries that vanish meanwhile are skipped."""
+def scan(dir_fd: int) -> list:
+    """[(mtime_ns, size, name)] of the entries in the open entry directory
+    `dir_fd`, unlinking temporary files of dead writers; entries that vanish
+    meanwhile are skipped."""
     out = []
     now = time.time()
     try:
-        it = os.scandir(sub)
+        it = os.scandir(dir_fd)
     except OSError:
         return out
     with it:
@@ -116,101 +119,112 @@ def scan(sub: str) -> list:
                 continue
             if e.name.startswith(".tmp-"):
                 if now - st.st_mtime > STALE_TMP_S:
-                    _remove(sub, e.name)
+                    try:
+                        os.unlink(e.name, dir_fd=dir_fd)
+                    except OSError:  # gone already
+                        pass
                 continue
             if e.name.endswith(SUFFIX):
                 out.append((st.st_mtime_ns, st.st_size, e.name))
     return out
 
 
-def _remove(sub: str, name: str) -> bool:
+def _remove(dir_fd: int, trash_fd: int, name: str) -> bool:
     """Rename `name` into the trash, then unlink it; False if it vanished."""
-    trash = sub + ".trash"
+    dst = f"{name}.{os.getpid()}.{time.monotonic_ns()}"
     try:
-        os.mkdir(trash, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        trash = None
-    src = os.path.join(sub, name)
-    try:
-        if trash is None or not os.path.isdir(trash) or os.path.islink(trash):
-            os.unlink(src)
-            return True
-        dst = os.path.join(trash, f"{name}.{os.getpid()}.{time.monotonic_ns()}")
-        os.rename(src, dst)
-        os.unlink(dst)
+        os.rename(name, dst, src_dir_fd=dir_fd, dst_dir_fd=trash_fd)
+        os.unlink(dst, dir_fd=trash_fd)
         return True
-    except FileNotFoundError:
-        return False
-    except OSError:
+    except OSError:  # vanished (pruned by another process)
         return False
 
 
-def _empty_trash(trash: str) -> None:
+def _empty_trash(trash_fd: int) -> None:
     try:
-        names = os.listdir(trash)
+        names = os.listdir(trash_fd)
     except OSError:
         return
     for name in names:
         try:
-            os.unlink(os.path.join(trash, name))
+            os.unlink(name, dir_fd=trash_fd)
         except OSError:  # gone already, or not a file: left alone
             pass
 
 
-def prune_locked(sub: str, cap: int, target: int | None = None) -> int:
-    """With the lock held: remove the least recently used entries until the
-    entries fit in `target` bytes (PRUNE_TO of `cap` when over `cap`); returns
-    the remaining total."""
-    _empty_trash(sub + ".trash")  # left by a process that died mid-prune
-    entries = scan(sub)
-    total = sum(size for _, size, _ in entries)
-    if target is None:
-        if total <= cap:
-            return total
-        target = int(cap * PRUNE_TO)
-    for _, size, name in sorted(entries):
-        if total <= target:
-            break
-        _remove(sub, name)  # False: it vanished (pruned by another process)
-        total -= size
-    return total
+def prune_locked(d, cap: int, target: int | None = None) -> int:
+    """With the lock of the open cache `d` held: remove the least recently
+    used entries until they fit in `target` bytes (PRUNE_TO of `cap` when
+    over `cap`); returns the remaining total. UnsafeCache if the trash is
+    refused (nothing removed)."""
+    try:
+        trash_fd = d.open_sibling(".trash", "dir")
+        _empty_trash(trash_fd)  # left by a process that died mid-prune
+    except FileNotFoundError:  # made when first needed
+        trash_fd = None
+    try:
+        entries = scan(d.fd)
+        total = sum(size for _, size, _ in entries)
+        if target is None:
+            if total <= cap:
+                return total
+            target = int(cap * PRUNE_TO)
+        for _, size, name in sorted(entries):
+            if total <= target:
+                break
+            if trash_fd is None:
+                trash_fd = d.open_sibling(".trash", "dir", create=True)
+            _remove(d.fd, trash_fd, name)  # False: it vanished (pruned by another process)
+            total -= size
+        return total
+    finally:
+        if trash_fd is not None:
+            os.close(trash_fd)
 
 
-def account(sub: str, nbytes: int) -> None:
-    """Record a new entry of `nbytes` in `sub`; prune if over the cap. Never
-    raises: a cache that cannot be accounted stays unbounded, with a warning."""
+def account(d, nbytes: int) -> None:
+    """Record a new entry of `nbytes` in the open cache `d`; prune if over
+    the cap. Never raises: a cache that cannot be accounted (its lock or
+    trash refused) stays unbounded, with a warning."""
     if fcntl is None:
         return
     cap = max_bytes()
     try:
-        with _Locked(sub) as ledger:
+        with _Locked(d) as ledger:
             if ledger.total is None:
-                ledger.total = prune_locked(sub, cap)
+                ledger.total = prune_locked(d, cap)
             else:
                 ledger.total += nbytes
                 if ledger.total > cap:
-                    ledger.total = prune_locked(sub, cap)
-    except OSError as exc:
-        warn_once(sub + ".lock", f"diffgpu: cannot keep the cache {sub} under its size cap: "
-                                 f"{exc}")
+                    ledger.total = prune_locked(d, cap)
+    except OSError as exc:  # UnsafeCache too
+        warn_once(d.sub + ".lock", f"diffgpu: cannot keep the cache {d.sub} under its size "
+                                   f"cap: {exc}", reason=str(exc))
 
 
 def info(sub: str) -> dict:
-    """{"entries", "bytes", "max_bytes"} of the entry directory `sub`."""
-    entries = scan(sub) if os.path.isdir(sub) else []
+    """{"entries", "bytes", "max_bytes"} of the entry directory `sub`
+    (UnsafeCache if its cache is refused: cache_dir.open_cache)."""
+    try:
+        with open_cache(os.path.dirname(sub)) as d:
+            entries = scan(d.fd)
+    except FileNotFoundError:
+        entries = []
     return {"entries": len(entries), "bytes": sum(s for _, s, _ in entries),
             "max_bytes": max_bytes()}
 
 
 def prune(sub: str, target: int | None = None) -> dict:
-    """Prune now (to PRUNE_TO of the cap if over it, or to `target` bytes);
-    returns info before and after."""
+    """Prune the entry directory `sub` now (to PRUNE_TO of the cap if over
+    it, or to `target` bytes); returns info before and after. UnsafeCache
+    if the cache, its lock or its trash is refused; OSError if unusable."""
     before = info(sub)
-    if os.path.isdir(sub):
-        with _Locked(sub) as ledger:
-            ledger.total = prune_locked(sub, max_bytes(), target)
+    try:
+        d = open_cache(os.path.dirname(sub))
+    except FileNotFoundError:
+        return {"before": before, "after": before}
+    with d, _Locked(d) as ledger:
+        ledger.total = prune_locked(d, max_bytes(), target)
     return {"before": before, "after": info(sub)}
 
 
