@@ -120,7 +120,12 @@ class _Parser:
 
 def parse_options(text: str | None) -> dict[str, str]:
     """`chip=sm_90 O=3 flag` -> {"chip": "sm_90", "O": "3", "flag": "true"}."""
-    out: dict[str, str] = {}
+    return {k: "true" if v is None else v for k, v in _parse_options(text).items()}
+
+
+def _parse_options(text: str | None) -> dict[str, str | None]:
+    """As parse_options, but a bare `flag` gives None (`key=` gives "")."""
+    out: dict[str, str | None] = {}
     if not text:
         return out
     i, s = 0, text
@@ -156,7 +161,7 @@ def parse_options(text: str | None) -> dict[str, str]:
                     k += 1
                 val, j = s[j:k], k
         else:
-            val = "true"
+            val = None
         if not key:
             raise PipelineError(f"malformed options {text!r}")
         out[key] = val
@@ -166,7 +171,7 @@ def parse_options(text: str | None) -> dict[str, str]:
 
 def make_options(cls: type, text: str | None, owner: str):
     """Fill the dataclass `cls` from option text; unknown or ill-typed -> error."""
-    raw = parse_options(text)
+    raw = _parse_options(text)
     fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
     kwargs = {}
     for key, val in raw.items():
@@ -174,7 +179,13 @@ def make_options(cls: type, text: str | None, owner: str):
         if f is None:
             known = ", ".join(fields) or "none"
             raise PipelineError(f"'{owner}' has no option '{key}' (options: {known})")
-        kwargs[key] = _convert(val, f.type, owner, key)
+        is_bool = (f.type if isinstance(f.type, str) else f.type.__name__) == "bool"
+        if val == "" or (val is None and not is_bool):
+            # `chip=` is not "no chip": leaving the option out is
+            raise PipelineError(f"option '{key}' of '{owner}' needs a value "
+                                f"(got {key + '=' if val == '' else key!r}; leave the "
+                                "option out for its default)")
+        kwargs[key] = _convert("true" if val is None else val, f.type, owner, key)
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
