@@ -7,7 +7,7 @@
 // RUN: diffgpu-opt %s --diffgpu-index32 | FileCheck %s
 
 !A = memref<?xf32, strided<[?], offset: ?>>
-#facts = {noalias = true, contiguous = [true], unit_dims = [1 : i64, 2 : i64], aligned = [true], grid_div = false, grid_div16 = false, extents = [[0 : i64]], index32 = true, ranks = [1 : i64]}
+#facts = {noalias = true, contiguous = [true, false], unit_dims = [1 : i64, 2 : i64], aligned = [true, false], grid_div = false, grid_div16 = false, extents = [[0 : i64], []], index32 = true, ranks = [1 : i64, -1 : i64]}
 module attributes {gpu.container_module} {
   gpu.module @m {
     gpu.func @k(%x: !A, %w: i64) kernel attributes {diffgpu.launch_facts = #facts} {
