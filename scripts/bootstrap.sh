@@ -2,7 +2,8 @@
 # Create (once) the project's virtual environment in .venv and install diffgpu
 # with its pinned dependencies. Idempotent: a second run only re-checks.
 #
-# Time on a fresh clone (about 15 s on 2 cores) goes to unpacking the wheels;
+# Time on a fresh clone (about 18 s on 2 cores, 10 s of CPU: README.md) goes
+# to unpacking the wheels;
 # two things are skipped: byte-compiling every installed module (`--no-compile`:
 # Python compiles what it imports, on first import), and ensurepip in the new
 # venv (4 s) where the interpreter's pip can install into it (`--python`, pip
