@@ -3,11 +3,11 @@
 # with its pinned dependencies. Idempotent: a second run only re-checks.
 #
 # Time on a fresh clone (about 18 s on 2 cores, 10 s of CPU: README.md) goes
-# to unpacking the wheels;
-# two things are skipped: byte-compiling every installed module (`--no-compile`:
-# Python compiles what it imports, on first import), and ensurepip in the new
-# venv (4 s) where the interpreter's pip can install into it (`--python`, pip
-# 22.3 and later); the venv then gets that same pip version alongside.
+# to unpacking the wheels; two things are skipped: byte-compiling every
+# installed module (`--no-compile`: Python compiles what it imports, on first
+# import), and ensurepip in the new venv (4 s) where the interpreter's pip can
+# install into it (`--python`, pip 22.3 and later); the venv then gets that
+# same pip version alongside.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
