@@ -81,3 +81,20 @@ def test_recursion_through_a_long_chain_is_reported(tmp_path):
     with pytest.raises(dg.CompileError, match=r"recursion is not supported: 'f\d+' calls "
                        "itself through other functions"):
         mod.k[1, 1](np.zeros(1))
+
+
+def test_abandoned_lowerings_do_not_count_shared_memory(tmp_path):
+    # 20 kernels, each calling the previous one inline, each with 2 KiB of
+    # shared memory: 40 KiB in all, under the 48 KiB limit only if the
+    # lowerings abandoned at MAX_NESTED do not count their arrays again
+    lines = ["import numpy as np", "import diffgpu as dg"]
+    for k in range(20):
+        call = f"    k{k - 1}(A)" if k else "    pass"
+        lines += ["", "", "@dg.kernel", f"def k{k}(A):",
+                  "    s = dg.shared_array(256, np.float64)", "    s[0] = A[0]", call]
+    path = tmp_path / "shared_chain.py"
+    path.write_text("\n".join(lines) + "\n")
+    spec = importlib.util.spec_from_file_location("shared_chain", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.k19.ir(np.zeros(1), stage="dialect").count("shared_alloc") == 20
