@@ -22,6 +22,12 @@ the digests too). `load_bundle` refuses, with a BundleError:
 | an entry that is not what its record claims  | another name, signature, target  |
 |                                              | or kind; PTX whose `.target` or  |
 |                                              | `.entry` is another              |
+| code whose own argument layout is not its    | float64 code under a float32     |
+| signature's (runtime/entry_abi.py)           | record, a 2-D kernel as 1-D      |
+| an entry that is not a plain kernel, or with | flat_types other than its        |
+| fields of the wrong types                    | signature, `"coarsen": "x"`      |
+| anything past a limit, or damaged (bit       | see runtime/bundle_zip.py        |
+| flips, bombs, FIFOs): in bounded time/memory |                                  |
 """
 from __future__ import annotations
 
@@ -33,13 +39,12 @@ import tempfile
 import zipfile
 
 from diffgpu._version import __version__
-from diffgpu.errors import DiffgpuError, LaunchError
+from diffgpu.errors import LaunchError
+from diffgpu.runtime import entry_abi
+from diffgpu.runtime.bundle_zip import (  # noqa: F401  (BundleError: the loader's public error)
+    MAX_MEMBERS, BundleError, open_zip, parse_json, read_member, safe_member)
 
 FORMAT = "diffgpu-bundle-1"
-
-
-class BundleError(DiffgpuError, ValueError):
-    """A bundle file that cannot be read."""
 
 
 def save_bundle(path: str, compiled) -> str:
@@ -71,70 +76,68 @@ def save_bundle(path: str, compiled) -> str:
     return path
 
 
-def load_bundle(path: str) -> "Bundle":
+def load_bundle(path) -> "Bundle":
     """Read a bundle; BundleError if it is not an intact diffgpu bundle.
 
     A bundle runs code when its kernels launch (PTX, or host code the CPU
     JIT compiles into this process), like pickle: load only bundles you
-    trust. Digests, member names and each entry's claims (name, signature,
-    target) are checked; see the module docstring for the table.
+    trust. Digests, member names, each entry's claims (name, signature,
+    target) and the argument layout its code declares are checked, in
+    bounded time and memory (runtime/bundle_zip.py); see the module
+    docstring for the table.
     """
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = [i.filename for i in z.infolist()]
-            bad = [n for n in names if not _safe_member(n)]
-            if bad:
-                raise BundleError(f"{path}: unsafe member path {bad[0]!r} (absolute, "
-                                  "'..' or a drive)")
-            dup = sorted({n for n in names if names.count(n) > 1})
-            if dup:
-                raise BundleError(f"{path}: member {dup[0]!r} appears more than once")
-            manifest = json.loads(z.read("manifest.json"))
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise BundleError(f"{path}: not a {FORMAT} file")
-            records = manifest.get("entries")
-            if not isinstance(records, list):
-                raise BundleError(f"{path}: the manifest has no entry list")
-            entries = [_load_entry(path, z, rec) for rec in records]
-    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
-        if isinstance(exc, BundleError):
-            raise
-        raise BundleError(f"{path}: cannot read bundle: {exc}") from None
+    with open_zip(path) as (name, z, members):  # each member is read once: popped
+        if "manifest.json" not in members:
+            raise BundleError(f"{name}: not a {FORMAT} file (no manifest.json)")
+        manifest = parse_json(name, read_member(z, members.pop("manifest.json")))
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise BundleError(f"{name}: not a {FORMAT} file")
+        records = manifest.get("entries")
+        if not isinstance(records, list) or len(records) > MAX_MEMBERS:
+            raise BundleError(f"{name}: the manifest has no entry list (of at most "
+                              f"{MAX_MEMBERS})")
+        entries = [_load_entry(name, z, members, rec) for rec in records]
     return Bundle(entries)
-
-
-def _safe_member(name: str) -> bool:
-    """A relative zip member name that stays inside the archive."""
-    if not name or name.startswith(("/", "\\")) or "\\" in name or ":" in name:
-        return False
-    return all(part not in ("..", "") for part in name.rstrip("/").split("/"))
 
 
 _PTX_TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.M)
 _PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)")
 
 
-def _load_entry(path: str, z, rec):
+def _load_entry(path: str, z, members: dict, rec):
     """The CompiledKernel of one manifest record, checked against its claims."""
     from diffgpu.aot import CompiledKernel
 
     if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in
                                             ("name", "target", "signature", "file", "sha256")):
         raise BundleError(f"{path}: malformed manifest record {rec!r:.200}")
-    where = f"{path}: entry {rec['file']} ({rec['name']} for {rec['target']})"
-    if not _safe_member(rec["file"]):
+    where = f"{path}: entry {rec['file']:.200} ({rec['name']:.100} for {rec['target']:.20})"
+    if not safe_member(rec["file"]):
         raise BundleError(f"{where}: unsafe member path")
-    body = z.read(rec["file"])
+    info = members.pop(rec["file"], None)
+    if info is None:
+        raise BundleError(f"{where}: no such member (or one another record names)")
+    body = read_member(z, info)
     if hashlib.sha256(body).hexdigest() != rec["sha256"]:
         raise BundleError(f"{where} is corrupt (digest mismatch)")
-    payload = json.loads(body)
+    payload = parse_json(where, body)
     if not isinstance(payload, dict):
         raise BundleError(f"{where}: not an entry")
     _check_claims(where, rec, payload)
-    entry = CompiledKernel(payload)
+    _check_fields(where, payload)
+    try:
+        entry = CompiledKernel(payload)
+    except (KeyError, TypeError, ValueError) as exc:  # a bad type spec
+        raise BundleError(f"{where}: {exc}") from None
     if entry.signature != rec["signature"]:
         raise BundleError(f"{where}: compiled for ({entry.signature}), the manifest "
                           f"claims ({rec['signature']})")
+    if payload.get("flat_types") != payload["arg_types"] or payload.get("diff") is not None:
+        raise BundleError(f"{where}: not a plain kernel of its signature (flat_types "
+                          f"{payload.get('flat_types')!r:.200}, diff {payload.get('diff')!r:.50})")
+    problem = entry_abi.problem(payload)  # the code's own argument layout
+    if problem is not None:
+        raise BundleError(f"{where}: {problem}")
     return entry
 
 
@@ -161,6 +164,24 @@ def _check_claims(where: str, rec: dict, payload: dict) -> None:
         raise BundleError(f"{where}: its PTX is for {got}, the manifest claims {target}")
     if payload.get("entry") not in _PTX_ENTRY.findall(ptx):
         raise BundleError(f"{where}: its PTX has no .entry {payload.get('entry')!r}")
+
+
+def _check_fields(where: str, payload: dict) -> None:
+    """The fields the runtime reads are of the types it reads."""
+    def strings(v):
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+    coarsen = payload.get("coarsen")
+    lean = payload.get("lean")
+    if not isinstance(payload.get("entry"), str) or not strings(payload.get("arg_types")) \
+            or not strings(payload.get("flat_types")) \
+            or not (payload.get("arg_names") is None or strings(payload["arg_names"])
+                    and len(payload["arg_names"]) == len(payload["arg_types"])) \
+            or not (coarsen is None or type(coarsen) is int and coarsen >= 1) \
+            or not (lean is None or isinstance(lean, list)
+                    and all(isinstance(x, bool) for x in lean)):
+        raise BundleError(f"{where}: malformed entry (its entry, arg_types, flat_types, "
+                          "arg_names, coarsen or lean)")
 
 
 class Bundle:
