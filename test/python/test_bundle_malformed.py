@@ -326,3 +326,38 @@ def test_each_record_reads_a_member_once(tmp_path, made):
     manifest["entries"] = manifest["entries"] * 3  # one member, three records
     with pytest.raises(BundleError, match="no such member \\(or one another record names\\)"):
         load_bundle(write(str(tmp_path / "r.dgb"), manifest, files))
+
+
+@dg.kernel
+def sumsq(out, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.atomic_add(out, 0, x[i] * x[i])
+
+
+@pytest.mark.parametrize("target", ["host", "sm_90"])
+@pytest.mark.parametrize("variant", ["plain", "reverse", "forward", "scratch", "lean"])
+def test_compiled_code_fits_its_own_payload(target, variant):
+    # no false alarms (each would be a recompile at every cache load): the
+    # layouts of autodiff wrappers, per-launch scratch and the lean ABI
+    from diffgpu.launch import facts_for
+    from diffgpu.runtime import entry_abi
+    from diffgpu.runtime.args import infer_signature
+    kernel, args, diff = axpy, (np.zeros(256, np.float32), np.ones(256, np.float32), 2.0), None
+    if variant == "reverse":
+        diff = ("reverse", ("dup", "dup", "active"))
+    elif variant == "forward":
+        diff = ("forward", ("dup", "const", "dup"))
+    elif variant == "scratch":
+        kernel, args = sumsq, (np.zeros(1, np.float32), np.ones(1 << 12, np.float32))
+    types = infer_signature(args).types
+    facts = None
+    if variant in ("scratch", "lean"):
+        facts = facts_for(args, types, target, (16, 1, 1), (256, 1, 1))
+    payload, _ = build_payload(kernel, types, target, diff, facts)
+    if variant == "scratch":
+        assert ("grid_scratch" in payload["llvm"] if target == "host"
+                else payload["abi"][-1][0] == "scratch")
+    if variant == "lean" and target != "host":
+        assert payload["lean"] == [True, True, False]
+    assert entry_abi.problem(payload) is None

@@ -3,6 +3,7 @@ through open, checked directories: a trash or lock that is a symlink (or not
 ours, or writable by others), a FIFO for an entry, an entry grown huge, a
 directory swapped for a link after its check: each is refused with one
 warning or a one-line error, and nothing outside the cache is touched."""
+import hashlib
 import os
 import subprocess
 import sys
@@ -210,3 +211,13 @@ def test_entry_directory_swapped_after_its_check(root, tmp_path, monkeypatch):
         return problem
     monkeypatch.setattr(cdir, "check_root", check_then_swap)
     assert one_warning(lambda: cache.load(KEY), "v1 is a symlink") is None
+
+
+def test_deeply_nested_entry_is_a_miss(root):
+    # an intact checksum over JSON nested past the recursion limit
+    path = cache.store(KEY, {"v": 1})
+    body = b'{"key": "' + KEY.encode() + b'", "v": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with open(path, "wb") as f:
+        f.write(cache.MAGIC + f" {hashlib.sha256(body).hexdigest()} {len(body)}\n".encode()
+                + body)
+    assert cache.load(KEY) is None

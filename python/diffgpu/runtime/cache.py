@@ -77,7 +77,7 @@ def decode_entry(data: bytes) -> dict | None:
         return None
     try:
         payload = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
         return None
     return payload if isinstance(payload, dict) else None
 

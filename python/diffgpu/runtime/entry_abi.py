@@ -97,10 +97,14 @@ def _ptx_problem(payload: dict, types) -> str | None:
 
 
 def _llvm_params(text: str, symbol: str) -> list | None:
-    m = re.search(rf"llvm\.func @{re.escape(symbol)}\(([^)]*)\)", text)
-    if m is None:
+    """The parameter types of `llvm.func @symbol`, or None (no such function)."""
+    head = f"llvm.func @{symbol}("
+    start = text.find(head)  # (str.find: a module is often megabytes)
+    if start < 0:
         return None
-    return ["ptr" if t == "!llvm.ptr" else t for t in _LLVM_PARAM.findall(m.group(1))]
+    start += len(head)
+    params = text[start:text.find(")", start)]
+    return ["ptr" if t == "!llvm.ptr" else t for t in _LLVM_PARAM.findall(params)]
 
 
 def _host_problem(payload: dict, types) -> str | None:
@@ -110,7 +114,8 @@ def _host_problem(payload: dict, types) -> str | None:
     symbol = ENTRY_PREFIX + entry  # as runtime/cpu.py finds it
     if f"@{CIFACE_PREFIX}{symbol}(" not in text:
         symbol = entry
-    scratch = re.search(rf"{re.escape(SCRATCH_ATTR)}\s*=\s*\[([^\]]*)\]", text)
+    header = text[:text.find("\n")]  # `module attributes {...} {`
+    scratch = re.search(rf"{re.escape(SCRATCH_ATTR)}\s*=\s*\[([^\]]*)\]", header)
     slots = parse_scratch(re.findall(r'"([^"]*)"', scratch.group(1))) if scratch else {}
     extra = 2 if slots.get(entry) else 0
     call, words = [], []
