@@ -256,8 +256,9 @@ class BarrierLowering(ControlFlowMixin):
             if op.name == BARRIER:
                 self.flush(run, [], ip, mask)
                 run = []
-                if self.racecheck:  # the block's next barrier interval
-                    host_racecheck.barrier_call(ip, self.ctx.loc)
+                if self.racecheck:  # the next barrier interval; who reached it
+                    arrivals = None if mask is None else self.arrivals(mask, ip)
+                    host_racecheck.barrier_call(ip, self.ctx.loc, op, arrivals)
             elif op.name in STRUCTURED and has_barrier(op):
                 # the op's operands (condition, bounds, initial values) are
                 # stored per thread by the phase before it

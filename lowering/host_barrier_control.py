@@ -57,6 +57,22 @@ class ControlFlowMixin:
         scf.YieldOp([arith.OrIOp(acc, m, loc=c.loc, ip=lip).result], loc=c.loc, ip=lip)
         return loop.results[0]
 
+    def arrivals(self, mask, ip):
+        """(threads with their mask set, the first without (else nthreads),
+        nthreads) as index values: who reaches a barrier (race check)."""
+        from diffgpu._mlir import arith, ir, scf
+
+        c = self.ctx
+        loop = scf.ForOp(c.zero, c.nthreads, c.one, [c.zero, c.nthreads], loc=c.loc, ip=ip)
+        lip = ir.InsertionPoint(loop.body)
+        lin, (n, first) = loop.induction_variable, loop.inner_iter_args
+        m = self.load_e(mask, lin, lip)
+        step = arith.SelectOp(m, c.one, c.zero, loc=c.loc, ip=lip).result
+        cand = arith.SelectOp(m, c.nthreads, lin, loc=c.loc, ip=lip).result
+        scf.YieldOp([arith.AddIOp(n, step, loc=c.loc, ip=lip).result,
+                     arith.MinUIOp(first, cand, loc=c.loc, ip=lip).result], loc=c.loc, ip=lip)
+        return loop.results[0], loop.results[1], c.nthreads
+
     def lower_if(self, op, ip, mask, operand_slots) -> None:
         from diffgpu._mlir import ir, scf
 

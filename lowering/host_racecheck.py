@@ -5,13 +5,15 @@ another, so a kernel that races on a GPU (`loss[0] += x[i] * x[i]` without
 an atomic) gives the exact answer here. The checked variant reports such
 races: two accesses to the same element of a global or shared array, by
 different threads, in the same barrier interval (for threads of different
-blocks: anywhere in the launch), at least one a write, neither atomic.
+blocks: anywhere in the launch), at least one a write or exactly one an
+atomic; and barriers that only some threads of a block reach.
 
-Each user load and store (inside its bounds check; atomics, which are
-loads and stores by then, carry `diffgpu.atomic` and are left out) calls
-the hook of host_race_runtime.py with the element's address, its kind and
-its *site*, the access's number in the module attribute `diffgpu.race_sites`
-(site N is entry N-1, `file:line:col`):
+Each user load and store (inside its bounds check) calls the hook of
+host_race_runtime.py with the element's address, its kind (0 read, 1 write,
+2 atomic: an atomic add is a load and a store by then, both marked
+`diffgpu.atomic`, and its load is instrumented as the atomic access) and its
+*site*, the access's number in the module attribute `diffgpu.race_sites`
+(site N is entry N-1, `file:line:col`; barriers get site numbers too):
 
     %v = memref.load %A[%i] : memref<?xf32, strided<[?], offset: ?>>
   becomes
@@ -28,12 +30,14 @@ its *site*, the access's number in the module attribute `diffgpu.race_sites`
 Accesses outside every registered region (autodiff's tapes, local arrays)
 are not checked. The entry registers each block's shared arrays, with a
 zeroed shadow, for the block's duration (`register_shared`), and the
-barrier lowering advances the epoch at each barrier (`barrier_call`). The
-unchecked lowering contains none of this.
+barrier lowering advances the epoch at each barrier (`barrier_call`), with
+the count of the block's threads that reach it. The unchecked lowering
+contains none of this.
 """
 from __future__ import annotations
 
 from diffgpu.abi import RACE_SHARED_ATTR, RACE_SITES_ATTR
+from diffgpu.dialects import names as N
 from diffgpu.lowering import host_race_runtime as rt
 from diffgpu.lowering.host_bounds import location_text
 from diffgpu.lowering.host_ops import GEOMETRY_GLOBAL, GEOMETRY_TYPE
@@ -43,6 +47,7 @@ from diffgpu.lowering.targets import set_target
 SITES_ATTR = RACE_SITES_ATTR
 SHARED_ATTR = RACE_SHARED_ATTR
 ATOMIC_ATTR = "diffgpu.atomic"
+BARRIER_SITE_ATTR = "diffgpu.race_site"
 
 
 def add_runtime(module_op, target) -> None:
@@ -111,12 +116,14 @@ def address_of(ref, indices, ip, loc):
 
 
 def instrument_access(op, site: int) -> bool:
-    """Call the hook before `op` (a memref.load/store); False if skipped."""
+    """Call the hook before `op` (a memref.load/store); False if skipped
+    (the store of an atomic: its load is the atomic access)."""
     from diffgpu._mlir import func, ir
 
-    if ATOMIC_ATTR in op.attributes:
-        return False
     is_store = op.name == "memref.store"
+    atomic = ATOMIC_ATTR in op.attributes
+    if atomic and is_store:
+        return False
     ref = op.operands[1] if is_store else op.operands[0]
     indices = list(op.operands)[2:] if is_store else list(op.operands)[1:]
     if not isa(ref.type, ir.MemRefType) or element_size(
@@ -124,22 +131,28 @@ def instrument_access(op, site: int) -> bool:
         return False
     loc, ip = op.location, ir.InsertionPoint(op)
     addr = address_of(ref, indices, ip, loc)
+    kind = rt.ATOMIC if atomic else rt.WRITE if is_store else rt.READ
     func.CallOp([], ir.FlatSymbolRefAttr.get(rt.ACCESS),
-                [addr, _const_i64(int(is_store), ip, loc), _const_i64(site, ip, loc)],
+                [addr, _const_i64(kind, ip, loc), _const_i64(site, ip, loc)],
                 loc=loc, ip=ip)
     return True
 
 
 def instrument(module_op, host_funcs, target) -> None:
-    """Instrument every user access of `host_funcs`; add the runtime and the
+    """Instrument every user access of `host_funcs`; number their barriers
+    (`diffgpu.race_site`, read by `barrier_call`); add the runtime and the
     module's site table."""
     from diffgpu._mlir import ir
 
     sites = []
+    i64 = ir.IntegerType.get_signless(64)
     for f in host_funcs:
-        for op in walk(f, ("memref.load", "memref.store")):
-            if instrument_access(op, len(sites) + 1):
-                sites.append(location_text(op.location))
+        for op in walk(f, ("memref.load", "memref.store", N.BARRIER)):
+            if op.name == N.BARRIER:
+                op.attributes[BARRIER_SITE_ATTR] = ir.IntegerAttr.get(i64, len(sites) + 1)
+            elif not instrument_access(op, len(sites) + 1):
+                continue
+            sites.append(location_text(op.location))
     module_op.attributes[SITES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in sites])
     add_runtime(module_op, target)
 
@@ -199,8 +212,18 @@ def unregister_shared(pushed, ip, loc) -> None:
         memref.DeallocOp(shadow, loc=loc, ip=ip)
 
 
-def barrier_call(ip, loc) -> None:
-    """Block-level code at a barrier: the block's next barrier interval."""
+def barrier_call(ip, loc, barrier, arrivals=None) -> None:
+    """Block-level code at `barrier` (the op, for its site): the block's next
+    barrier interval; `arrivals`: (threads that reach it, the first that
+    does not, the block's threads) as index values, None when all do."""
     from diffgpu._mlir import func, ir
 
-    func.CallOp([], ir.FlatSymbolRefAttr.get(rt.BARRIER), [], loc=loc, ip=ip)
+    attrs = barrier.attributes
+    site = ir.IntegerAttr(attrs[BARRIER_SITE_ATTR]).value if BARRIER_SITE_ATTR in attrs else 0
+    if arrivals is None:
+        n = _const_i64(0, ip, loc)
+        values = [n, n, n]
+    else:
+        values = [_i64(v, ip, loc) for v in arrivals]
+    func.CallOp([], ir.FlatSymbolRefAttr.get(rt.BARRIER), values + [_const_i64(site, ip, loc)],
+                loc=loc, ip=ip)

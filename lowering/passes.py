@@ -28,6 +28,7 @@ from typing import Callable, ClassVar
 #: modules whose import registers passes/pipelines (decorators below)
 _PASS_MODULES = (
     "diffgpu.lowering.verify_targets",
+    "diffgpu.lowering.check_barriers",
     "diffgpu.lowering.autodiff",
     "diffgpu.lowering.to_gpu",
     "diffgpu.lowering.gpu_atomics",

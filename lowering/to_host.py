@@ -389,5 +389,6 @@ def _host_pipeline(opts) -> list[str]:
     # of diffgpu-aggregate-atomics add barriers that could hide its races
     aggregate = [] if opts.racecheck else ["diffgpu-aggregate-atomics"]
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-specialize", "diffgpu-stencil-adjoint", *aggregate, lower,
+            "diffgpu-check-barriers", "diffgpu-specialize", "diffgpu-stencil-adjoint",
+            *aggregate, lower,
             *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

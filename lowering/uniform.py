@@ -21,13 +21,24 @@ has one value per block:
 
 Loop variables are not uniform even with uniform bounds: after divergence
 lanes of one warp may run different iterations.
+
+`Divergence` is the converse, a proof that a value differs between the
+threads of a block: it is computed from `diffgpu.thread_id` (through
+`arith`/`math` ops, calls, the results of branches and loops whose
+condition or trip count is divergent, and loop-carried values). Loads are
+not followed (`x[t]` may hold one value everywhere): values neither proof
+covers are checked at run time (lowering/check_barriers.py).
+
+    %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+    %c = arith.cmpi slt, %t, %c16 : index       // divergent
+    %v = memref.load %x[%t] : memref<?xf32>      // not divergent (unknown)
 """
 from __future__ import annotations
 
 from diffgpu._mlir import ir
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.ir_util import sym_name, walk
+from diffgpu.lowering.ir_util import callee, sym_name, walk
 from diffgpu.lowering import targets
 
 _ALWAYS = frozenset({"arith.constant", N.BLOCK_ID, N.BLOCK_DIM, N.GRID_DIM,
@@ -103,3 +114,122 @@ class Uniformity:
         return list(self._calls.get(sym_name(fn), []))
 
 
+
+
+#: ops whose result differs between the threads of a block
+_SEEDS = frozenset({N.THREAD_ID, "gpu.thread_id", "gpu.lane_id"})
+#: ops whose result is divergent when an operand is
+_ARITH_PREFIX = ("arith.", "math.", "index.")
+
+
+class Divergence:
+    """Proofs that values differ between the threads of a block (module
+    docstring), per function and per pattern of divergent arguments (a
+    device function called with `dg.thread_id(0)` and with a constant is
+    analysed twice). Valid until the module is rewritten."""
+
+    def __init__(self, module):
+        self._funcs = {sym_name(op): op for op in walk(module, ("func.func",))}
+        self._memo = {}
+
+    def function(self, fn, flags=None) -> tuple[set, tuple]:
+        """(the divergent values of `fn`, which of its results are divergent)
+        when the arguments marked in `flags` are (none by default)."""
+        args = list(fn.regions[0].blocks[0].arguments)
+        flags = tuple(flags) if flags is not None else (False,) * len(args)
+        key = (sym_name(fn), flags)
+        if key not in self._memo:
+            self._memo[key] = (set(), ())  # recursion: nothing proven
+            div = {a for a, f in zip(args, flags) if f}
+            ops = walk(fn, include_self=False)
+            grown = True
+            while grown:  # to a fixpoint: loop-carried values feed back
+                grown = False
+                for op in ops:
+                    for v in self._outputs(op, div):
+                        if v not in div:
+                            div.add(v)
+                            grown = True
+            rets = walk(fn, ("func.return",))
+            res = tuple(any(r.operands[j] in div for r in rets)
+                        for j in range(len(rets[0].operands))) if rets else ()
+            self._memo[key] = (div, res)
+        return self._memo[key]
+
+    def callee(self, op):
+        """The defined function a `func.call` calls, or None."""
+        fn = self._funcs.get(callee(op))
+        return fn if fn is not None and fn.regions[0].blocks else None
+
+    def control(self, op, div) -> str | None:
+        """What makes the regions of `op` run in some threads only: "branch"
+        (an `scf.if` on a divergent condition), "loop" (a loop whose trip
+        count is divergent), or None."""
+        if op.name == "scf.if" and op.operands[0] in div:
+            return "branch"
+        if op.name == "scf.for" and any(v in div for v in list(op.operands)[:3]):
+            return "loop"
+        if op.name == "scf.while" and _terminator(op, 0).operands[0] in div:
+            return "loop"
+        return None
+
+    def _outputs(self, op, div) -> list:
+        """The results and region arguments of `op` that `div` makes divergent."""
+        name = op.name
+        if name in _SEEDS:
+            return list(op.results)
+        if name.startswith(_ARITH_PREFIX):
+            return list(op.results) if any(o in div for o in op.operands) else []
+        if name == "func.call":
+            fn = self.callee(op)
+            flags = tuple(o in div for o in op.operands)
+            if fn is None:
+                return list(op.results) if any(flags) else []
+            res = self.function(fn, flags)[1]
+            return [r for r, d in zip(op.results, res) if d]
+        if name == "scf.if":
+            cond = op.operands[0] in div
+            yields = [_terminator(op, i) for i in range(len(op.regions))
+                      if op.regions[i].blocks]
+            return [r for j, r in enumerate(op.results)
+                    if cond or any(y.operands[j] in div for y in yields)]
+        if name == "scf.for":
+            return self._for(op, div)
+        if name == "scf.while":
+            return self._while(op, div)
+        return []
+
+    @staticmethod
+    def _for(op, div) -> list:
+        lb, ub, step, *init = op.operands
+        iv, *iters = op.regions[0].blocks[0].arguments
+        step_div = lb in div or step in div
+        trip = step_div or ub in div
+        out = [iv] if step_div else []
+        yld = _terminator(op, 0)
+        for j, (a, r) in enumerate(zip(iters, op.results)):
+            if init[j] in div or yld.operands[j] in div:
+                out.append(a)
+            if trip or a in div:
+                out.append(r)
+        return out
+
+    @staticmethod
+    def _while(op, div) -> list:
+        before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        cond, yld = _terminator(op, 0), _terminator(op, 1)
+        out = [a for j, a in enumerate(before.arguments)
+               if op.operands[j] in div or yld.operands[j] in div]
+        stop = cond.operands[0] in div
+        for j, (a, r) in enumerate(zip(after.arguments, op.results)):
+            fwd = cond.operands[1 + j] in div
+            if fwd:
+                out.append(a)
+            if fwd or stop:
+                out.append(r)
+        return out
+
+
+def _terminator(op, region: int):
+    ops = op.regions[region].blocks[0].operations
+    return ops[len(ops) - 1].operation

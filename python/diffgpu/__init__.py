@@ -19,7 +19,8 @@ from diffgpu._version import __version__  # noqa: F401
 from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed  # noqa: F401
 from diffgpu.api import Func, Kernel, func, kernel  # noqa: F401
 from diffgpu.diff import autodiff, fwddiff  # noqa: F401
-from diffgpu.errors import CompileError, DiffgpuError, LaunchError, RaceError  # noqa: F401
+from diffgpu.errors import (CompileError, DiffgpuError, DivergentBarrierError,  # noqa: F401
+                            LaunchError, RaceError)
 
 _API = [
     "__version__", "kernel", "func", "Kernel", "Func",
@@ -27,7 +28,7 @@ _API = [
     "autodiff", "fwddiff", "vjp", "jvp", "gradcheck", "GradcheckError",
     "compile", "CompiledKernel", "save_bundle", "load_bundle", "BundleError", "synchronize",
     "CompileError", "DiffgpuError", "LaunchError", "RaceError", "OutOfBoundsError",
-    "racecheck",
+    "DivergentBarrierError", "racecheck",
 ]
 
 #: names loaded on first use: name -> (module, attribute)

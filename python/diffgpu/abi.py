@@ -57,12 +57,13 @@ RACE_BEGIN_FUNC = "__dg_race_begin"
 RACE_END_FUNC = "__dg_race_end"
 RACE_SITES_ATTR = "diffgpu.race_sites"
 RACE_SHARED_ATTR = "diffgpu.race_shared"
-#: race detector layout: regions it tracks, words of its report, shadow words
-#: per element (four records of four words)
+#: race detector layout: regions it tracks, words of its report (the first
+#: race, then the first divergent barrier), shadow words per element (seven
+#: records of four words: lowering/host_race_runtime.py)
 RACE_MAX_REGIONS = 64
 RACE_REGION_WORDS = 8
-RACE_REPORT_WORDS = 16
-RACE_SHADOW_WORDS = 16
+RACE_REPORT_WORDS = 24
+RACE_SHADOW_WORDS = 28
 #: C-interface functions of a host module that are not kernels
 HELPER_PREFIXES = ("__dg_host_", "__dg_race_")
 

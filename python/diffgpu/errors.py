@@ -55,9 +55,9 @@ class RaceError(DiffgpuError, RuntimeError):
     DIFFGPU_RACECHECK=1) found two accesses to one array element by
     different threads, in one barrier interval, at least one a write or
     exactly one atomic (or, as DivergentBarrierError, a barrier that only
-    some threads of a block reached). The message names the array and element, both threads
-    (block and thread ids) and both source lines; `array` and `index` hold
-    the first two. The launch ran to its end."""
+    some threads of a block reached). The message names the array and
+    element, both threads (block and thread ids) and both source lines;
+    `array` and `index` hold the first two. The launch ran to its end."""
 
     def __init__(self, message: str, array: str | None = None, index: str | None = None):
         super().__init__(message)

@@ -130,6 +130,39 @@ def atomic_then_plain(out, x):
         x[1] = 0.0  # RACY-AFTER-ATOMIC: thread 1 reads x[1]
 
 
+@dg.kernel
+def zero_then_add(out, x):
+    i = dg.global_id(0)
+    if i == 0:
+        out[0] = 0.0  # RACY-ZERO: the others' atomics may come first
+    dg.atomic_add(out, 0, x[i])  # RACY-ZERO-ADD
+
+
+@dg.kernel
+def read_partial_sum(out, x, y):
+    i = dg.global_id(0)
+    dg.atomic_add(out, 0, x[i])  # RACY-PARTIAL-ADD
+    y[i] = out[0]  # RACY-PARTIAL: a partial sum
+
+
+@dg.kernel
+def zero_under_neighbours_adds(d, x):
+    i = dg.global_id(0)
+    if i + 1 < len(d):
+        dg.atomic_add(d, i + 1, x[i])  # RACY-NEIGHBOUR-ADD
+    d[i] = 0.0  # RACY-NEIGHBOUR-ZERO
+
+
+@dg.kernel
+def zero_block0_then_add(out, x):
+    # the barrier orders block 0's threads only: block 1's atomics race
+    i = dg.global_id(0)
+    if i == 0:
+        out[0] = 0.0  # RACY-ACROSS-BLOCKS
+    dg.syncthreads()
+    dg.atomic_add(out, 0, x[i])
+
+
 # ---------------------------------------------------------------------------
 # Race-free kernels
 # ---------------------------------------------------------------------------
@@ -214,3 +247,35 @@ def loop_two_barriers(x, y, n):
         acc += s[(t + 1) % 8]
         dg.syncthreads()
     y[t] = acc
+
+
+@dg.kernel
+def zero_barrier_add(out, x):
+    # each block zeroes its own element, a barrier, then its threads add
+    i = dg.global_id(0)
+    if dg.thread_id(0) == 0:
+        out[dg.block_id(0)] = 0.0
+    dg.syncthreads()
+    dg.atomic_add(out, dg.block_id(0), x[i])
+
+
+@dg.kernel
+def shared_histogram(x, h):
+    # atomics into shared memory, a barrier, plain reads of the sums
+    s = dg.shared_array(2, np.float64)
+    t = dg.thread_id(0)
+    if t < 2:
+        s[t] = 0.0
+    dg.syncthreads()
+    dg.atomic_add(s, t % 2, x[dg.global_id(0)])
+    dg.syncthreads()
+    if t < 2:
+        h[2 * dg.block_id(0) + t] = s[t]
+
+
+@dg.kernel
+def own_element_then_atomic(x, y):
+    # one thread's plain write and its own atomic on one element: ordered
+    i = dg.global_id(0)
+    y[i] = x[i]
+    dg.atomic_add(y, i, 1.0)

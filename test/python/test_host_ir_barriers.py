@@ -9,7 +9,9 @@ flow, device functions and atomics: test_host_ir.py.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from diffgpu.errors import CompileError
 from diffgpu.types import ArrayType, ScalarType
 from host_ir_helpers import array_types, compile_host, kernel, mem
 
@@ -154,14 +156,28 @@ def test_barrier_in_for_loop_with_carried_value():
     np.testing.assert_allclose(A, expect, rtol=1e-12)
 
 
-GUARDED = kernel("guarded", [("A", mem("f32")), ("n", "index"), ("count", mem("i64"))], f"""
+def guarded(loaded: bool) -> str:
+    """A barrier under `i < n` and in a loop of `t - 1` iterations: with
+    `loaded`, the condition and the loop bound are loaded per thread (arrays
+    `inv`: i < n, `tv`: t), which no compile-time proof sees as
+    thread-dependent."""
+    params = [("A", mem("f32")), ("n", "index"), ("count", mem("i64"))]
+    cond, ub, loads = "%in = arith.cmpi slt, %i, %n : index", "%t", ""
+    if loaded:
+        params += [("inv", mem("index")), ("tv", mem("index"))]
+        cond, ub = "%in = arith.cmpi ne, %inl, %n0 : index", "%ub"
+        loads = f"""
+  %n0 = arith.constant 0 : index
+  %inl = memref.load %inv[%i] : {mem("index")}
+  %ub = memref.load %tv[%i] : {mem("index")}"""
+    return kernel("guarded", params, f"""
   %s = "diffgpu.shared_alloc"() : () -> {SHARED_F32}
   %t = "diffgpu.thread_id"() {{dim = 0 : i64}} : () -> index
   %b = "diffgpu.block_id"() {{dim = 0 : i64}} : () -> index
   %bd = "diffgpu.block_dim"() {{dim = 0 : i64}} : () -> index
   %g0 = arith.muli %b, %bd : index
-  %i = arith.addi %g0, %t : index
-  %in = arith.cmpi slt, %i, %n : index
+  %i = arith.addi %g0, %t : index{loads}
+  {cond}
   scf.if %in {{
     %v = memref.load %A[%i] : {mem("f32")}
     memref.store %v, %s[%t] : {SHARED_F32}
@@ -174,7 +190,7 @@ GUARDED = kernel("guarded", [("A", mem("f32")), ("n", "index"), ("count", mem("i
   %c0i = arith.constant 0 : i64
   %c1i = arith.constant 1 : i64
   %c1 = arith.constant 1 : index
-  %cnt = scf.for %k = %c1 to %t step %c1 iter_args(%a = %c0i) -> (i64) {{
+  %cnt = scf.for %k = %c1 to {ub} step %c1 iter_args(%a = %c0i) -> (i64) {{
     "diffgpu.barrier"() : () -> ()
     %a1 = arith.addi %a, %c1i : i64
     scf.yield %a1 : i64
@@ -185,17 +201,29 @@ GUARDED = kernel("guarded", [("A", mem("f32")), ("n", "index"), ("count", mem("i
 
 def test_barrier_in_divergent_branch_and_loop():
     """Threads outside the branch, or done with their loop, leave the
-    barrier to the others (as exited threads on a GPU)."""
-    prog = compile_host(GUARDED)
+    barrier to the others (as exited threads on a GPU). The condition and
+    trip count are loaded, so only the race check (test_racecheck_barriers.py)
+    reports the barriers; computed from the thread id, they are rejected."""
+    prog = compile_host(guarded(loaded=True))
     A = np.arange(64, dtype=np.float32)
     count = np.full(64, -1, np.int64)
-    prog.launch("guarded", (A, 40, count), (ArrayType("float32", 1), ScalarType("int64"),
-                                            ArrayType("int64", 1)), (2, 1, 1), (32, 1, 1))
+    inv, tv = (np.arange(64) < 40).astype(np.int64), np.arange(64, dtype=np.int64) % 32
+    prog.launch("guarded", (A, 40, count, inv, tv),
+                (ArrayType("float32", 1), ScalarType("int64"), ArrayType("int64", 1),
+                 ArrayType("int64", 1), ArrayType("int64", 1)), (2, 1, 1), (32, 1, 1))
     expect = np.arange(64, dtype=np.float32)
     expect[:32] += 0
     expect[32:40] += 32
     np.testing.assert_array_equal(A, expect)
     np.testing.assert_array_equal(count, np.maximum(np.arange(64) % 32 - 1, 0))
+
+
+def test_barrier_under_thread_dependent_control_is_rejected():
+    with pytest.raises(CompileError) as info:
+        compile_host(guarded(loaded=False))
+    msg = str(info.value)
+    assert "dg.syncthreads() under a condition that depends on the thread id" in msg
+    assert "dg.syncthreads() in a loop whose trip count depends on the thread id" in msg
 
 
 SHARED_32 = "memref<32xf32, #gpu.address_space<workgroup>>"

@@ -10,7 +10,9 @@ from diffgpu.launch import STATS
 from racecheck_kernels import (KERNELS_FILE, atomic_then_plain, checked, copy_shifted,
                                grid_2d_race, halve, line_of, loop_missing_barrier,
                                loss_no_atomic, per_thread_slot, race_in_func,
-                               shared_no_barrier, shift_left, write_2d, write_write)
+                               read_partial_sum, shared_no_barrier, shift_left, write_2d,
+                               write_write, zero_block0_then_add, zero_then_add,
+                               zero_under_neighbours_adds)
 
 
 def test_loss_without_atomic_forward_and_details():
@@ -168,3 +170,40 @@ def test_atomics_are_not_checked_plain_accesses_still_are():
     err = checked(lambda: atomic_then_plain[1, 4](np.zeros(1), np.ones(4)))
     assert err is not None and "data race on x[1]" in str(err)
     assert f":{line_of('# RACY-AFTER-ATOMIC')}:" in str(err)
+
+
+# ---------------------------------------------------------------------------
+# Plain accesses against other threads' atomics
+# ---------------------------------------------------------------------------
+
+def _plain_vs_atomic(err, plain: str, atomic: str, what: str):
+    assert err is not None
+    msg = str(err)
+    assert f"{what} by block" in msg and "atomic add by block" in msg
+    assert f":{line_of(plain)}:" in msg and f":{line_of(atomic)}:" in msg
+    assert "a plain access against an atomic one" in msg
+
+
+def test_plain_write_against_atomics():
+    out = np.zeros(1)
+    err = checked(lambda: zero_then_add[1, 4](out, np.ones(4)))
+    _plain_vs_atomic(err, "# RACY-ZERO:", "# RACY-ZERO-ADD", "write")
+    assert err.array == "out" and err.index == "0"
+
+
+def test_plain_read_of_a_sum_being_added_to():
+    err = checked(lambda: read_partial_sum[1, 4](np.zeros(1), np.ones(4), np.zeros(4)))
+    _plain_vs_atomic(err, "# RACY-PARTIAL:", "# RACY-PARTIAL-ADD", "read")
+
+
+def test_zeroing_against_neighbours_atomic_adds():
+    err = checked(lambda: zero_under_neighbours_adds[1, 4](np.zeros(4), np.ones(4)))
+    _plain_vs_atomic(err, "# RACY-NEIGHBOUR-ZERO", "# RACY-NEIGHBOUR-ADD", "write")
+    assert err.array == "d" and err.index == "1"  # thread 0 adds into it, thread 1 zeroes it
+
+
+def test_a_barrier_does_not_order_other_blocks_atomics():
+    assert checked(lambda: zero_block0_then_add[1, 4](np.zeros(1), np.ones(4))) is None
+    err = checked(lambda: zero_block0_then_add[2, 4](np.zeros(1), np.ones(8)))
+    assert err is not None and f":{line_of('# RACY-ACROSS-BLOCKS')}:" in str(err)
+    assert "block (1, 0, 0)" in str(err) and "atomic add" in str(err)

@@ -1,5 +1,6 @@
 """The data-race detector raises no false alarm: race-free kernels
-(atomics, barriers, disjoint writes, reads only, the whole kernel corpus)
+(atomics, barriers, disjoint writes, reads only, a barrier between a plain
+write and the block's atomics, the whole kernel corpus)
 run as usual under `dg.racecheck()`, with the same results as the unchecked
 program; gradients too. And its switches: DIFFGPU_RACECHECK=1, a non-bool
 argument, Ctrl-C during a checked launch. Racy kernels: test_racecheck.py."""
@@ -12,8 +13,9 @@ import pytest
 
 import diffgpu as dg
 from racecheck_kernels import (atomic_hist, atomic_sum, broadcast_read, checked,
-                               loop_two_barriers, own_element_updates, per_thread_slot,
-                               scale, shared_reverse, shared_tree_sum, stencil)
+                               loop_two_barriers, own_element_then_atomic, own_element_updates,
+                               per_thread_slot, scale, shared_histogram, shared_reverse,
+                               shared_tree_sum, stencil, zero_barrier_add)
 from test_interrupt import SIGINT_DEFAULT
 
 HERE = os.path.abspath(__file__)
@@ -40,6 +42,9 @@ RACE_FREE = [
     (shared_tree_sum, 2, 8, lambda: [np.arange(16.0), np.zeros(2)]),
     (loop_two_barriers, 1, 8, lambda: [np.arange(8.0), np.zeros(8), 3]),
     (per_thread_slot, 1, 4, lambda: [np.arange(4.0), np.zeros(4)]),
+    (zero_barrier_add, 2, 4, lambda: [np.full(2, 5.0), np.arange(8.0)]),
+    (shared_histogram, 2, 4, lambda: [np.arange(8.0), np.zeros(4)]),
+    (own_element_then_atomic, 2, 4, lambda: [np.arange(8.0), np.zeros(8)]),
 ]
 
 

@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from diffgpu import abi
-from diffgpu.errors import LaunchError, RaceError
+from diffgpu.errors import DivergentBarrierError, LaunchError, RaceError
 
 ENV = "DIFFGPU_RACECHECK"
 #: layout shared with the lowering (lowering/host_race_runtime.py)
@@ -154,14 +154,29 @@ def _ids(linear: int, dims) -> str:
     return f"({x}, {y}, {z})"
 
 
+_KINDS = {0: "read", 1: "write", 2: "atomic add"}
+
+
 def race_error(kernel: str, report, regions: Regions, sites, shared_entries, grid, block):
-    """The RaceError of a module's report (numpy int64[16]), or None;
-    `sites`, `shared_entries`: the module's `diffgpu.race_sites` and
-    `diffgpu.race_shared`."""
+    """The RaceError of a module's report (numpy int64[REPORT_WORDS]), or
+    None: a divergent barrier first (races may follow from it), then the
+    first race; `sites`, `shared_entries`: the module's `diffgpu.race_sites`
+    and `diffgpu.race_shared`."""
+    def site(n):
+        return _source(sites[n - 1]) if 1 <= n <= len(sites) else "an unknown site"
+
+    shared = shared_names(shared_entries, kernel)
+    for mode in ("reverse", "forward"):  # the diff wrappers' entries
+        if kernel.startswith(f"__dg_{mode}_"):
+            kernel = f"{kernel[len(mode) + 6:]}' ({mode}-mode derivative)"
+            break
+    else:
+        kernel += "'"
+    if int(report[12]):
+        return _barrier_error(kernel, report, sites, grid, block)
     count = int(report[0])
     if count == 0:
         return None
-    shared = shared_names(shared_entries, kernel)
     addr, rid, elem = int(report[1]), int(report[2]), int(report[3])
     if rid >= 0:
         name, index = regions.element(addr, rid)
@@ -171,29 +186,39 @@ def race_error(kernel: str, report, regions: Regions, sites, shared_entries, gri
         index = _shared_index(elem, shape)
         where = f"shared memory, allocated at {at}"
 
-    def site(n):
-        return _source(sites[n - 1]) if 1 <= n <= len(sites) else "an unknown site"
-
     def access(kind, blk, thr, s):
-        what = "write" if kind else "read"
-        return (f"{what} by block {_ids(blk - 1, grid)} thread {_ids(thr, block)} "
-                f"at {site(s)}")
+        return (f"{_KINDS.get(kind, 'access')} by block {_ids(blk - 1, grid)} thread "
+                f"{_ids(thr, block)} at {site(s)}")
 
-    first = access(int(report[4]), int(report[5]), int(report[6]), int(report[7]))
-    second = access(int(report[8]), int(report[9]), int(report[10]), int(report[11]))
+    kinds = (int(report[4]), int(report[8]))
+    first = access(kinds[0], int(report[5]), int(report[6]), int(report[7]))
+    second = access(kinds[1], int(report[9]), int(report[10]), int(report[11]))
     more = f" ({count} racing accesses in all)" if count > 1 else ""
-    for mode in ("reverse", "forward"):  # the diff wrappers' entries
-        if kernel.startswith(f"__dg_{mode}_"):
-            kernel = f"{kernel[len(mode) + 6:]}' ({mode}-mode derivative)"
-            break
-    else:
-        kernel += "'"
-    return RaceError(
-        f"kernel '{kernel}: data race on {name}[{index}] ({where}){more}:\n"
-        f"  {first}\n  {second}\n"
-        "different threads, no barrier between them, not atomic: on a GPU the result "
-        "depends on timing (use dg.atomic_add, a barrier, or disjoint elements)",
-        array=name, index=index)
+    why = ("different threads, no barrier between them, not atomic: on a GPU the result "
+           "depends on timing (use dg.atomic_add, a barrier, or disjoint elements)")
+    if 2 in kinds:
+        why = ("different threads, no barrier between them, a plain access against an "
+               "atomic one: on a GPU the plain access sees or overwrites a partial sum "
+               "(make both atomic, or order them: a barrier within a block, separate "
+               "launches across blocks)")
+    return RaceError(f"kernel '{kernel}: data race on {name}[{index}] ({where}){more}:\n"
+                     f"  {first}\n  {second}\n{why}", array=name, index=index)
+
+
+def _barrier_error(kernel: str, report, sites, grid, block):
+    """The DivergentBarrierError of a report's words 12-16."""
+    events, at, blk = int(report[12]), int(report[13]), int(report[14])
+    arrived, missing = int(report[15]), int(report[16])
+    where = sites[at - 1] if 1 <= at <= len(sites) else None
+    n = block[0] * block[1] * block[2]
+    more = f" ({events} such barriers in all)" if events > 1 else ""
+    return DivergentBarrierError(
+        f"kernel '{kernel}: the barrier at {_source(where) if where else 'an unknown site'} "
+        f"was reached by {arrived} of the {n} threads of block {_ids(blk - 1, grid)} "
+        f"(thread {_ids(missing, block)} did not reach it){more}:\nevery thread of a "
+        "block must reach a barrier, or none: on a GPU the block hangs or reads shared "
+        "memory not yet written (keep dg.syncthreads() out of branches and loops that "
+        "differ between threads)", site=where)
 
 
 def _shared_index(elem: int, shape) -> str:
