@@ -34,7 +34,7 @@ from typing import ClassVar
 from diffgpu.dialects import names as N
 from diffgpu.lowering import targets
 from diffgpu.lowering.host_bounds import location_text
-from diffgpu.lowering.ir_util import sym_name, walk
+from diffgpu.lowering.ir_util import sym_name, top_ops, walk
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.uniform import Divergence
 
@@ -54,47 +54,47 @@ def divergent_barriers(module) -> list:
     out: list = []
     seen: set = set()
     reaches: dict = {}
-    for k in walk(module, ("func.func",)):
+    for k in top_ops(module, ("func.func",)):
         if targets.KERNEL_ATTR in k.attributes and k.regions[0].blocks:
             _check(d, k, None, out, seen, reaches)
     return out
 
 
 def _check(d, fn, flags, out, seen, reaches) -> None:
+    """Check `fn` with the arguments marked in `flags` divergent."""
     key = (sym_name(fn), tuple(flags or ()))
     if key in seen:
         return
     seen.add(key)
     div = d.function(fn, flags)[0]
-
-    def visit(op, why):
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    visit_op(child.operation, why)
-
-    def visit_op(op, why):
-        if op.name == N.BARRIER:
-            if why:
-                out.append((op, f"dg.syncthreads() {why}: {_ADVICE}"))
-            return
+    for op in walk(fn, (N.BARRIER, "func.call")):
         fn2 = d.callee(op) if op.name == "func.call" else None
-        if fn2 is not None:
-            barrier = _first_barrier(d, fn2, reaches)
+        if op.name == "func.call":
+            barrier = _first_barrier(d, fn2, reaches) if fn2 is not None else None
             if barrier is None:
-                return
-            if why:
-                out.append((op, f"this call reaches dg.syncthreads() (at "
-                                f"{location_text(barrier.location)}) {why}: {_ADVICE}"))
-            else:
+                continue
+        why = _why(d, op, div)
+        if why is None:
+            if fn2 is not None:
                 _check(d, fn2, [o in div for o in op.operands], out, seen, reaches)
-            return
-        if not why:
-            kind = d.control(op, div)
-            why = _WHY[kind].format(location_text(op.location)) if kind else None
-        visit(op, why)
+        elif fn2 is None:
+            out.append((op, f"dg.syncthreads() {why}: {_ADVICE}"))
+        else:
+            out.append((op, f"this call reaches dg.syncthreads() (at "
+                            f"{location_text(barrier.location)}) {why}: {_ADVICE}"))
 
-    visit(fn, None)
+
+def _why(d, op, div) -> str | None:
+    """Why only some threads reach `op`: its outermost enclosing branch or
+    loop that depends on the thread id, or None."""
+    why = None
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        kind = d.control(parent, div)
+        if kind:
+            why = _WHY[kind].format(location_text(parent.location))
+        parent = parent.parent
+    return why
 
 
 def _first_barrier(d, fn, reaches, stack=()):

@@ -38,7 +38,7 @@ from __future__ import annotations
 from diffgpu._mlir import ir
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.ir_util import callee, sym_name, walk
+from diffgpu.lowering.ir_util import callee, sym_name, top_ops, walk
 from diffgpu.lowering import targets
 
 _ALWAYS = frozenset({"arith.constant", N.BLOCK_ID, N.BLOCK_DIM, N.GRID_DIM,
@@ -129,7 +129,7 @@ class Divergence:
     analysed twice). Valid until the module is rewritten."""
 
     def __init__(self, module):
-        self._funcs = {sym_name(op): op for op in walk(module, ("func.func",))}
+        self._funcs = {sym_name(op): op for op in top_ops(module, ("func.func",))}
         self._memo = {}
 
     def function(self, fn, flags=None) -> tuple[set, tuple]:
@@ -140,21 +140,33 @@ class Divergence:
         key = (sym_name(fn), flags)
         if key not in self._memo:
             self._memo[key] = (set(), ())  # recursion: nothing proven
-            div = {a for a, f in zip(args, flags) if f}
-            ops = walk(fn, include_self=False)
-            grown = True
-            while grown:  # to a fixpoint: loop-carried values feed back
-                grown = False
-                for op in ops:
-                    for v in self._outputs(op, div):
-                        if v not in div:
-                            div.add(v)
-                            grown = True
-            rets = walk(fn, ("func.return",))
-            res = tuple(any(r.operands[j] in div for r in rets)
-                        for j in range(len(rets[0].operands))) if rets else ()
-            self._memo[key] = (div, res)
+            self._memo[key] = self._solve(fn, args, flags)
         return self._memo[key]
+
+    def _solve(self, fn, args, flags) -> tuple[set, tuple]:
+        """Propagate along uses from the seeds: each op is looked at again
+        only when one of its operands (or of its regions' terminators) has
+        become divergent."""
+        div = {a for a, f in zip(args, flags) if f}
+        rets = []
+        for op in walk(fn, _SEEDS | {"func.return"}, include_self=False):
+            if op.name == "func.return":
+                rets.append(op)
+            else:
+                div.update(op.results)
+        todo = list(div)
+        while todo:
+            for use in todo.pop().uses:
+                op = use.owner.operation
+                if op.name in ("scf.yield", "scf.condition"):
+                    op = op.parent.operation  # feeds its loop's or branch's values
+                for v in self._outputs(op, div):
+                    if v not in div:
+                        div.add(v)
+                        todo.append(v)
+        res = tuple(any(r.operands[j] in div for r in rets)
+                    for j in range(len(rets[0].operands))) if rets else ()
+        return div, res
 
     def callee(self, op):
         """The defined function a `func.call` calls, or None."""
@@ -208,9 +220,10 @@ class Divergence:
         out = [iv] if step_div else []
         yld = _terminator(op, 0)
         for j, (a, r) in enumerate(zip(iters, op.results)):
-            if init[j] in div or yld.operands[j] in div:
+            carried = a in div or init[j] in div or yld.operands[j] in div
+            if carried:
                 out.append(a)
-            if trip or a in div:
+            if trip or carried:
                 out.append(r)
         return out
 

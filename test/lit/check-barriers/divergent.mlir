@@ -43,6 +43,25 @@ func.func @carried(%A: memref<?xf32>) attributes {diffgpu.kernel, diffgpu.target
 
 // -----
 
+// A value carried out of a uniform loop from the thread id (the thread id
+// itself when the loop runs no iteration).
+func.func @carried_out(%A: memref<?xf32>, %n: index) attributes {diffgpu.kernel, diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %k = %c0 to %n step %c1 iter_args(%a = %t) -> (index) {
+    scf.yield %c1 : index
+  }
+  %z = arith.cmpi eq, %r, %c0 : index
+  scf.if %z {
+    // expected-error @+1 {{under a condition that depends on the thread id}}
+    "diffgpu.barrier"() : () -> ()
+  }
+  return
+}
+
+// -----
+
 func.func @sync_if(%x: index) attributes {diffgpu.target = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">} {
   %c16 = arith.constant 16 : index
   %c = arith.cmpi slt, %x, %c16 : index
