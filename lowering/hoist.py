@@ -67,7 +67,8 @@ def path_to(op, fn):
 
 
 def _in_region(op, region) -> bool:
-    return any(op == o.operation for b in region.blocks for o in b.operations)
+    """Whether `op` is in `region` itself (O(1): no walk of its blocks)."""
+    return op.block.region == region
 
 
 def block_ops(op) -> list:

@@ -32,7 +32,7 @@ def order_function(fn) -> None:
     args = list(fn.regions[0].blocks[0].arguments)
     cse_pure(fn)  # guards on one extent (launch fact `extents`) become one value
     visit_blocks(fn, lambda b: _fuse_ifs(b, args))
-    slots = _slots(fn)
+    slots = set(_slots(fn))  # hashed: one look-up per op
     visit_blocks(fn, lambda b: _forward_slots(b, slots))
     visit_blocks(fn, lambda b: _hoist_loads(b, args))
 
@@ -66,23 +66,13 @@ def _forward_slots(block, slots) -> None:
     `math.cos` of one value then share it, see gpu_sincos.py)."""
     from diffgpu._mlir import ir
 
-    last = []  # [(slot, value)]
-
-    def find(slot):
-        for s, v in last:
-            if s == slot:
-                return v
-        return None
-
-    def forget(slot):
-        last[:] = [(s, v) for s, v in last if not s == slot]
+    last = {}  # slot -> the value last stored into it
 
     for op in [o.operation for o in block.operations]:
-        if op.name == "memref.store" and any(op.operands[1] == s for s in slots):
-            forget(op.operands[1])
-            last.append((op.operands[1], op.operands[0]))
-        elif op.name == "memref.load" and any(op.operands[0] == s for s in slots):
-            v = find(op.operands[0])
+        if op.name == "memref.store" and op.operands[1] in slots:
+            last[op.operands[1]] = op.operands[0]
+        elif op.name == "memref.load" and op.operands[0] in slots:
+            v = last.get(op.operands[0])
             if v is not None:
                 op.results[0].replace_all_uses_with(v)
                 op.erase()
@@ -90,7 +80,7 @@ def _forward_slots(block, slots) -> None:
             def visit(o):
                 o = o.operation
                 if o.name == "memref.store":
-                    forget(o.operands[1])
+                    last.pop(o.operands[1], None)
                 return ir.WalkResult.ADVANCE
             op.walk(visit, ir.WalkOrder.PRE_ORDER)
 

@@ -37,6 +37,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.stencil_adjoint",
     "diffgpu.lowering.to_host",
     "diffgpu.lowering.llvm_flags",
+    "diffgpu.lowering.chunk_blocks",
     "diffgpu.lowering.lowered_check",
 )
 

@@ -365,13 +365,15 @@ class HostPipelineOptions:
 #: rsqrt has no libm function: expand it first; log1p/expm1 must go to libm
 #: (convert-math-to-llvm would rewrite them as log(1+x)/exp(x)-1, inexact),
 #: so libm runs before math-to-llvm; math-to-funcs covers ipowi/fpowi;
-#: arith-expand covers floordivsi/ceildivsi and friends.
+#: arith-expand covers floordivsi/ceildivsi and friends; diffgpu-chunk-blocks keeps
+#: convert-scf-to-cf linear in a block's bounds-checked accesses (chunk_blocks.py).
 HOST_LLVM_LOWERING = (
     "func.func(math-expand-ops{ops=rsqrt})",
     "convert-math-to-funcs",
     "convert-math-to-libm",
     "convert-math-to-llvm",
     "func.func(arith-expand)",
+    "diffgpu-chunk-blocks",
     "convert-scf-to-cf",
     "expand-strided-metadata",
     "convert-to-llvm",

@@ -210,13 +210,14 @@ class ReverseSweep:
         if B.is_memref(v.type):
             self.gen.pas.fail(v.location, "an array created inside a differentiated function "
                               "cannot be used by its reverse sweep (not supported)")
-        term = list(frame.fwd.operations)[-1]
+        end = ir.InsertionPoint.at_block_terminator(frame.fwd)  # O(1), not a walk
+        term = end.ref_operation
         if frame.kind == "slot":
             # i1 is kept as i8: memref<i1> does not lower to LLVM
             wide = ir.IntegerType.get_signless(8) if B.is_int(v.type) and \
                 ir.IntegerType(v.type).width == 1 else v.type
             slot = self.tape.fwd_slot(wide)
-            with ir.InsertionPoint(term):
+            with end:
                 memref.store(v if wide == v.type else arith.extui(wide, v), slot, [])
             with ir.InsertionPoint(frame.anchor):
                 val = memref.load(slot, [])
@@ -225,7 +226,7 @@ class ReverseSweep:
                     val = arith.trunci(v.type, val)
         else:
             tag = self.gen.tape_tag() if B.is_float(v.type) else None
-            with ir.InsertionPoint(term), term.location:
+            with end, term.location:
                 self.tape.push(v, tag)
             with ir.InsertionPoint(frame.anchor):
                 val, first = self.tape.pop(v.type, tag)

@@ -51,8 +51,8 @@ def holder_types():
 
 
 def at_begin(block):
-    ops = list(block.operations)
-    return ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(block)
+    """Before the first op of `block` (O(1): listing the ops is a walk)."""
+    return ir.InsertionPoint.at_block_begin(block)
 
 
 class Tape:

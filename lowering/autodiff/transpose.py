@@ -141,6 +141,7 @@ def transpose(fn, prim, sh) -> bool:
         _gather(fn, entry, ret, acc, sh, k, clone, gid)
     for op in adds:
         op.erase()
+    _erase_dead(fn)  # once for all the clones: a walk per clone is K times the work
     with ir.InsertionPoint(ret), fn.location:
         _write_back(prim, sh, acc, gid)
     return True
@@ -204,7 +205,6 @@ def _gather(fn, entry, ret, acc, sh, k, clone, gid) -> None:
     for op in list(centry.operations)[:-1]:
         op.move_before(at)
     clone.erase()
-    _erase_dead(fn)
 
 
 #: ops `_erase_dead` removes when their results are unused
