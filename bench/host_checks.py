@@ -8,7 +8,7 @@
    hand-over: everything a launch pays), timed in adjacent pairs (see
    `compare`: the machine may be shared with other work).
    Then loop-heavy kernels (runtime-bound `for`, `while`), where the checks in
-   the loop headers weigh most.
+   the loop headers weigh most, and grids of many blocks (a check per block).
 2. The race detector (lowering/host_racecheck.py): the same corpus and a few
    larger kernels, checked (`{racecheck=1}`) against unchecked.
 
@@ -136,6 +136,15 @@ def big_cases():
             ("for_loop n=200", for_loop, [x[:1024], np.zeros(256), 200], 4, 64)]
 
 
+def grid_cases():
+    """Launches of many blocks, where the checks of the block loops (one per
+    block) and of the barrier lowering's block-level loops weigh most."""
+    n = 1 << 16
+    x = np.random.default_rng(1).random(n)
+    return big_cases()[:2] + [("saxpy 65536, 1-thread blocks", saxpy, [2.0, x, np.zeros(n)],
+                               n, 1)]
+
+
 def corpus():
     from kernels_corpus import CASES
     out = []
@@ -198,6 +207,8 @@ def main() -> int:
         cancel_table(corpus(), opts.rounds, log)
         log("\n## Ctrl-C checks: loop-heavy kernels")
         cancel_table(loop_cases(), opts.rounds, log)
+        log("\n## Ctrl-C checks: grids")
+        cancel_table(grid_cases(), opts.rounds, log)
     if opts.only in (None, "race"):
         log("\n## race detector: corpus (float64), per launch")
         race_table(corpus(), opts.rounds, log)

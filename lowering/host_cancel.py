@@ -14,9 +14,15 @@ which LLVM inlines, at these places:
   `scf.while` with the same check (a loop of constant trip count ends by
   itself; keeping it an `scf.for` keeps LLVM's unrolling and vectorisation),
   except loops holding a barrier, which the barrier lowering turns into
-  block-level loops (finite: their bounds are fixed when they start);
-- the body of the entry's innermost block loop runs only while the flag is
-  clear (the remaining blocks are skipped, about a nanosecond each).
+  block-level loops of the entry (checked there, below);
+- the entry (`stop_entry`): its three block loops become `scf.while`
+  loops that start a block only while the flag is clear, and its
+  block-level `scf.while` loops (the barrier lowering's, also those of a
+  `for` holding a barrier) end at the flag. A cancelled launch so leaves
+  its block loops at once, however large the grid: no block starts after
+  the flag is set (the loops do not step through the blocks left). The
+  running block finishes its threads (at most 1024 through a launch; the
+  thread loops carry no check), their loops cut short.
 
     %r = scf.while (%x = %x0) : (i64) -> i64 {
       %c = arith.cmpi slt, %x, %n : i64
@@ -32,8 +38,7 @@ which LLVM inlines, at these places:
 
 After a cancelled launch the arrays hold whatever the threads wrote so far;
 the runtime clears the flag (and the bounds-check status) before the next
-launch. The entry's thread loops carry no check (a block is short once its
-loops have ended); loops marked `diffgpu.no_cancel` are skipped.
+launch. Loops marked `diffgpu.no_cancel` are skipped.
 """
 from __future__ import annotations
 
@@ -188,25 +193,62 @@ def chunk_for(op) -> None:
     w.operation.attributes[NO_CANCEL] = ir.UnitAttr.get()
 
 
-def guard_blocks(loop) -> None:
-    """Wrap the body of the entry's innermost block loop in `scf.if live`."""
-    from diffgpu._mlir import ir, scf
+def break_for(op) -> None:
+    """`scf.for %i = %lb to %ub step %s` (no carried values) -> an
+    `scf.while` that asks `%i < %ub && live()` before every iteration: the
+    loop ends as soon as the flag is set, whatever is left of its range."""
+    from diffgpu._mlir import arith, ir, scf
 
-    body = loop.regions[0].blocks[0]
-    ops = [o.operation for o in body.operations]
-    ops, term = ops[:-1], ops[-1]
-    loc = loop.location
-    ip = ir.InsertionPoint(ops[0] if ops else term)
-    guard = scf.IfOp(live(ip, loc), [], loc=loc, ip=ip)
-    end = scf.YieldOp([], loc=loc, ip=ir.InsertionPoint(guard.then_block)).operation
-    for o in ops:
-        o.move_before(end)
+    loc, ip = op.location, ir.InsertionPoint(op)
+    lb, ub, step = list(op.operands)[:3]
+    w = scf.WhileOp([lb.type], [lb], loc=loc, ip=ip)
+    before = w.before.blocks.append(lb.type)
+    bip = ir.InsertionPoint(before)
+    more = arith.CmpIOp(arith.CmpIPredicate.slt, before.arguments[0], ub, loc=loc,
+                        ip=bip).result
+    go = arith.AndIOp(more, live(bip, loc), loc=loc, ip=bip).result
+    scf.ConditionOp(go, [before.arguments[0]], loc=loc, ip=bip)
+    after = w.after.blocks.append(lb.type)
+    body = op.regions[0].blocks[0]
+    body.arguments[0].replace_all_uses_with(after.arguments[0])
+    for o in [x.operation for x in body.operations][:-1]:  # all but the yield
+        after.append(o)
+    aip = ir.InsertionPoint(after)
+    scf.YieldOp([arith.AddIOp(after.arguments[0], step, loc=loc, ip=aip).result], loc=loc,
+                ip=aip)
+    w.operation.attributes[NO_CANCEL] = ir.UnitAttr.get()
+    op.erase()
+
+
+def stop_while(op) -> None:
+    """`scf.condition(%c)` of `op` becomes `scf.condition(%c && live())`."""
+    from diffgpu._mlir import arith, ir
+
+    before = op.regions[0].blocks[0]
+    cond = before.operations[len(before.operations) - 1].operation
+    ip = ir.InsertionPoint(cond)
+    cond.operands[0] = arith.AndIOp(cond.operands[0], live(ip, op.location),
+                                    loc=op.location, ip=ip).result
+    op.attributes[NO_CANCEL] = ir.UnitAttr.get()
+
+
+def stop_entry(entry) -> None:
+    """Checks in the entry `entry` (func.func): its block loops z, y, x ask
+    before every block (`break_for`), its block-level `scf.while` loops (the
+    barrier lowering's) before every iteration (`stop_while`)."""
+    for op in walk(entry, ("scf.while",)):
+        if NO_CANCEL not in op.attributes:
+            stop_while(op)
+    for op in walk(entry, ("scf.for",))[:3]:  # z, y, x: the first three in pre-order
+        break_for(op)
 
 
 def instrument_loops(host_funcs) -> None:
-    """Checks in the user's loops of `host_funcs` (before the entries exist)."""
+    """Checks in the user's loops of `host_funcs` (before the entries exist;
+    loops holding a barrier become block-level loops, checked there)."""
     for f in host_funcs:
-        whiles = [op for op in walk(f, ("scf.while",)) if NO_CANCEL not in op.attributes]
+        whiles = [op for op in walk(f, ("scf.while",)) if NO_CANCEL not in op.attributes
+                  and not walk(op, (N.BARRIER,))]
         for op in walk(f, ("scf.for",)):
             if NO_CANCEL not in op.attributes and not _constant_trip(op) \
                     and "unsignedCmp" not in op.attributes \

@@ -125,8 +125,8 @@ class LowerToHost(ModulePass):
             with k.location:  # builders that take no loc= (block arguments)
                 entry = entry_name(sym_name(k))
                 self._lower_kernel(module, k)
-                if self.cancel and not self._failed:  # a cancelled launch skips its blocks
-                    host_cancel.guard_blocks(_entry_block_loop(module, entry))
+                if self.cancel and not self._failed:  # a cancelled launch ends at once
+                    host_cancel.stop_entry(lookup(module, entry))
 
     # Checks, all before any rewrite -----------------------------------------
     def _check(self, host, kernels, names) -> None:
@@ -201,14 +201,6 @@ class LowerToHost(ModulePass):
             lowering.finish()
         except host_barrier.BarrierError as exc:
             self.fail(exc.op, str(exc))
-
-
-def _entry_block_loop(module, name: str):
-    """The innermost block loop (x) of the entry `@name`."""
-    entry = lookup(module, name)
-    if entry is None:
-        raise ValueError(f"no entry @{name}")
-    return walk(entry, ("scf.for",))[2]  # z, y, x: the first three in pre-order
 
 
 def entry_name(kernel: str) -> str:

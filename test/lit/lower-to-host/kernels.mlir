@@ -2,7 +2,8 @@
 
 // A host kernel becomes a private per-thread function plus an entry of the
 // same name taking grid then block sizes, which writes the geometry global
-// and loops over blocks (z, y, x) then threads (z, y, x), calling the body.
+// and loops over blocks (z, y, x: scf.while loops that end at the cancel
+// flag, see cancel.mlir) then threads (z, y, x), calling the body.
 // Geometry ops read the global at slot base + dim.
 
 // CHECK: memref.global "private" @__dg_host_geometry : memref<12xindex>
@@ -30,11 +31,14 @@
 // CHECK-SAME: diffgpu.target = #llvm.target
 // CHECK-SAME: llvm.emit_c_interface
 // CHECK: %[[G:.+]] = memref.get_global @__dg_host_geometry
-// CHECK: scf.for %[[IZ:.+]] = %{{.+}} to %[[GZ]] step
+// CHECK: arith.cmpi slt, %{{.+}}, %[[GZ]] : index
+// CHECK: ^bb0(%[[IZ:.+]]: index):
 // CHECK: memref.store %[[IZ]], %[[G]]
-// CHECK: scf.for %[[IY:.+]] = %{{.+}} to %[[GY]] step
+// CHECK: arith.cmpi slt, %{{.+}}, %[[GY]] : index
+// CHECK: ^bb0(%[[IY:.+]]: index):
 // CHECK: memref.store %[[IY]], %[[G]]
-// CHECK: scf.for %[[IX:.+]] = %{{.+}} to %[[GX]] step
+// CHECK: arith.cmpi slt, %{{.+}}, %[[GX]] : index
+// CHECK: ^bb0(%[[IX:.+]]: index):
 // CHECK: memref.store %[[IX]], %[[G]]
 // CHECK: scf.for %[[TZ:.+]] = %{{.+}} to %[[BZ]] step
 // CHECK: memref.store %[[TZ]], %[[G]]
@@ -122,9 +126,9 @@ func.func @hist(%H: memref<?x?xi32, strided<[?, ?], offset: ?>>, %S: memref<?xf6
 // CHECK-SAME: (%[[A:.+]]: memref<?xf32, strided<[?], offset: ?>>, %[[S:.+]]: memref<4x8xf32>)
 // CHECK: memref.store %{{.+}}, %[[S]][%{{.+}}, %{{.+}}] : memref<4x8xf32>
 // CHECK-LABEL: func.func @sh
-// CHECK: scf.for
-// CHECK: scf.for
-// CHECK: scf.for
+// CHECK: scf.while
+// CHECK: scf.while
+// CHECK: scf.while
 // CHECK: %[[BUF:.+]] = memref.alloc() : memref<4x8xf32>
 // CHECK: scf.for
 // CHECK: scf.for
