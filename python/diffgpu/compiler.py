@@ -24,12 +24,15 @@ registry: no pass list is repeated here):
 
 Build once, reuse: each thread keeps one MLIR context (with the diffgpu
 dialect loaded) and the pass managers it has built, by pipeline text; a
-compile parses its input once and runs one pass manager. The context is
+compile parses its input once and runs the pipeline's top-level elements,
+one cached pass manager each (`run_pipeline`: a Ctrl-C during a launch's
+compile stops it between two of them, docs/interrupt.md). The context is
 replaced after RECYCLE_AFTER compiles, which bounds the attributes (PTX
 text, locations) it keeps uniqued forever.
 """
 from __future__ import annotations
 
+import collections
 import os
 import threading
 from dataclasses import dataclass, field
@@ -44,6 +47,8 @@ _MARKERS = {
             "nvvm": "convert-gpu-to-nvvm", "llvm": "gpu-module-to-binary"},
     "host": {"autodiff": "diffgpu-autodiff", "gpu": "diffgpu-lower-to-host"},
 }
+#: work counters: "steps", the pipeline elements run (`run_pipeline`)
+STATS: collections.Counter = collections.Counter()
 #: compiles per thread context before a fresh one replaces it
 RECYCLE_AFTER = 256
 #: verify the IR after every pass of a compile (MLIR's default), or once,
@@ -251,7 +256,7 @@ def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: 
     unknown stage."""
     from diffgpu._mlir import MLIRError, ir
     from diffgpu.lowering import targets as T
-    from diffgpu.lowering.registry import PipelineRunError, format_diagnostics, run_passes
+    from diffgpu.lowering.registry import format_diagnostics
 
     host = target == "host"
     if not host:
@@ -287,11 +292,7 @@ def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: 
                 raise CompileError(str(exc)) from None
         pipeline = full_pipeline(target, racecheck, cancel) if stage == final \
             else stage_pipeline(target, stage)
-        pm = pass_manager(pipeline, ctx)
-        try:
-            run_passes(pm, module)
-        except PipelineRunError as exc:
-            raise pass_error(exc) from None
+        run_pipeline(pipeline, module, ctx)
         if not VERIFY_EACH:
             _verify_result(module)
         if stage != "ptx":
@@ -301,6 +302,43 @@ def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: 
         ptxs = extract_ptx(module)
         kernels = with_scratch(kernels, module)  # the per-launch scratch arguments
     return _ptx_result(target, ptxs, kernels)
+
+
+def pipeline_elements(pipeline) -> list[str]:
+    """The top-level elements of `pipeline` (text, or list of element
+    texts), pipelines expanded (memoised)."""
+    key = pipeline if isinstance(pipeline, str) else tuple(pipeline)
+    found = _ELEMENTS.get(key)
+    if found is None:
+        from diffgpu.lowering import registry
+        parsed = registry.parse_pipeline(pipeline) if isinstance(pipeline, str) \
+            else [registry.parse_one(t) for t in pipeline]
+        found = _ELEMENTS[key] = tuple(e.text() for e in registry.expand(parsed))
+    return list(found)
+
+
+_ELEMENTS: dict = {}
+
+
+def run_pipeline(pipeline, module, ctx) -> None:
+    """Run `pipeline` on `module`, one element at a time (each its own cached
+    PassManager). Ctrl-C waits for the running element (a KeyboardInterrupt
+    raised inside a pass manager's run crashes the process later) and stops
+    the compile before the next one: also a Ctrl-C held back by the launch's
+    compile step (runtime/host_signal.py), instead of after the JIT.
+    CompileError if a pass fails."""
+    from diffgpu.lowering.registry import PipelineRunError, run_passes
+    from diffgpu.runtime.host_signal import deferred_sigint, interruption_point
+
+    for element in pipeline_elements(pipeline):
+        interruption_point()
+        with deferred_sigint():
+            try:
+                run_passes(pass_manager(element, ctx), module)
+            except PipelineRunError as exc:
+                raise pass_error(exc) from None
+        STATS["steps"] += 1
+    interruption_point()
 
 
 def _verify_result(module) -> None:
@@ -401,8 +439,10 @@ def compile_host(module_text: str, opt_level: int | None = None,
     Ctrl-C checks (only to measure their cost: such a launch cannot be
     stopped)."""
     from diffgpu.runtime.cpu import HostProgram
+    from diffgpu.runtime.host_signal import interruption_point
 
     res = compile(module_text, "host", racecheck=racecheck, cancel=cancel)
+    interruption_point()  # a Ctrl-C during the passes: before the JIT
     return HostProgram.from_module(res.module, res.text, opt_level)
 
 

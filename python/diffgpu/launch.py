@@ -155,7 +155,9 @@ def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
             STATS["generic_fallback"] += 1
         if prog is None:
             payload, host = build_payload(defn, types, target, diff, facts, checked)
-            cache.store(key, payload)
+            from diffgpu.runtime.host_signal import deferred_sigint
+            with deferred_sigint():  # the entry and the cache's size ledger: whole or not at all
+                cache.store(key, payload)
             prog = Program(payload, host=host)
             STATS["compile"] += 1
         defn._programs[mem_key] = prog
@@ -199,8 +201,9 @@ def _import_compiler():
 
 def _compiler_call(fn, what: str):
     """Run a compiler step; internal failures become a CompileError. Ctrl-C
-    waits for the step's end (runtime/host_signal.py: an interrupted MLIR
-    pass manager or JIT would crash the process later)."""
+    is held back (runtime/host_signal.py: an interrupted MLIR pass manager
+    or JIT would crash the process later) until the step's next
+    interruption point (between two passes, before the JIT) or its end."""
     from diffgpu.runtime.host_signal import deferred_sigint
     try:
         with deferred_sigint():

@@ -187,7 +187,10 @@ class HostProgram:
     def from_llvm_text(cls, text: str, opt_level: int | None = None) -> "HostProgram":
         """Rebuild from `llvm_text` (e.g. a cache entry) without recompiling
         the diffgpu IR; LLVM optimises (`opt_level` 0-3) and JIT-compiles it."""
-        return cls._from_loaded(text, jit.load_text(text, opt_level_for(text, opt_level)))
+        module = jit.parse_text(text)
+        host_signal.interruption_point()  # a Ctrl-C held back while parsing: no JIT
+        loaded = jit.load_module(module, opt_level_for(text, opt_level), keep=(module.context,))
+        return cls._from_loaded(text, loaded)
 
     @classmethod
     def from_module(cls, module, text: str, opt_level: int | None = None) -> "HostProgram":

@@ -10,19 +10,21 @@ the main thread, the process's SIGINT handler is a tiny function of ours
     if (prev > SIG_IGN) prev(sig);          // then Python's own handler
 
 `slot` holds the address of the cancel flag of the program the main thread
-is running (lowering/host_cancel.py: generated loops and the block loop
+is running (lowering/host_cancel.py: generated loops and the block loops
 test it), 0 between launches. Python's handler records the signal as usual,
 so KeyboardInterrupt (or the user's handler) runs as soon as the cancelled
-launch returns, within about a second. The handler is installed with
-`sigaction`, keeping Python's flags and mask, only while Python handles
-SIGINT itself (not under SIG_IGN/SIG_DFL). `signal.signal` later replaces
-it; a watcher thread, waking every WATCH_S seconds, calls
+launch returns (its loops end at their next check, its block loops at
+once). The handler is installed with `sigaction`, keeping Python's flags
+and mask, only while Python handles SIGINT itself (not under
+SIG_IGN/SIG_DFL). `signal.signal` later replaces it; a watcher thread,
+waking every WATCH_S seconds, calls
 `@__dg_host_sig_ensure()` (JIT code: checks with `sigaction` that ours is in
 place, installs it again if Python's is back) whenever the main thread is in
 a launch. A launch itself only clears its flag and sets the slot: two stores,
 no system call, no thread switch. (A Ctrl-C in the first WATCH_S seconds of
-a launch that follows a `signal.signal` reaches Python only; the next one
-cancels.)
+a launch that follows a `signal.signal` of the user's reaches Python only;
+the next one cancels. `deferred_sigint`, which compiles run in, puts ours
+back as it ends.)
 
 Launches from other threads (which never receive KeyboardInterrupt), and
 programs without a flag (lowered before it existed), call the entry
@@ -199,7 +201,16 @@ _get_ident = threading.get_ident
 _addressof = ctypes.addressof
 
 
-_deferring = [0]  # depth of deferred_sigint blocks (main thread only)
+class _Held:
+    """The running outermost `deferred_sigint` block: the handler it replaced
+    and the frames of the SIGINTs it has held back."""
+
+    def __init__(self, prev):
+        self.prev = prev
+        self.frames: list = []
+
+
+_held: list = []  # [the _Held of the running block], main thread only
 
 
 @contextlib.contextmanager
@@ -207,22 +218,38 @@ def deferred_sigint():
     """Hold Ctrl-C back while the block runs (compiling: MLIR's pass manager
     and JIT must not be left half-way by a KeyboardInterrupt raised inside
     them, which corrupts their state and crashes the process later). A SIGINT
-    that arrives meanwhile is recorded and handed to the previous handler
-    when the block ends (KeyboardInterrupt then, for Python's default)."""
-    if _get_ident() != _S.main or _deferring[0]:
+    that arrives meanwhile is recorded and handed to the previous handler at
+    the block's next `interruption_point()` or when it ends (KeyboardInterrupt
+    then, for Python's default). Nested blocks are the outermost one."""
+    if _get_ident() != _S.main or _held:
         yield
         return
     prev = signal.getsignal(signal.SIGINT)
     if not callable(prev):  # SIG_IGN, SIG_DFL, or not installed from Python
         yield
         return
-    got: list = []
-    signal.signal(signal.SIGINT, lambda sig, frame: got.append(frame))
-    _deferring[0] += 1
+    held = _Held(prev)
+    signal.signal(signal.SIGINT, lambda sig, frame: held.frames.append(frame))
+    _held.append(held)
     try:
         yield
     finally:
-        _deferring[0] -= 1
+        _held.pop()
         signal.signal(signal.SIGINT, prev)
-        if got:
-            prev(signal.SIGINT, got[0])
+        if _S.ready:  # signal.signal replaced ours: a launch's Ctrl-C cancels at once
+            _S.ensure()
+        if held.frames:
+            prev(signal.SIGINT, held.frames[0])
+
+
+def interruption_point() -> None:
+    """Inside `deferred_sigint`, where the work may stop (between two passes
+    of a compile: no pass manager or JIT is running): a Ctrl-C held back so
+    far goes to the previous handler now (KeyboardInterrupt, for Python's
+    default), not at the end of the block. Elsewhere: nothing."""
+    if not _held or _get_ident() != _S.main or not _held[0].frames:
+        return
+    held = _held[0]
+    frame = held.frames[0]
+    held.frames.clear()
+    held.prev(signal.SIGINT, frame)
