@@ -204,14 +204,14 @@ def _compiler_call(fn, what: str):
     is held back (runtime/host_signal.py: an interrupted MLIR pass manager
     or JIT would crash the process later) until the step's next
     interruption point (between two passes, before the JIT) or its end."""
-    from diffgpu.runtime.host_signal import deferred_sigint
+    from diffgpu.runtime.host_signal import deferred_sigint, raised_by_handler
     try:
         with deferred_sigint():
             return fn()
     except DiffgpuError:
         raise
     except Exception as exc:
-        if os.environ.get("DIFFGPU_DEBUG"):
+        if os.environ.get("DIFFGPU_DEBUG") or raised_by_handler(exc):  # a SIGINT handler's
             raise
         raise CompileError(f"internal compiler error while compiling {what}: "
                            f"{type(exc).__name__}: {exc} (set DIFFGPU_DEBUG=1 for the "

@@ -486,3 +486,43 @@ def test_ctrl_c_while_the_cache_entry_is_written(tmp_path):
     ledger, sizes, entries = out.split("LEDGER")[1].split()[:3]
     assert entries == "2" and ledger == sizes, out
     assert "NEXT OK" in out
+
+
+def test_own_handler_raising_during_a_compile(tmp_path):
+    """A SIGINT handler of the user's that raises its own exception: held
+    back during the compile, it is raised unchanged at the next pass (it
+    used to become an 'internal compiler error' CompileError)."""
+    out = run_script(tmp_path, """
+        class Stop(Exception):
+            pass
+
+        def stop(sig, frame):
+            raise Stop("user stop")
+
+        @dg.kernel
+        def k(x, out):
+            i = dg.global_id(0)
+            if i < len(x):
+                out[i] = dg.sin(x[i]) * dg.exp(x[i])
+
+        main = threading.main_thread().ident
+        def in_passes():
+            f = sys._current_frames().get(main)
+            while f is not None and f.f_code.co_name != "run_passes":
+                f = f.f_back
+            return f is not None
+        signal.signal(signal.SIGINT, stop)
+        interrupt_when(in_passes)
+        x, out = np.ones(4), np.zeros(4)
+        try:
+            k[1, 4](x, out)
+            print("NOT STOPPED", flush=True)
+        except Stop as exc:
+            print("STOPPED", exc, flush=True)
+        except dg.CompileError as exc:
+            print("COMPILE ERROR", exc, flush=True)
+        k[1, 4](x, out)
+        assert np.allclose(out, np.sin(1.0) * np.exp(1.0))
+        print("NEXT OK", flush=True)
+    """)
+    assert "STOPPED user stop" in out and "NEXT OK" in out, out

@@ -239,7 +239,26 @@ def deferred_sigint():
         if _S.ready:  # signal.signal replaced ours: a launch's Ctrl-C cancels at once
             _S.ensure()
         if held.frames:
-            prev(signal.SIGINT, held.frames[0])
+            _hand_over(prev, held.frames[0])
+
+
+def _hand_over(prev, frame) -> None:
+    """Call `prev`, the handler a deferred block replaced; what it raises is
+    remembered for `raised_by_handler`."""
+    try:
+        prev(signal.SIGINT, frame)
+    except BaseException as exc:
+        _from_handler[:] = [exc]
+        raise
+
+
+_from_handler: list = []  # the last exception a held-back Ctrl-C's handler raised
+
+
+def raised_by_handler(exc) -> bool:
+    """Did the SIGINT handler raise `exc` (the user's, held back during a
+    compile)? Then it is theirs, not a compiler error: pass it on unchanged."""
+    return bool(_from_handler) and _from_handler.pop() is exc
 
 
 def interruption_point() -> None:
@@ -252,4 +271,4 @@ def interruption_point() -> None:
     held = _held[0]
     frame = held.frames[0]
     held.frames.clear()
-    held.prev(signal.SIGINT, frame)
+    _hand_over(held.prev, frame)
