@@ -35,7 +35,7 @@ from diffgpu.abi import (ACCESSES_ATTR, CANCEL_ADDR_FUNC, CIFACE_PREFIX, ENTRY_P
                          RACE_SITES_ATTR, SCRATCH_ATTR, STATUS_FUNC, kernel_of_entry,
                          parse_scratch)
 from diffgpu.errors import CompileError, DiffgpuError, LaunchError
-from diffgpu.runtime import host_signal, jit, racecheck
+from diffgpu.runtime import host_signal, jit, loaded, racecheck
 from diffgpu.types import ArrayType, ScalarType
 
 #: LLVM-dialect text longer than this (lines) is JIT-compiled at opt level 0:
@@ -43,8 +43,13 @@ from diffgpu.types import ArrayType, ScalarType
 #: of 500 terms (11,000 lines) takes 2.95 s at O2 and 0.35 s at O0; 1,000
 #: terms (22,000 lines) 11 s at O2; its gradient (91,000 lines) 17.6 s at O2
 #: and 3 s at O0. LLVM keeps IEEE semantics at every level (no fast-math
-#: flags are emitted), so the values are the same bits.
+#: flags are emitted), so the values are the same bits. Such a module also gets
+#: runtime/jit.py `prepare_large`: LLVM's code generation stays linear in it.
 LARGE_MODULE_LINES = 8_000
+
+
+def is_large(text: str) -> bool:
+    return text.count("\n") > LARGE_MODULE_LINES
 
 
 def opt_level_for(text: str, opt_level: int | None) -> int:
@@ -55,7 +60,22 @@ def opt_level_for(text: str, opt_level: int | None) -> int:
             opt_level = switches.host_opt_level()
         except ValueError as exc:
             raise CompileError(str(exc)) from None
-    return 0 if text.count("\n") > LARGE_MODULE_LINES else opt_level
+    return 0 if is_large(text) else opt_level
+
+
+def _max_loaded() -> int:
+    try:
+        return loaded.max_loaded()
+    except ValueError as exc:
+        raise CompileError(str(exc)) from None
+
+
+def _jit(module, text: str, level: int, keep=()):
+    """JIT-compile the LLVM-dialect `module` (`text`: its text) at `level`."""
+    _max_loaded()  # a bad DIFFGPU_MAX_LOADED: an error before any work
+    if is_large(text):
+        jit.prepare_large(module)
+    return jit.load_module(module, level, keep=keep)
 
 _SCALAR_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double,
                   "int32": ctypes.c_int32, "int64": ctypes.c_int64}
@@ -149,29 +169,68 @@ def _dtype_name(dtype) -> str:
 
 
 class HostProgram:
-    """A lowered host module in an ExecutionEngine; launch its kernels."""
+    """A lowered host module in an ExecutionEngine; launch its kernels. At
+    most DIFFGPU_MAX_LOADED programs hold their engine at once
+    (runtime/loaded.py): an unloaded one JIT-compiles its text again, at
+    `level`, when it is next used."""
 
-    def __init__(self, llvm_text: str, _engine, _keep=(), _accesses=(), _race=None):
+    def __init__(self, llvm_text: str, _engine, _keep=(), _accesses=(), _race=None,
+                 level: int = 2):
         self.llvm_text = llvm_text
+        self.level = level  # the LLVM opt level it was JIT-compiled at
+        self.loads = 0  # times its text was JIT-compiled (1, more after unloads)
         self._race = _race  # (sites, shared entries) of a race-checked program, or None
-        self._engine = _engine  # kept alive as long as the program
-        self._keep = _keep
         self._accesses = tuple(_accesses)  # source location of access number N+1
-        self._entries: dict[str, object] = {}
-        self._lock = threading.Lock()
-        self._status = None
-        if f"@{CIFACE_PREFIX}{STATUS_FUNC}(" in llvm_text:
-            addr = _engine.raw_lookup(CIFACE_PREFIX + STATUS_FUNC)
-            if addr:
-                self._status = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        self._lock = threading.RLock()
         self._dirty = False  # a launch was interrupted before its status was read
         self._scratch_slots: dict = {}  # kernel -> slots of its per-launch scratch
         self._scratch: dict = {}  # kernel -> its runtime/scratch.HostScratch
+        self._bind(_engine, _keep)
+
+    def _bind(self, engine, keep) -> None:
+        """Launch through `engine` (`keep`: what must live as long as it)."""
+        self._engine, self._keep = engine, keep
+        self._entries: dict[str, object] = {}
+        self._status = None
+        if f"@{CIFACE_PREFIX}{STATUS_FUNC}(" in self.llvm_text:
+            addr = engine.raw_lookup(CIFACE_PREFIX + STATUS_FUNC)
+            if addr:
+                self._status = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
         self._cancel = None  # ctypes.c_int64 at the module's cancel flag
-        if f"@{CIFACE_PREFIX}{CANCEL_ADDR_FUNC}(" in llvm_text:
+        if f"@{CIFACE_PREFIX}{CANCEL_ADDR_FUNC}(" in self.llvm_text:
             addr = self._call_i64(CANCEL_ADDR_FUNC)
             if addr:
                 self._cancel = ctypes.c_int64.from_address(addr)
+        self.loads += 1
+        loaded.added(self, _max_loaded())
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._engine is not None
+
+    def _load(self) -> None:
+        """JIT-compile the text again if the program was unloaded (the lock held)."""
+        if self._engine is None:
+            module = jit.parse_text(self.llvm_text)
+            done = _jit(module, self.llvm_text, self.level, keep=(module.context,))
+            self._bind(done.engine, (done,))
+
+    def _unload(self) -> None:
+        """Release the engine, the module and its context (runtime/loaded.py);
+        a program launching in another thread keeps them."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._engine is not None:
+                if self._dirty:  # an interrupted launch's status and scratch
+                    self._read_status()
+                    self._reset_scratch()
+                    self._dirty = False
+                self._engine = self._keep = self._status = self._cancel = None
+                self._entries = {}
+                loaded.removed(self)
+        finally:
+            self._lock.release()
 
     def _call_i64(self, name: str) -> int:
         """Call the module's C-interface function `name() -> i64` (0 if absent)."""
@@ -189,24 +248,26 @@ class HostProgram:
         the diffgpu IR; LLVM optimises (`opt_level` 0-3) and JIT-compiles it."""
         module = jit.parse_text(text)
         host_signal.interruption_point()  # a Ctrl-C held back while parsing: no JIT
-        loaded = jit.load_module(module, opt_level_for(text, opt_level), keep=(module.context,))
-        return cls._from_loaded(text, loaded)
+        level = opt_level_for(text, opt_level)
+        done = _jit(module, text, level, keep=(module.context,))
+        return cls._from_loaded(text, done, level)
 
     @classmethod
     def from_module(cls, module, text: str, opt_level: int | None = None) -> "HostProgram":
         """The program of a just-lowered LLVM-dialect `module` (`text`: its
         text, kept for the cache): JIT-compiled without parsing it again."""
-        return cls._from_loaded(text, jit.load_module(module, opt_level_for(text, opt_level)))
+        level = opt_level_for(text, opt_level)
+        return cls._from_loaded(text, _jit(module, text, level), level)
 
     @classmethod
-    def _from_loaded(cls, text: str, loaded) -> "HostProgram":
-        accesses = loaded.string_list(ACCESSES_ATTR) or []
+    def _from_loaded(cls, text: str, done, level: int) -> "HostProgram":
+        accesses = done.string_list(ACCESSES_ATTR) or []
         race = None
-        sites = loaded.string_list(RACE_SITES_ATTR)
+        sites = done.string_list(RACE_SITES_ATTR)
         if sites is not None:
-            race = (sites, loaded.string_list(RACE_SHARED_ATTR) or [])
-        prog = cls(text, loaded.engine, (loaded,), accesses, race)
-        prog._scratch_slots = parse_scratch(loaded.string_list(SCRATCH_ATTR))
+            race = (sites, done.string_list(RACE_SHARED_ATTR) or [])
+        prog = cls(text, done.engine, (done,), accesses, race, level)
+        prog._scratch_slots = parse_scratch(done.string_list(SCRATCH_ATTR))
         return prog
 
     def kernel_names(self) -> list[str]:
@@ -224,11 +285,13 @@ class HostProgram:
             symbol = ENTRY_PREFIX + name
             if f"@{CIFACE_PREFIX}{symbol}(" not in self.llvm_text:
                 symbol = name
-            addr = self._engine.raw_lookup(CIFACE_PREFIX + symbol)
-            if not addr:
-                raise LaunchError(f"host kernel {name!r} could not be found in the JIT")
-            fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
-            self._entries[name] = fn
+            with self._lock:
+                self._load()
+                addr = self._engine.raw_lookup(CIFACE_PREFIX + symbol)
+                if not addr:
+                    raise LaunchError(f"host kernel {name!r} could not be found in the JIT")
+                fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+                self._entries[name] = fn
         return fn
 
     @property
@@ -272,13 +335,15 @@ class HostProgram:
 
     def run_packed(self, kernel_name: str, packed, args, arg_names=None) -> None:
         """Run a launch `pack` built for `args` (which the caller keeps alive)."""
-        fn, packed, _keep, grid, block = packed
+        _, packed, _keep, grid, block = packed
         regions = race = None
         if self._race is not None:
             names = list(arg_names or [])
             names += [f"argument {i}" for i in range(len(names), len(args))]
             regions = racecheck.Regions(args, names)
         with self._lock:
+            fn = self._entry(kernel_name)  # JIT-compiled again if it was unloaded
+            loaded.touch(self)
             if self._dirty:  # an interrupted launch left its status behind
                 self._read_status()
                 self._reset_scratch()

@@ -10,6 +10,7 @@ cached LLVM-dialect text). It never imports the compiler (`lowering`,
     loaded = load_module(module, opt_level=2)    # just compiled: no re-parse
     addr = loaded.engine.raw_lookup("_mlir_ciface_k")
     loaded.string_list("diffgpu.host_accesses")  # a module attribute (abi.py)
+    prepare_large(module)                        # before load_module: LLVM stays linear
 
 Text is parsed in one context per thread, created on first use (a context
 costs ~10 ms).
@@ -98,3 +99,111 @@ def load_module(module, opt_level: int = 2, keep=()) -> Loaded:
     except Exception as exc:  # JIT failure (e.g. unresolved symbol): not the user's bug
         raise CompileError(f"JIT compilation of the host module failed: {exc}") from None
     return Loaded(engine, module, (module.context,) + tuple(keep))
+
+
+# Large modules (runtime/cpu.py LARGE_MODULE_LINES) ------------------------------
+# MLIR's ExecutionEngine generates machine code at LLVM's default level whatever
+# opt level it is given (its target machine is made before the level is
+# applied), so even an O0 module gets the greedy register allocator, machine
+# sinking and scheduling, whose work on a function grows as (values live across
+# blocks) * (blocks): the LLVM part of a 2,000-statement gradient (1.3 M LLVM
+# ops, thousands of bounds-check blocks, forward values live until the reverse
+# sweep) took 28 s. `prepare_large` gives each defined function what O0 code
+# generation would: a value used outside its block lives in a stack slot
+# (stored where it is defined, loaded before each use elsewhere; constants and
+# the entry block's allocas hold no register and stay), and the function is
+# `optnone`: 6 s. The values computed are the same bits.
+#
+#     %v = llvm.fmul %a, %b : f64          %s = llvm.alloca %c1 x f64   // entry
+#     llvm.br ^bb1                  =>     %v = llvm.fmul %a, %b : f64
+#   ^bb1:                                  llvm.store %v, %s
+#     ... %v ...                           llvm.br ^bb1
+#                                        ^bb1:
+#                                          %v1 = llvm.load %s : f64
+#                                          ... %v1 ...
+
+#: function attributes of a function compiled as O0 would (optnone needs noinline)
+O0_ATTRS = ("noinline", "optnone")
+
+
+def prepare_large(module) -> int:
+    """Demote cross-block values to stack slots and mark the functions
+    optnone, in every function defined in `module`; returns the values
+    demoted."""
+    from diffgpu._mlir import ir
+
+    count = 0
+    with module.context, ir.Location.unknown():
+        for op in module.body.operations:
+            op = op.operation
+            if op.name == "llvm.func" and len(op.regions[0].blocks):
+                count += _demote(op)
+                _optnone(op)
+    return count
+
+
+def _optnone(fn) -> None:
+    from diffgpu._mlir import ir
+
+    old = list(ir.ArrayAttr(fn.attributes["passthrough"])) if "passthrough" in fn.attributes \
+        else []
+    names = {str(a).strip('"') for a in old}
+    if "alwaysinline" in names:
+        return
+    fn.attributes["passthrough"] = ir.ArrayAttr.get(
+        old + [ir.StringAttr.get(a) for a in O0_ATTRS if a not in names])
+
+
+def _storable(t) -> bool:
+    """Scalars, vectors, pointers and structs (memref descriptors); other
+    types (arrays, tokens) are left as they are."""
+    from diffgpu._mlir import ir, llvm
+
+    t = t.maybe_downcast()
+    return isinstance(t, (ir.IntegerType, ir.FloatType, ir.VectorType, llvm.PointerType,
+                          llvm.StructType))
+
+
+def _demote(fn) -> int:
+    """Every value of `fn` used in another block than its own: a slot in the
+    entry block, a store where it is defined, a load before each such use."""
+    from diffgpu._mlir import ir, llvm
+
+    blocks = list(fn.regions[0].blocks)
+    if len(blocks) < 2:
+        return 0
+    entry = blocks[0]
+    listed = [(b, [o.operation for o in b.operations]) for b in blocks]  # before any insert
+    slots = ir.InsertionPoint(listed[0][1][0])  # allocas (and entry args' stores) go first
+    one = []
+    count = 0
+
+    def demote(v, block, store_at) -> None:
+        nonlocal count
+        far = [(u.owner.operation, u.operand_number) for u in v.uses
+               if u.owner.operation.block != block]
+        if not far or not _storable(v.type):
+            return
+        if not one:
+            i64 = ir.IntegerType.get_signless(64)
+            one.append(llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, 1), ip=slots).result)
+        slot = llvm.AllocaOp(llvm.PointerType.get(), one[0], v.type, ip=slots).result
+        llvm.StoreOp(v, slot, ip=store_at)
+        for user, i in far:
+            user.operands[i] = llvm.LoadOp(v.type, slot, ip=ir.InsertionPoint(user)).result
+        count += 1
+
+    for b, ops in listed:
+        for a in b.arguments:
+            demote(a, b, slots if b == entry else ir.InsertionPoint.at_block_begin(b))
+        for op in ops:
+            if not _frame_or_constant(op, b == entry):
+                for r in op.results:
+                    demote(r, b, ir.InsertionPoint.after(op))
+    return count
+
+
+def _frame_or_constant(op, in_entry: bool) -> bool:
+    """LLVM constants (no register holds them) and the entry block's allocas
+    (a frame slot's address): nothing to demote."""
+    return op.name.startswith("llvm.mlir.") or (in_entry and op.name == "llvm.alloca")
