@@ -35,14 +35,19 @@ def test_every_stage_of_a_gpu_compile():
     assert compiler.compile(text, "sm_90").text == ptx.text  # the default: the end
 
 
-def test_context_and_gpu_pass_manager_are_reused():
+def test_context_and_gpu_pass_managers_are_reused():
+    """A compile runs the pipeline's elements one by one (Ctrl-C stops it
+    between two: docs/interrupt.md), each with its cached pass manager."""
     text = _gpu(FPOWI)
     first = compiler.compile(text, "sm_90").text
     ctx = compiler.context()
-    pm = compiler.pass_manager(compiler.full_pipeline("sm_90"))
+    elements = compiler.pipeline_elements(compiler.full_pipeline("sm_90"))
+    pms = [compiler.pass_manager(e) for e in elements]
+    steps = compiler.STATS["steps"]
     assert compiler.compile(text, "sm_90").text == first
+    assert compiler.STATS["steps"] - steps == len(elements) > 10
     assert compiler.context() is ctx
-    assert compiler.pass_manager(compiler.full_pipeline("sm_90")) is pm
+    assert all(compiler.pass_manager(e) is pm for e, pm in zip(elements, pms))
 
 
 def test_host_pipeline_runs_twice_in_one_thread():
