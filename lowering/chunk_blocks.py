@@ -4,7 +4,7 @@ that `convert-scf-to-cf` takes time linear in the block.
 `convert-scf-to-cf` lowers an `scf.if` by splitting its block after it: the
 ops that follow move to a new block, one at a time. A block holding N ifs
 (the CPU's bounds check wraps every load and store in one, host_bounds.py)
-moves N * N / 2 ops: 4,000 ifs took 4.5 s, 8,000 four times that. This pass,
+moves N * N / 2 ops: 4,000 ifs took about 5 s, 8,000 four times that. This pass,
 run just before `convert-scf-to-cf`, cuts every block of more than
 2 * CHUNK_OPS ops into chunks of CHUNK_OPS ops, each nested in the one
 before:
@@ -22,10 +22,12 @@ chunks unchanged (an `execute_region` sees its parents' values); only the
 terminator's operands defined in a nested chunk come out, as results. Each op
 moves once. Operand-free `memref.alloca`s stay in the block, moved to its
 start (an alloca in a lowered region would run, and take stack, once per
-pass through it). Only
-blocks of functions and scf ops that are alone in their region are cut (no
-other block can use their values); `convert-scf-to-cf` lowers the execute_regions back into plain
-blocks, so the LLVM code is the same.
+pass through it). Only blocks of functions and scf ops that are alone in
+their region are cut (no other block can use their values).
+`convert-scf-to-cf` lowers the execute_regions back into plain blocks: the
+same ops, joined by unconditional branches. Nothing may run in between: a
+greedy rewrite asks of each execute_region whether it is dead, a walk of all
+the chunks nested in it (quadratic again).
 """
 from __future__ import annotations
 

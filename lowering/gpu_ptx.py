@@ -43,9 +43,11 @@ from diffgpu.lowering.registry import PipelineError, register_pipeline, register
 
 #: upstream steps from `diffgpu-lower-to-gpu`'s output to the NVVM dialect
 GPU_TO_NVVM = (
-    "diffgpu-chunk-blocks",  # convert-scf-to-cf linear in a block (chunk_blocks.py)
-    "gpu.module(math-expand-ops{ops=fpowi},convert-scf-to-cf,convert-gpu-to-nvvm,"
-    "convert-math-to-llvm)",
+    "gpu.module(math-expand-ops{ops=fpowi})",
+    # right before convert-scf-to-cf, which it keeps linear in a block: a greedy
+    # rewrite over the nested chunks would be quadratic (chunk_blocks.py)
+    "diffgpu-chunk-blocks",
+    "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,convert-math-to-llvm)",
     "reconcile-unrealized-casts",
     "diffgpu-vector-red-expand",
     "diffgpu-nvvm-cleanup",

@@ -35,26 +35,36 @@ class FuseSinCos(ModulePass):
 
 
 def fuse_block(block) -> int:
-    """Fuse the sin/cos pairs of `block`; returns how many."""
+    """Fuse the sin/cos pairs of `block`; returns how many. One listing of
+    the block: each sin takes the first cos of its value left (a scan of the
+    block per sin, and a new listing per pair, was quadratic)."""
     from diffgpu._mlir import ir
 
     ops = [o.operation for o in block.operations]
-    sins = [o for o in ops if o.name == "math.sin"]
+    place = {}  # sin or cos -> its position
+    coses = {}  # value -> its cos ops, in order
+    for i, o in enumerate(ops):
+        if o.name in ("math.sin", "math.cos"):
+            place[o] = i
+            if o.name == "math.cos":
+                coses.setdefault(o.operands[0], []).append(o)
     count = 0
-    for s in sins:
+    for s in [o for o in ops if o.name == "math.sin"]:
         x = s.operands[0]
-        cos = next((o for o in ops if o.name == "math.cos" and o.operands[0] == x
-                    and o.block == block), None)
-        if cos is None or "fastmath" in s.attributes and "fastmath" in cos.attributes and \
+        left = coses.get(x)
+        if not left:
+            continue
+        cos = left[0]
+        if "fastmath" in s.attributes and "fastmath" in cos.attributes and \
                 s.attributes["fastmath"] != cos.attributes["fastmath"]:
             continue
-        first = s if ops.index(s) < ops.index(cos) else cos
+        left.pop(0)
+        first = s if place[s] < place[cos] else cos
         new = ir.Operation.create("math.sincos", results=[x.type, x.type], operands=[x],
                                   loc=first.location, ip=ir.InsertionPoint(first))
         s.results[0].replace_all_uses_with(new.results[0])
         cos.results[0].replace_all_uses_with(new.results[1])
         s.erase()
         cos.erase()
-        ops = [o.operation for o in block.operations]
         count += 1
     return count

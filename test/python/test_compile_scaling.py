@@ -227,3 +227,27 @@ def frame_or_constant(op) -> bool:
     """An LLVM constant or a static alloca: its value lives in no register."""
     return op.name.startswith("llvm.mlir.") or (
         op.name == "llvm.alloca" and op.block == op.parent.regions[0].blocks[0])
+
+
+def test_sincos_fusion_reads_each_op_a_bounded_number_of_times(ops_read):
+    """diffgpu-fuse-sincos on a block of 50 and of 500 sin/cos pairs (a
+    reverse sweep's: sin forward, cos in the derivative): it scanned the
+    block for each sin's cos and listed it again after each fusion."""
+    from diffgpu import compiler
+    from diffgpu.lowering.gpu_sincos import fuse_block
+
+    counts = {}
+    for n in (50, 500):
+        body = "".join(f"  %s{i} = math.sin %x{i} : f32\n" for i in range(n)) + "".join(
+            f"  %c{i} = math.cos %x{i} : f32\n  %p{i} = arith.mulf %s{i}, %c{i} : f32\n"
+            for i in range(n))
+        args = ", ".join(f"%x{i}: f32" for i in range(n))
+        with compiler.new_context():
+            module = ir.Module.parse(f"func.func @f({args}) {{\n{body}  return\n}}")
+            block = module.body.operations[0].regions[0].blocks[0]
+            ops_read[0] = 0
+            assert fuse_block(block) == n
+            counts[n] = ops_read[0]
+            names = [op.operation.name for op in block.operations]
+            assert names.count("math.sincos") == n and "math.sin" not in names
+    assert counts[500] < 13 * counts[50], counts
