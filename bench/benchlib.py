@@ -77,7 +77,7 @@ def recorded_programs():
     """Inside, every program lookup of the runtime (`launch.get_program`) is
     recorded: yields the list that gets (kernel, types, diff, facts) of each,
     so that a bench can rebuild exactly the programs a call selected."""
-    import diffgpu.launch as L
+    import diffgpu.driver.launch as L
 
     seen, real = [], L.get_program
 

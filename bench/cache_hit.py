@@ -46,8 +46,8 @@ CHILD = textwrap.dedent("""
     import sys, time
     sys.modules['mlir'] = None
     import importlib.util
-    from diffgpu.launch import STATS, get_program
-    from diffgpu.runtime import cache
+    from diffgpu.driver.launch import STATS, get_program
+    from diffgpu.runtime.store import cache
     from diffgpu.types import ArrayType
     spec = importlib.util.spec_from_file_location('benchk', sys.argv[1])
     m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
@@ -79,7 +79,7 @@ def main() -> None:
             f.write(KERNEL)
         env = dict(os.environ, DIFFGPU_CACHE_DIR=os.path.join(tmp, "cache"))
         prep = ("import importlib.util, sys\n"
-                "from diffgpu.launch import get_program\n"
+                "from diffgpu.driver.launch import get_program\n"
                 "from diffgpu.types import ArrayType\n"
                 "spec = importlib.util.spec_from_file_location('benchk', sys.argv[1])\n"
                 "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"

@@ -5,7 +5,7 @@
 - a small kernel, and a kernel differentiating it, to PTX for sm_90, in-process
   after import and after a first warm-up compile (goal: <= 35 ms);
 - the same to the host JIT (LLVM dialect + ExecutionEngine; goal: <= 100 ms);
-- the compile driver alone (diffgpu.compiler.compile of the frontend's text),
+- the compile driver alone (diffgpu.driver.compiler.compile of the frontend's text),
   which the two rows above include (they add the frontend and the cache).
 Every compile uses a fresh, empty cache directory, so nothing is reused from
 disk or memory; the per-thread MLIR context and pass managers are (that is
@@ -37,9 +37,9 @@ def import_time(reps: int = 5) -> float:
 
 def driver_only(kernel, sig, target, reps=REPS) -> float:
     """compiler.compile of the frontend's text (no frontend, no cache)."""
-    from diffgpu import compiler
-    from diffgpu.aot import parse_signature
-    from diffgpu.launch import build_module
+    from diffgpu.driver import compiler
+    from diffgpu.driver.aot import parse_signature
+    from diffgpu.driver.launch import build_module
 
     text = build_module(kernel, parse_signature(sig), target).text
     times = []

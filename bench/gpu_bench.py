@@ -104,7 +104,7 @@ def _raw_kernel(bundled, args, grid):
     """The CuPy function of a bundled entry, called with pre-packed arguments:
     the kernel's own time, without diffgpu's per-launch Python work."""
     from diffgpu.runtime.gpu import _load_function, pack_args
-    from diffgpu.launch import Program
+    from diffgpu.driver.launch import Program
 
     entry = next(e for e in bundled.entries if e.matches(args))
     prog = Program(entry.payload)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cost of the host target's run-time checks (CPU only): prints tables.
 
-1. Ctrl-C (lowering/host_cancel.py, runtime/host_signal.py): every kernel of
+1. Ctrl-C (lowering/host/cancel.py, runtime/host_signal.py): every kernel of
    the corpus (test/python/kernels_corpus.py) compiled with and without the
    cancel checks (`diffgpu-to-host{cancel=0}`), launched from the main thread
    through `HostProgram.launch` (argument packing, bounds status, the SIGINT
@@ -9,7 +9,7 @@
    `compare`: the machine may be shared with other work).
    Then loop-heavy kernels (runtime-bound `for`, `while`), where the checks in
    the loop headers weigh most, and grids of many blocks (a check per block).
-2. The race detector (lowering/host_racecheck.py): the same corpus and a few
+2. The race detector (lowering/host/racecheck.py): the same corpus and a few
    larger kernels, checked (`{racecheck=1}`) against unchecked.
 
     python bench/host_checks.py [--rounds 15] [--log bench/host_checks.log]
@@ -34,11 +34,11 @@ os.environ.setdefault("DIFFGPU_CACHE_DIR", tempfile.mkdtemp(prefix="diffgpu-benc
 import diffgpu as dg  # noqa: E402
 from diffgpu.errors import RaceError  # noqa: E402
 from diffgpu.runtime.args import infer_signature  # noqa: E402
-from diffgpu.compiler import compile_host  # noqa: E402
+from diffgpu.driver.compiler import compile_host  # noqa: E402
 
 
 def build(kernel, args):
-    from diffgpu.launch import build_module
+    from diffgpu.driver.launch import build_module
     sig = infer_signature(args, kernel.arg_names, kernel.name)
     src = build_module(kernel, sig.types, "host")
     return src, sig.types

@@ -7,7 +7,7 @@ For each framework (skipped if not installed): the forward call and a
 forward + backward call of `y = x * x` (a one-line kernel, so the time is the
 call's overhead), median of `reps` calls after a warm-up, in microseconds.
 JAX runs under `jax.jit`; on the CPU its kernel goes through a
-`pure_callback`, on a CUDA jaxlib through XLA's kernel call (diffgpu/jax_gpu.py).
+`pure_callback`, on a CUDA jaxlib through XLA's kernel call (diffgpu/bridges/jax_gpu.py).
 """
 import argparse
 import os

@@ -160,7 +160,7 @@ def standin() -> None:
     calls = install_standin()
     CLOCK[0] = time.process_time
     import diffgpu as dg  # noqa: F401
-    from diffgpu.launch import STATS
+    from diffgpu.driver.launch import STATS
     from diffgpu.runtime import fastpath
 
     k = define()
@@ -207,7 +207,7 @@ def prepare(path: str, chip: str = "sm_90") -> None:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     sys.path.insert(0, os.path.join(REPO, "scripts"))
     import gpu_check_specialize as SPEC
-    from diffgpu.launch import get_program
+    from diffgpu.driver.launch import get_program
     from diffgpu.runtime.args import infer_signature
 
     k = define()
@@ -223,7 +223,7 @@ def run(path: str) -> None:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     import cupy as cp
 
-    from diffgpu.launch import STATS
+    from diffgpu.driver.launch import STATS
 
     k = define()
     dev = [cp.asarray(np.random.default_rng(i).standard_normal(N).astype(np.float32))

@@ -104,7 +104,7 @@ def prepare(directory: str, chip: str, n: int) -> None:
     (the launch path's target is `chip`, nothing runs). The programs (and the
     read/write facts of dg.vjp) are stored with the keys the runtime looks
     them up by."""
-    from diffgpu import plan
+    from diffgpu.hostdiff import plan
     from diffgpu.interop import compile_only
 
     kernels = PC.kernels()
@@ -149,8 +149,8 @@ def preload(directory: str, here: str) -> int:
     """Put the prepared programs into the kernels' tables (no cache keys, no
     compiler sources involved); a chip other than the prepared one is used
     under its own name (same PTX: it runs if the chip can run it)."""
-    from diffgpu import plan
-    from diffgpu.launch import Program
+    from diffgpu.hostdiff import plan
+    from diffgpu.driver.launch import Program
 
     with open(os.path.join(directory, "programs.pkl"), "rb") as f:
         data = pickle.load(f)
@@ -371,7 +371,7 @@ def run(directory: str, smoke: bool, json_out: str, png_out: str, only=None,
     print_targets(results, floors, cost)
     for note in sorted(notes):
         print(f"note: skipped {note}")
-    from diffgpu.launch import STATS
+    from diffgpu.driver.launch import STATS
     print(f"programs: {dict(STATS)}; mlir imported: "
           f"{sys.modules.get('mlir') is not None}")
     doc = {"device": be.name, "N": n, "copy_GBps": copy_gbps,

@@ -14,7 +14,7 @@ nothing enters the program cache):
 
 - `sumsq` primal and `sumsq` dup/dup gradient: coarsened by 16 (the
   runtime's choice for a grid divisible by 16) or by 4 (`grid_div16` off),
-  each with the cross-block float64 finish (lowering/grid_sum.py) or with
+  each with the cross-block float64 finish (lowering/reduce/grid_sum.py) or with
   the per-block float32 add at the target (`grid_sum.ENABLED` off);
 - `stencil` dup/dup gradient: 32-bit index arithmetic (`index32`, the
   runtime's choice) or 64-bit;
@@ -102,9 +102,9 @@ def prepare(path: str, chip: str = "sm_90", n: int = N) -> None:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     import peer_cases as PC
 
-    import diffgpu.launch as L
+    import diffgpu.driver.launch as L
     from diffgpu.interop import compile_only
-    from diffgpu.lowering import grid_sum
+    from diffgpu.lowering.reduce import grid_sum
 
     kernels = PC.kernels()
     rows = []
@@ -171,7 +171,7 @@ def run(path: str) -> int:
     sys.modules["mlir"] = None  # the GPU machine has no MLIR: prove it
     import cupy as cp
 
-    from diffgpu.launch import Program
+    from diffgpu.driver.launch import Program
 
     with open(os.path.join(path, FILE), "rb") as fh:
         data = pickle.load(fh)

@@ -139,7 +139,7 @@ def _local_use(ptx) -> tuple:
 def prepare(path: str, chip: str = "sm_90") -> None:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     import gpu_check_specialize as SPEC
-    from diffgpu.launch import get_program
+    from diffgpu.driver.launch import get_program
     from diffgpu.runtime.args import infer_signature
 
     kernels = define()
@@ -173,7 +173,7 @@ def run(path: str) -> int:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     import cupy as cp
 
-    from diffgpu.launch import STATS
+    from diffgpu.driver.launch import STATS
 
     kernels = define()
     grid = N // BLOCK

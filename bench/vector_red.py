@@ -7,7 +7,7 @@
 The reverse mode of a row gather `out[i, d] = T[idx[i], d]` (an embedding
 lookup: bench kernels in test/python/kernels_rows.py) adds each cotangent
 row into a row of T's shadow: D adjacent atomic adds per thread, which sm_90
-can do as `red.global.add.v4.f32` (lowering/gpu_vector_red.py). `--prepare`
+can do as `red.global.add.v4.f32` (lowering/reduce/vector_red.py). `--prepare`
 records the program `dg.vjp` selects for each case (M = 2^22 lookups into
 R = 2^16 rows, blocks of 256) and builds it twice from the same launch
 facts, with `DIFFGPU_VECTOR_RED` on and off. `scatter4` is the primal
@@ -85,7 +85,7 @@ def _ptx_counts(ptx: str) -> str:
 def prepare(path: str, chip: str = "sm_90", rows: int = ROWS, lookups: int = LOOKUPS) -> None:
     m = lookups
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
-    import diffgpu.launch as L
+    import diffgpu.driver.launch as L
     from diffgpu.interop import compile_only
 
     out = []
@@ -137,7 +137,7 @@ def _expected(width, rows, m):
 
 def _program_run(row, rows, m, cp):
     """(launch, result array, error vs numpy) of one prepared program."""
-    from diffgpu.launch import Program
+    from diffgpu.driver.launch import Program
 
     prog = Program(row["payload"])
     width, primal = row["width"], row["primal"]

@@ -110,7 +110,7 @@ def standin() -> None:
     install_standin()
     LO.CLOCK[0] = time.process_time
     import diffgpu as dg  # noqa: F401
-    from diffgpu.launch import STATS
+    from diffgpu.driver.launch import STATS
 
     ks = _kernels()
     rows, cpu = [], []
@@ -135,7 +135,7 @@ def standin() -> None:
 def prepare(path: str, chip: str = "sm_90") -> None:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     install_standin()  # the calls run on stand-in device arrays: programs for `chip`
-    from diffgpu.launch import get_program
+    from diffgpu.driver.launch import get_program
     from diffgpu.runtime.args import infer_signature
 
     ks = _kernels()
@@ -159,7 +159,7 @@ def run(path: str) -> None:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     import cupy as cp
 
-    from diffgpu.launch import STATS
+    from diffgpu.driver.launch import STATS
 
     sync = cp.cuda.runtime.deviceSynchronize
     raw = cp.RawKernel(r'''extern "C" __global__ void sq(float* y, const float* x,

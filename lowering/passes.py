@@ -1,6 +1,6 @@
 """diffgpu's passes and pipelines, registered: the one list of them.
 
-The driver (`diffgpu-opt`), the compile driver (python/diffgpu/compiler.py)
+The driver (`diffgpu-opt`), the compile driver (python/diffgpu/driver/compiler.py)
 and the tests all read it; there is no second list. A pass is a small class:
 
     @register_pass
@@ -27,18 +27,18 @@ from typing import Callable, ClassVar
 
 #: modules whose import registers passes/pipelines (decorators below)
 _PASS_MODULES = (
-    "diffgpu.lowering.verify_targets",
-    "diffgpu.lowering.check_barriers",
+    "diffgpu.lowering.checks.verify_targets",
+    "diffgpu.lowering.checks.barriers",
     "diffgpu.lowering.autodiff",
-    "diffgpu.lowering.to_gpu",
-    "diffgpu.lowering.gpu_atomics",
-    "diffgpu.lowering.gpu_vector_red",
-    "diffgpu.lowering.aggregate_atomics",
-    "diffgpu.lowering.stencil_adjoint",
-    "diffgpu.lowering.to_host",
-    "diffgpu.lowering.llvm_flags",
-    "diffgpu.lowering.chunk_blocks",
-    "diffgpu.lowering.lowered_check",
+    "diffgpu.lowering.gpu.to_gpu",
+    "diffgpu.lowering.gpu.atomics",
+    "diffgpu.lowering.reduce.vector_red",
+    "diffgpu.lowering.reduce.aggregate_atomics",
+    "diffgpu.lowering.reduce.stencil_adjoint",
+    "diffgpu.lowering.host.to_host",
+    "diffgpu.lowering.common.llvm_flags",
+    "diffgpu.lowering.common.chunk_blocks",
+    "diffgpu.lowering.checks.lowered_check",
 )
 
 _PASSES: dict[str, type] = {}

@@ -9,7 +9,7 @@
 
 This module re-exports all of them under their historical import path.
 """
-from diffgpu.lowering.diagnostics import (PipelineRunError, format_diagnostics,  # noqa: F401
+from diffgpu.lowering.common.diagnostics import (PipelineRunError, format_diagnostics,  # noqa: F401
                                           format_location, run_passes)
 from diffgpu.lowering.passes import (_PASSES, _PIPELINES, _PROMISES,  # noqa: F401
                                      _UPSTREAM_CHECKS, ModulePass, PassFailure, PipelineInfo,

@@ -11,7 +11,7 @@ Markers, on the line before a block or at the top of the file:
     <!-- doctest: requires torch jax -->   (file top) skip the file without them
 
 Exit status 0 if every file ran (or was skipped for a missing module), 1
-otherwise. test/python/test_docs.py runs each file through `run_file`.
+otherwise. test/python/api/test_docs.py runs each file through `run_file`.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ Two steps, two machines:
     # the cache on CuPy arrays and compare; then the pytest GPU tests, which
     # read the same cache
     python scripts/gpu_check.py --run .gpucache
-    python -m pytest test/python/test_gpu.py
+    python -m pytest test/python/api/test_gpu.py
 
 Cases (gpu_check_cases.py): its kernels (the seed example, elementwise, strided 2-D,
 atomics, shared memory + barriers, host-level reverse and forward mode),
@@ -19,7 +19,7 @@ every case of test/python/kernels_corpus.py in float32 and float64 (expected:
 its numpy reference), the differentiated shared-memory/barrier/atomic kernels
 of test/python/diff_corpus_gpu.py (launch, reverse, forward; small blocks
 and blocks of two warps), dg.gradcheck on CuPy arrays, an AOT bundle, and the
-signatures test/python/test_gpu.py launches. Expected results of the other
+signatures test/python/api/test_gpu.py launches. Expected results of the other
 cases are the CPU's. `--run` prints a table and a summary and exits 1 on any
 mismatch or error. It never imports MLIR (it blocks the import to prove it);
 arguments and results travel through files as gpu_check_io.py writes them.
@@ -50,7 +50,7 @@ import gpu_check_specialize as SPEC  # noqa: E402
 import numpy as np  # noqa: E402
 
 import diffgpu as dg  # noqa: E402
-from diffgpu.runtime import cache  # noqa: E402
+from diffgpu.runtime.store import cache  # noqa: E402
 from gpu_check_cases import (all_cases, atomics_cases, axpy,  # noqa: E402,F401
                              gradient_cases, sq, test_module)
 from gpu_check_io import (compare, decode_args, diff_of, encode_args,  # noqa: E402
@@ -66,7 +66,7 @@ def _copies(args):
 
 
 def _prepare_case(directory, chip, k, name, kernel, grid, block, mode, make, ref) -> dict:
-    from diffgpu.launch import get_program
+    from diffgpu.driver.launch import get_program
     rec = {"name": name, "kernel": kernel.name, "grid": grid, "block": block, "mode": mode}
     try:
         args = make(np.random.default_rng(k))
@@ -139,13 +139,13 @@ def preload_compiler() -> None:
     importing them again (about a second each). No MLIR context is made, so
     every child still compiles from scratch."""
     import diffgpu._mlir  # noqa: F401
-    import diffgpu.compiler  # noqa: F401
+    import diffgpu.driver.compiler  # noqa: F401
     import diffgpu.frontend.lowerer  # noqa: F401
     import diffgpu.frontend.module  # noqa: F401
-    import diffgpu.launch  # noqa: F401
+    import diffgpu.driver.launch  # noqa: F401
     import diffgpu.lowering.autodiff.generate  # noqa: F401
     import diffgpu.lowering.autodiff.reverse  # noqa: F401
-    import diffgpu.lowering.gpu_ptx  # noqa: F401
+    import diffgpu.lowering.gpu.ptx  # noqa: F401
     import diffgpu.runtime.cpu  # noqa: F401
     import diffgpu.runtime.gpu  # noqa: F401
     import mlir.dialects.nvvm  # noqa: F401
@@ -174,9 +174,9 @@ def prepare(directory: str, chip: str) -> int:
     except Exception as exc:
         failed += 1
         print(f"FAILED    gradcheck sq: {type(exc).__name__}: {exc}")
-    try:  # the signatures test/python/test_gpu.py launches
+    try:  # the signatures test/python/api/test_gpu.py launches
         test_module("test_gpu.py", "test_gpu").prepare(chip)
-        print(f"prepared  {'test/python/test_gpu.py':36s} its kernels' signatures")
+        print(f"prepared  {'test/python/api/test_gpu.py':36s} its kernels' signatures")
     except Exception as exc:
         failed += 1
         print(f"FAILED    test_gpu.py signatures: {type(exc).__name__}: {exc}")
@@ -198,8 +198,8 @@ def prepare(directory: str, chip: str) -> int:
 def _preload(kernel, types, chip, diff, key):
     """Use the entry stored at prepare time even if the compiler sources
     changed since (its key then differs from the one computed now)."""
-    from diffgpu.launch import Program
-    from diffgpu.launch import STATS
+    from diffgpu.driver.launch import Program
+    from diffgpu.driver.launch import STATS
     mem_key = (tuple(types), chip, diff)
     payload = cache.load(key)
     if payload is not None and mem_key not in kernel._programs:
@@ -263,7 +263,7 @@ def run(directory: str) -> int:
         rows.append(row)
         bad += row[-1] != "ok"
     _table(rows)
-    from diffgpu.launch import STATS
+    from diffgpu.driver.launch import STATS
     print(f"\nprograms: {STATS['disk_hit']} loaded from the cache, {STATS['preloaded']} by "
           f"stored key, {STATS['compile']} compiled; {STATS['generic_fallback']} specialised "
           "launches fell back to the generic program (not prepared)")
@@ -283,7 +283,7 @@ def _gradcheck_types():
 
 
 def _prepare_gradcheck(chip) -> list:
-    from diffgpu.launch import get_program
+    from diffgpu.driver.launch import get_program
     keys = []
     for diff in _GRADCHECK_PROGRAMS:
         get_program(sq, _gradcheck_types(), chip, diff)

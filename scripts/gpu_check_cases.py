@@ -104,10 +104,14 @@ def builtin_cases():
 
 
 def test_module(filename: str, name: str):
-    """Import test/python/<filename> as module `name` (None if missing)."""
-    path = os.path.join(REPO, "test", "python", filename)
-    if not os.path.exists(path):
+    """Import test/python/<filename> as module `name` (None if missing); test
+    files live in folders that mirror the packages (test/python/<package>/),
+    their helper modules at test/python/ itself, each name once."""
+    found = [os.path.join(d, filename)
+             for d, _, files in os.walk(os.path.join(REPO, "test", "python")) if filename in files]
+    if not found:
         return None
+    path, = found
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
@@ -141,12 +145,12 @@ def diff_corpus_cases():
 
 
 def atomics_cases():
-    """Cases of test/python/test_atomics.py (`gpu_cases()`): atomic adds summed
+    """Cases of test/python/lowering/reduce/test_atomics.py (`gpu_cases()`): atomic adds summed
     per block and per warp (2^26-term float32 sums, partial warps, early
     return, nested guards, integer counts, 3-D blocks, an Active scalar's
-    gradient) and of test/python/test_stencil_adjoint.py (stencil gradients
-    gathered per block), of test/python/test_higher_order.py (second- and
-    third-order derivatives) and of test/python/test_vector_red.py (row
+    gradient) and of test/python/lowering/reduce/test_stencil_adjoint.py (stencil gradients
+    gathered per block), of test/python/lowering/autodiff/test_higher_order.py (second- and
+    third-order derivatives) and of test/python/lowering/reduce/test_vector_red.py (row
     gathers and scatter-adds: sm_90 vector reductions); expected: a numpy
     reference or the CPU. The 2^26 sums' "max |err|" over the sum (about
     7.3e7) is their relative error."""
@@ -160,7 +164,7 @@ def atomics_cases():
 
 
 def gradient_cases():
-    """The gradient corpus of test/python/test_gradients.py (`CASES`: kernel,
+    """The gradient corpus of test/python/lowering/autodiff/test_gradients.py (`CASES`: kernel,
     grid, block, args(), activity kinds), each in reverse mode (random
     adjoints in the shadows, gradients of Active scalars returned) and in
     forward mode (random tangents); expected results: the CPU's."""

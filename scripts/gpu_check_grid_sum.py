@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU check of the cross-block finish of float32 sums (lowering/grid_sum.py,
+"""GPU check of the cross-block finish of float32 sums (lowering/reduce/grid_sum.py,
 docs/atomics.md "Accuracy"): accuracy at 2^26, per-stream scratch, cost.
 
     python scripts/gpu_check_grid_sum.py --prepare scripts/.grid_sum   # here: sm_90, no GPU
@@ -32,7 +32,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 from benchlib import cupy_ms, prepare_run  # noqa: E402
-sys.path.insert(0, os.path.join(REPO, "test", "python"))
+sys.path.insert(0, os.path.join(REPO, "test", "python"))  # the tests' shared kernels
+sys.path.insert(0, os.path.join(REPO, "test", "python", "lowering", "reduce"))
 from test_grid_sum import sumsq, sumsq_at  # noqa: E402  (the kernels the CPU tests check)
 
 N = 1 << 26
@@ -74,7 +75,7 @@ def run(path: str) -> int:
     _use_cache(path)
     import cupy
 
-    from diffgpu import launch
+    from diffgpu.driver import launch
     bad = 0
 
     def check(what, err, limit=1e-5):

@@ -48,7 +48,7 @@ KERNELS = [
     ("add2d_grad", add2d_grad, (4, 4), (16, 16), lambda r: [_f32(r, 50, 60) for _ in range(6)]),
     ("add2d_grad transposed", add2d_grad, (4, 4), (16, 16),
      lambda r: [_f32(r, 60, 50).T for _ in range(6)]),
-    # guards of lower and upper bounds (lowering/coarsen_bounds.py): coarsened too
+    # guards of lower and upper bounds (lowering/coarsen/bounds.py): coarsened too
     ("stencil", stencil, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
     ("lower_then_upper", lower_then_upper, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
     ("nested", nested, 12, 256, lambda r: [_f32(r, N), _f32(r, N)]),
@@ -72,7 +72,7 @@ ALIASED = [
 
 
 #: host-level dg.autodiff cases whose specialised programs are coarsened
-#: (lowering/coarsen.py: Active scalars' slot adds; a reduction's gradient
+#: (lowering/coarsen/coarsen.py: Active scalars' slot adds; a reduction's gradient
 #: by 4); expected results: the CPU's
 REVERSE = [
     ("saxpy Active a reverse", saxpy, 12, 256,
@@ -126,7 +126,7 @@ def run_generic(kernel, grid, block, args) -> None:
 def launch_programs(kernel, grid, block, args, chip: str) -> str | None:
     """Compile (into the cache) the program a launch of `args` selects on
     `chip`; its facts' key, or None when the launch is generic."""
-    from diffgpu.launch import facts_for, get_program
+    from diffgpu.driver.launch import facts_for, get_program
     from diffgpu.runtime.args import check_geometry, infer_signature
 
     sig = infer_signature(args, kernel.arg_names, kernel.name)

@@ -86,7 +86,7 @@ def report() -> str | None:
         print(f"  XLA's CUDA targets with 'triton' ({len(targets)} in all): {mine}")
     except Exception as exc:
         print(f"  custom_call_targets('CUDA'): {type(exc).__name__}: {exc}")
-    from diffgpu import jax_kernel_call as kc
+    from diffgpu.bridges import jax_kernel_call as kc
     try:
         lib = kc.library()
         default = kc.choose(lib)
@@ -98,7 +98,7 @@ def report() -> str | None:
 
 
 def _register(form: str) -> None:
-    from diffgpu import jax_kernel_call as kc
+    from diffgpu.bridges import jax_kernel_call as kc
 
     lib = kc.library()
     if form == "ffi":

@@ -18,7 +18,7 @@ SUBPACKAGES = ("lowering", "dialects", "tools")
 def bootstrap() -> None:
     """Import diffgpu from the repo unless an installed one already works."""
     try:
-        import diffgpu.lowering.targets  # noqa: F401
+        import diffgpu.lowering.common.targets  # noqa: F401
         return
     except ImportError:
         pass

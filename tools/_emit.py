@@ -14,7 +14,7 @@ import io
 import os
 import subprocess
 
-from diffgpu.lowering.ir_util import sym_name, top_ops
+from diffgpu.lowering.common.ir_util import sym_name, top_ops
 
 PTX_HINT = "e.g. -p 'diffgpu-to-ptx{chip=sm_90}'"
 
@@ -50,7 +50,7 @@ def render(module, kind: str, generic: bool = False, debuginfo: bool = False,
 
 def ptx_of(module) -> str:
     """The PTX of every gpu.binary of `module`; one binary: just its PTX."""
-    from diffgpu.lowering.gpu_ptx import extract_objects
+    from diffgpu.lowering.gpu.ptx import extract_objects
 
     binaries = extract_objects(module)
     if not binaries:
@@ -74,7 +74,7 @@ def ptx_of(module) -> str:
 
 def _host_kernels(module) -> list[str]:
     """Names of the top-level kernels whose diffgpu.target is the host."""
-    from diffgpu.lowering import targets
+    from diffgpu.lowering.common import targets
 
     out = []
     for op in top_ops(module, ("func.func", "llvm.func")):
@@ -87,7 +87,7 @@ def _host_kernels(module) -> list[str]:
 
 def llvm_of(module) -> str:
     from diffgpu._mlir import MLIRError, ir, llvm
-    from diffgpu.lowering.gpu_ptx import extract_objects
+    from diffgpu.lowering.gpu.ptx import extract_objects
 
     binaries = extract_objects(module)
     bitcode = [(name, o) for name, objs in binaries.items() for o in objs if o.format == "llvm"]

@@ -73,7 +73,7 @@ def _run(argv: list[str]) -> int:
         return 0
 
     _check_output_path(opts.output)
-    from diffgpu import compiler
+    from diffgpu.driver import compiler
     ctx = compiler.new_context()
     ctx.allow_unregistered_dialects = opts.allow_unregistered
     if opts.disable_threading:
@@ -152,11 +152,12 @@ def _anchor(msg: str) -> str | None:
 
 
 def _build(pipeline: str, ctx):
-    from diffgpu.lowering import registry, targets
+    from diffgpu.lowering import registry
+    from diffgpu.lowering.common import targets
 
     try:
         _check_anchors(registry.parse_pipeline(pipeline), "builtin.module")
-        from diffgpu import compiler  # its own pass manager: the IR printing options
+        from diffgpu.driver import compiler  # its own pass manager: the IR printing options
         return compiler.pass_manager(pipeline, ctx, cached=False)
     except (registry.PipelineError, targets.TargetError) as exc:
         msg = str(exc)

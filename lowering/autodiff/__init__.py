@@ -29,7 +29,7 @@ kinds `cot` / `grad` of `dg.vjp`: functional.py.
 Higher order: a function holding derivatives generated earlier is
 differentiated again after inlining them (inline.py); the tape words of the
 inner derivative carry their derivatives through tapes of adjoints/tangents
-(rules_tape.py), and its local slots get shadows (locals.py). An op that
+(rules/tape.py), and its local slots get shadows (locals.py). An op that
 touches an active value without a rule is an error; the ops that carry no
 derivative are listed, each with its reason (the INACTIVE tables).
 """
@@ -52,8 +52,8 @@ class Autodiff(ModulePass):
     summary: ClassVar[str] = f"generate derivative functions for {N.AUTODIFF}/fwddiff"
 
     def run(self, module):
-        from .functional import finish
-        from .generate import Generator
+        from diffgpu.lowering.autodiff.functional.kinds import finish
+        from diffgpu.lowering.autodiff.generate import Generator
 
         gen = Generator(self, module)
         gen.lower_all()

@@ -10,7 +10,7 @@ Two ways a value stays active through memory the function owns (both matter
 when a generated derivative is differentiated again): a local float buffer
 (`memref.alloca`) becomes `dup` once an active value is stored into it
 (locals.py), and a tagged tape word carries its activity from push to pop
-(`tape_active`, by tag: rules_tape.py).
+(`tape_active`, by tag: rules/tape.py).
 
 What each op makes active is its rule's `activity` (partials.Rule, found
 through rules.py), Enzyme's ActivityOpInterface; this module only runs the
@@ -18,10 +18,10 @@ fixed point.
 """
 from __future__ import annotations
 
-from diffgpu.lowering.ir_util import walk_block
+from diffgpu.lowering.common.ir_util import walk_block
 
-from . import build as B
-from .rules_tape import tag_of
+from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff.rules.tape import tag_of
 
 
 #: all ops of a block, nested ones included, in pre-order (as OpViews)
@@ -68,7 +68,7 @@ class Activity:
 
     # -- the fixed point ------------------------------------------------------
     def _solve(self):
-        from .rules import INACTIVE, TERMINATORS, rule_of  # rules -> elision -> here
+        from diffgpu.lowering.autodiff.rules.registry import INACTIVE, TERMINATORS, rule_of  # rules -> elision -> here
 
         self._rule_of, self._inert = rule_of, (INACTIVE, TERMINATORS)
         changed = True

@@ -7,7 +7,7 @@ point. Every helper builds at the ambient `ir.InsertionPoint` and location.
 from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, math, memref
-from diffgpu.lowering.ir_util import isa
+from diffgpu.lowering.common.ir_util import isa
 
 #: the float types autodiff differentiates, narrowest first
 FLOAT_TYPES = (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)

@@ -35,7 +35,7 @@ by no other thread of the launch:
    unless the launch proved its arrays disjoint (5).
    (Overlapping shadows where one is also written already race through the
    plain consume store, elided or not.)
-5. Launch facts (lowering/specialize.py): when the wrapper kernel carries
+5. Launch facts (lowering/facts/specialize.py): when the wrapper kernel carries
    `diffgpu.launch_facts` with `noalias` and the op's arrays are distinct
    arguments of that kernel, no two shadows overlap, so any number of them
    may accumulate plainly, and rule 3 judges each shadow on its own (a
@@ -59,13 +59,13 @@ from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, memref, scf
 
-from diffgpu.lowering import targets
+from diffgpu.lowering.common import targets
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 from diffgpu.dialects.ops import BlockDimOp, BlockIdOp, ThreadIdOp
 
-from . import build as B
-from .activity import walk_ops
+from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff.activity import walk_ops
 
 #: op -> (position of the memref, position of the first index)
 _ACCESS = {"memref.load": (0, 1), "memref.store": (1, 2),
@@ -223,7 +223,7 @@ class Launch:
 
 
 def _launch_facts(op, fn) -> Launch:
-    from diffgpu.lowering.specialize import read_facts
+    from diffgpu.lowering.facts.specialize import read_facts
 
     facts = read_facts(fn)
     if facts is None:

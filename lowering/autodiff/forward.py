@@ -20,16 +20,16 @@ from __future__ import annotations
 
 from diffgpu._mlir import func, ir
 
-from . import build as B
-from . import locals as L
-from . import rules_tape
-from . import shared as SH
-from . import spec as S
-from . import tape as T
-from .activity import Activity
-from .partials import Args, scale
-from .reverse import nested_needs
-from .rules import ELEMENTWISE, INACTIVE, TERMINATORS, rule_of
+from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff import locals as L
+from diffgpu.lowering.autodiff.rules import tape as rules_tape
+from diffgpu.lowering.autodiff import shared as SH
+from diffgpu.lowering.autodiff import spec as S
+from diffgpu.lowering.autodiff import tape as T
+from diffgpu.lowering.autodiff.activity import Activity
+from diffgpu.lowering.autodiff.rules.partials import Args, scale
+from diffgpu.lowering.autodiff.reverse import nested_needs
+from diffgpu.lowering.autodiff.rules.registry import ELEMENTWISE, INACTIVE, TERMINATORS, rule_of
 
 SKIP = TERMINATORS
 

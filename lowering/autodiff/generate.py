@@ -9,17 +9,17 @@ import itertools
 from diffgpu._mlir import func, ir
 from diffgpu.dialects.ops import AutodiffOp, DiffOp, SharedAllocOp
 
-from diffgpu.lowering import targets
+from diffgpu.lowering.common import targets
 
-from . import elision as E
-from . import locals as L
-from . import shared as SH
-from . import spec as S
-from . import tape as T
-from .activity import Activity, walk_ops
-from .inline import inline_generated
-from .reverse import ReverseSweep
-from .unroll import unroll_constant_loops
+from diffgpu.lowering.autodiff import elision as E
+from diffgpu.lowering.autodiff import locals as L
+from diffgpu.lowering.autodiff import shared as SH
+from diffgpu.lowering.autodiff import spec as S
+from diffgpu.lowering.autodiff import tape as T
+from diffgpu.lowering.autodiff.activity import Activity, walk_ops
+from diffgpu.lowering.autodiff.inline import inline_generated
+from diffgpu.lowering.autodiff.reverse import ReverseSweep
+from diffgpu.lowering.autodiff.unroll import unroll_constant_loops
 
 
 class Generator:
@@ -89,7 +89,7 @@ class Generator:
         if mode == "rev":
             made = self.reverse(spec, op, E.whole_launch(op, self.funcs))
         else:
-            from .forward import make_forward
+            from diffgpu.lowering.autodiff.forward import make_forward
             made = make_forward(self, spec, op)
         if made is None:
             return

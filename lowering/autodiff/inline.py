@@ -5,7 +5,7 @@ derivative functions this pass generated earlier (`@__dg_rev_*`, `@__dg_fwd_*`,
 the `@__dg_aug_*` / `@__dg_revt_*` pairs of calls). Their bodies are copied
 into the clone first, so that every tape word's push and pop, and every slot
 they use, sit in the one function the outer derivative is built from
-(rules_tape.py, locals.py). Allocations without operands are hoisted to the
+(rules/tape.py, locals.py). Allocations without operands are hoisted to the
 clone's entry block: an `alloca` inside a loop would grow the stack at every
 iteration. Generated functions are never recursive (generate.py rejects it).
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from diffgpu._mlir import ir
 
-from diffgpu.lowering.ir_util import callee as callee_of
+from diffgpu.lowering.common.ir_util import callee as callee_of
 
-from .activity import walk_ops
+from diffgpu.lowering.autodiff.activity import walk_ops
 
 PREFIX = "__dg_"
 HOIST = ("memref.alloca",)

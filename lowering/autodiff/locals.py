@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from diffgpu._mlir import ir, memref, scf
 
-from . import build as B
-from .tape import at_begin
+from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff.tape import at_begin
 
 ALLOCS = ("memref.alloca", "memref.alloc")
 

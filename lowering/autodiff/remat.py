@@ -55,7 +55,7 @@ induction variable, an entry argument, a value already recomputed, or
 emitted must cost at most BUDGET in total, at most DEPTH levels deep.
 Everything else keeps the tape: loop-carried values, other transcendental
 results, loads of written arrays, tape words of generated derivatives (their
-tags pair a push with its pop: rules_tape.py).
+tags pair a push with its pop: rules/tape.py).
 
 The recomputed ops are ordinary ops of the reverse function: differentiated
 again (higher order), a recomputed load is a load like any other, and its
@@ -71,9 +71,9 @@ from diffgpu import switches
 from diffgpu._mlir import ir
 from diffgpu.dialects import names as N
 
-from . import build as B
-from .activity import walk_ops
-from .rules_tape import tag_of
+from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff.activity import walk_ops
+from diffgpu.lowering.autodiff.rules.tape import tag_of
 
 ENV = switches.REMAT
 #: ops without operands rebuilt wherever they are needed, even with
@@ -266,7 +266,7 @@ def while_counters(op) -> list:
     arguments c and that the `after` block yields back as `arg_c + step`
     (a constant). At the t-th execution of `before` (and of `after`, from 0)
     such a counter holds init + t * step: the reverse rebuilds it from its
-    own step count instead of taping it (rules_scf.py).
+    own step count instead of taping it (rules/scf.py).
 
         %r:2 = scf.while (%s = %x, %k = %c0) {
           scf.condition(%k < %n) %s, %k } do { ^bb0(%s2, %k2):

@@ -13,15 +13,15 @@ recomputed: see remat.py).
 from __future__ import annotations
 
 from diffgpu._mlir import arith, func, ir, memref
-from diffgpu.lowering import targets
+from diffgpu.lowering.common import targets
 
-from . import build as B
-from . import rules_tape
-from .remat import Remat, enabled as remat_enabled, read_only_arrays
-from .activity import nested_uses, walk_ops
-from .rules_func import CallInfo
-from .partials import Args, scale
-from .rules import ELEMENTWISE, INACTIVE, REMAT, STRUCTURED, rule_of  # noqa: F401
+from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff.rules import tape as rules_tape
+from diffgpu.lowering.autodiff.remat import Remat, enabled as remat_enabled, read_only_arrays
+from diffgpu.lowering.autodiff.activity import nested_uses, walk_ops
+from diffgpu.lowering.autodiff.rules.func import CallInfo
+from diffgpu.lowering.autodiff.rules.partials import Args, scale
+from diffgpu.lowering.autodiff.rules.registry import (ELEMENTWISE, INACTIVE, REMAT, STRUCTURED, rule_of)  # noqa: F401
 
 
 class Frame:
@@ -96,7 +96,7 @@ class ReverseSweep:
     # -- before the sweep -----------------------------------------------------
     def augment_calls(self, target, entry):
         """Replace the active calls of the forward sweep by augmented calls
-        (rules_func.py); the reverse rule of each finds its CallInfo."""
+        (rules/func.py); the reverse rule of each finds its CallInfo."""
         for op in list(self.act.ops):
             if op.operation.name != "func.call":
                 continue

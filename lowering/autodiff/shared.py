@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, memref, scf
 
-from diffgpu.lowering import targets
+from diffgpu.lowering.common import targets
 from diffgpu.dialects import ops as dg_ops
 from diffgpu.dialects.ops import DiffOp, SharedAllocOp
 
-from . import build as B
-from .activity import walk_ops
-from .tape import at_begin
+from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff.activity import walk_ops
+from diffgpu.lowering.autodiff.tape import at_begin
 
 
 def shared_allocs(pas, fn):

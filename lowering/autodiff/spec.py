@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from diffgpu._mlir import ir
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering import targets
+from diffgpu.lowering.common import targets
 
-from . import build as B
+from diffgpu.lowering.autodiff import build as B
 
 KINDS = ("const", "dup", "dupnoneed", "active", "cot", "grad")
 #: functional kinds (reverse mode only): shadowed, differentiated as "dup"

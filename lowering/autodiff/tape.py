@@ -25,7 +25,7 @@ simple float ops of those) are not pushed at all (remat.py).
 A float word is tagged at both ends with the same number: the op encoding it
 carries `diffgpu.tape_push = N`, the op decoding it `diffgpu.tape_pop = N`.
 When the function is differentiated again (higher order), the tags tell the
-outer pass that the popped value IS the pushed one (rules_tape.py): its
+outer pass that the popped value IS the pushed one (rules/tape.py): its
 derivative flows back through a tape of adjoints (or forward through a tape
 of tangents), where the integer words alone would lose it.
 
@@ -35,9 +35,9 @@ of tangents), where the integer words alone would lose it.
 from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, memref, scf
-from diffgpu.lowering.ir_util import isa
+from diffgpu.lowering.common.ir_util import isa
 
-from . import build as B
+from diffgpu.lowering.autodiff import build as B
 
 INITIAL_WORDS = 128
 TAPE_PUSH = "diffgpu.tape_push"

@@ -27,7 +27,7 @@ keeps its loop (only the derivative's clone is unrolled).
 from __future__ import annotations
 
 from diffgpu._mlir import arith, ir
-from diffgpu.lowering.ir_util import walk
+from diffgpu.lowering.common.ir_util import walk
 
 MAX_TRIPS = 32
 MAX_OPS = 1024

@@ -18,7 +18,7 @@ from types import ModuleType as _ModuleType
 from diffgpu._version import __version__  # noqa: F401
 from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed  # noqa: F401
 from diffgpu.api import Func, Kernel, func, kernel  # noqa: F401
-from diffgpu.diff import autodiff, fwddiff  # noqa: F401
+from diffgpu.hostdiff.diff import autodiff, fwddiff  # noqa: F401
 from diffgpu.errors import (CompileError, DiffgpuError, DivergentBarrierError,  # noqa: F401
                             LaunchError, RaceError)
 
@@ -35,13 +35,13 @@ _API = [
 _LAZY = {
     "vjp": ("diffgpu.functional", "vjp"),
     "jvp": ("diffgpu.functional", "jvp"),
-    "gradcheck": ("diffgpu.gradcheck", "gradcheck"),
-    "GradcheckError": ("diffgpu.gradcheck", "GradcheckError"),
-    "compile": ("diffgpu.aot", "compile"),
-    "CompiledKernel": ("diffgpu.aot", "CompiledKernel"),
-    "save_bundle": ("diffgpu.runtime.bundle", "save_bundle"),
-    "load_bundle": ("diffgpu.runtime.bundle", "load_bundle"),
-    "BundleError": ("diffgpu.runtime.bundle", "BundleError"),
+    "gradcheck": ("diffgpu.hostdiff.gradcheck", "gradcheck"),
+    "GradcheckError": ("diffgpu.hostdiff.gradcheck", "GradcheckError"),
+    "compile": ("diffgpu.driver.aot", "compile"),
+    "CompiledKernel": ("diffgpu.driver.aot", "CompiledKernel"),
+    "save_bundle": ("diffgpu.runtime.store.bundle", "save_bundle"),
+    "load_bundle": ("diffgpu.runtime.store.bundle", "load_bundle"),
+    "BundleError": ("diffgpu.runtime.store.bundle", "BundleError"),
     "synchronize": ("diffgpu.runtime.gpu", "synchronize"),
     "racecheck": ("diffgpu.runtime.racecheck", "racecheck"),
     "OutOfBoundsError": ("diffgpu.runtime.cpu", "OutOfBoundsError"),
@@ -76,7 +76,7 @@ def _bind_lazy(module) -> None:
 
 class _Package(_ModuleType):
     """diffgpu's module type. Importing a submodule binds it on its package
-    (`import diffgpu.gradcheck` sets `diffgpu.gradcheck` to the module); where
+    (`import diffgpu.hostdiff.gradcheck` sets `diffgpu.hostdiff.gradcheck` to the module); where
     that submodule's name is also a lazy name (`dg.gradcheck`, the function),
     the package keeps the lazy names instead, whoever imported it and when."""
 

@@ -9,7 +9,7 @@
 `clear` removes every entry; `prune` removes the least recently used ones
 until the cache fits in 80% of its cap (`--to-mb N`: until it fits in N MiB,
 a finite N >= 0). A directory that fails the ownership checks (see
-runtime/cache_dir.py) is reported and left alone (exit status 1); a bad
+runtime/store/cache_dir.py) is reported and left alone (exit status 1); a bad
 argument, or a lock or trash that is refused (cache_prune.py), is a one-line
 error (exit status 2, as argparse's). Imports no MLIR.
 """
@@ -40,8 +40,8 @@ def _size_mb(text: str) -> float:
 
 
 def cache_main(argv) -> int:
-    from diffgpu.runtime import cache_prune
-    from diffgpu.runtime.cache_dir import FORMAT_DIR, cache_dir, check_root
+    from diffgpu.runtime.store import cache_prune
+    from diffgpu.runtime.store.cache_dir import FORMAT_DIR, cache_dir, check_root
 
     ap = argparse.ArgumentParser(prog=PROG,
                                  description="Show, clear or prune diffgpu's disk cache.")

@@ -8,26 +8,26 @@ Host programs (`diffgpu-to-host`, run by runtime/cpu.py through the
 ExecutionEngine):
 
 - the entry of kernel `k` is `@k`, or `@__dg_entry_k` when `k` is a C
-  library name such as `exp` (ENTRY_PREFIX; lowering/to_host.py), called
+  library name such as `exp` (ENTRY_PREFIX; lowering/host/to_host.py), called
   through its C interface `@_mlir_ciface_<entry>` (CIFACE_PREFIX) with one
   packed `void*[]`: the kernel's arguments, then grid x, y, z and block
   x, y, z (index);
 - an array argument is a ranked memref descriptor: `allocated, aligned,
   offset, sizes[r], strides[r]` (i64 words, strides in elements), passed by
   pointer; a scalar by a pointer to its value;
-- `@__dg_host_status()` (STATUS_FUNC; lowering/host_bounds.py) returns and
+- `@__dg_host_status()` (STATUS_FUNC; lowering/host/bounds.py) returns and
   clears the number of the first out-of-bounds access, whose source location
   is entry N-1 of the module attribute `diffgpu.host_accesses` (ACCESSES_ATTR);
-- `@__dg_host_cancel_addr()` (CANCEL_ADDR_FUNC; lowering/host_cancel.py)
+- `@__dg_host_cancel_addr()` (CANCEL_ADDR_FUNC; lowering/host/cancel.py)
   returns the address of the module's i64 cancel flag;
-- the race-checked variant (lowering/host_racecheck.py) has `@__dg_race_begin`
+- the race-checked variant (lowering/host/racecheck.py) has `@__dg_race_begin`
   / `@__dg_race_end` and the site tables `diffgpu.race_sites` /
   `diffgpu.race_shared`.
 
-GPU programs (PTX, lowering/to_gpu.py): a memref argument of rank r is
+GPU programs (PTX, lowering/gpu/to_gpu.py): a memref argument of rank r is
 `2 + 1 + 2r` `.u64` parameters (`memref_words`), a scalar one parameter.
 
-Per-launch scratch (lowering/grid_sum.py): a kernel whose aggregated float
+Per-launch scratch (lowering/reduce/grid_sum.py): a kernel whose aggregated float
 sums finish across blocks takes two trailing arguments the user never
 passes, `acc: memref<?xf64>` and `count: memref<?xi64>`, per such sum (a
 "slot") 65 elements each, one 128-byte line apart (`scratch_sizes`: 64
@@ -37,7 +37,7 @@ end with `("scratch", slots)` (SCRATCH_KIND). The runtime passes zeroed
 scratch, one buffer per (program, device, stream) on the GPU (the launch's
 blocks leave it zero again), one per program and kernel on the host.
 
-Chips: KNOWN_CHIPS and `check_chip` (lowering/targets.py re-exports them).
+Chips: KNOWN_CHIPS and `check_chip` (lowering/common/targets.py re-exports them).
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ RACE_SITES_ATTR = "diffgpu.race_sites"
 RACE_SHARED_ATTR = "diffgpu.race_shared"
 #: race detector layout: regions it tracks, words of its report (the first
 #: race, then the first divergent barrier), shadow words per element (seven
-#: records of four words: lowering/host_race_runtime.py)
+#: records of four words: lowering/host/race_runtime.py)
 RACE_MAX_REGIONS = 64
 RACE_REGION_WORDS = 8
 RACE_REPORT_WORDS = 24
@@ -68,7 +68,7 @@ RACE_SHADOW_WORDS = 28
 HELPER_PREFIXES = ("__dg_host_", "__dg_race_")
 
 
-#: per-launch scratch of cross-block sums (lowering/grid_sum.py)
+#: per-launch scratch of cross-block sums (lowering/reduce/grid_sum.py)
 SCRATCH_ATTR = "diffgpu.grid_scratch"
 SCRATCH_KIND = "scratch"
 
@@ -108,7 +108,7 @@ SCRATCH_WORDS = 2 * (3 + 2 * 1)
 SCRATCH_LINE = 128
 #: words (8 bytes) per line: the stride between two scratch elements
 SCRATCH_STRIDE = SCRATCH_LINE // 8
-#: arrival groups of a grid sum (lowering/grid_sum.py): block b adds to the
+#: arrival groups of a grid sum (lowering/reduce/grid_sum.py): block b adds to the
 #: accumulator and counter of group b % SCRATCH_GROUPS
 SCRATCH_GROUPS = 64
 

@@ -9,7 +9,7 @@
     scale[blocks, 256](A, 2.0)     # numpy -> CPU, CuPy -> GPU
 
 Types come from the launch arguments; each signature compiles once (memory
-and disk cache, see runtime/cache.py). Importing this never imports MLIR.
+and disk cache, see runtime/store/cache.py). Importing this never imports MLIR.
 """
 from __future__ import annotations
 
@@ -104,9 +104,9 @@ class Kernel(Definition):
     @user_facing
     def ir(self, *args, stage: str = "dialect", target: str | None = None,
            grid=None, block=None) -> str:
-        """The IR text of this kernel for `args` at `stage` (see diffgpu.stages);
+        """The IR text of this kernel for `args` at `stage` (see diffgpu.driver.stages);
         `grid`/`block`: the launch geometry, when its facts should count."""
-        from diffgpu.stages import kernel_ir
+        from diffgpu.driver.stages import kernel_ir
         return kernel_ir(self, args, stage=stage, target=target, grid=grid, block=block)
 
 
@@ -137,13 +137,13 @@ class Launcher:
         (_LAUNCH or _launch_function())(self.kernel, args, self.grid, self.block)
 
 
-#: diffgpu.launch.launch once imported (an import statement per launch costs 0.5 us)
+#: diffgpu.driver.launch.launch once imported (an import statement per launch costs 0.5 us)
 _LAUNCH = None
 
 
 def _launch_function():
     global _LAUNCH
-    from diffgpu.launch import launch
+    from diffgpu.driver.launch import launch
     _LAUNCH = launch
     return launch
 

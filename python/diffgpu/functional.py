@@ -6,7 +6,7 @@
     tans["y"]                   # a new array: 2 * x * xdot
 
 Parameters are named as in the kernel. A read/write analysis of the kernel
-(lowering/access.py, cached with the compiled kernels) sorts its float
+(lowering/facts/access.py, cached with the compiled kernels) sorts its float
 array parameters into
 
 | role     | the kernel...            | vjp                          | jvp                        |
@@ -91,8 +91,8 @@ def jvp(launcher, *args, tangents=None, outputs=False, wrt=None):
 def _call(fn: str, launcher, args, seeds: dict, outputs: bool, wrt) -> dict:
     """Replay the plan kept for this call's key (replay.py), or plan it:
     checks, roles, buffers, program (plan.py), kept for the next call."""
-    from diffgpu import replay
-    from diffgpu.launch import STATS
+    from diffgpu.hostdiff import replay
+    from diffgpu.driver.launch import STATS
 
     kernel = launcher.kernel
     args, consts = _plain(args, kernel, fn)
@@ -104,7 +104,7 @@ def _call(fn: str, launcher, args, seeds: dict, outputs: bool, wrt) -> dict:
         if out is not None:
             STATS["vjp_reuse"] += 1
             return out
-    from diffgpu.plan import Call
+    from diffgpu.hostdiff.plan import Call
 
     call = Call(launcher, args, fn, consts, wrt)
     recipe = call.vjp(seeds, outputs) if fn == "vjp" else call.jvp(seeds, outputs)
@@ -164,7 +164,7 @@ def access(launcher, *args) -> dict:
     """{parameter name: "input" | "output" | "inout" | "scalar" | "const"}:
     the roles the analysis gives the kernel's parameters for these args
     (an argument passed as dg.Const(x) is "const")."""
-    from diffgpu.plan import Call
+    from diffgpu.hostdiff.plan import Call
 
     launcher = _launcher(launcher, "access")
     args, consts = _plain(args, launcher.kernel, "access")

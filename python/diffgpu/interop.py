@@ -130,7 +130,7 @@ def compile_only(chip: str):
     programs for `chip` into the cache and run nothing: the way to prepare,
     without a GPU, exactly the programs a GPU run of the same calls (same
     shapes, dtypes and geometry) will look up, `dg.vjp`'s included."""
-    import diffgpu.launch as launch_module
+    import diffgpu.driver.launch as launch_module
 
     patches = [(launch_module, "target_for", lambda sig: chip),
                (launch_module, "run_program", lambda *args, **kwargs: None)]
@@ -139,7 +139,7 @@ def compile_only(chip: str):
         from diffgpu.runtime import fastpath
         patches += [(fastpath, "lookup", lambda *args, **kwargs: None),
                     (fastpath, "remember", lambda *args, **kwargs: None)]
-        from diffgpu import replay  # and so does dg.vjp per call key
+        from diffgpu.hostdiff import replay  # and so does dg.vjp per call key
         patches += [(replay, "lookup", lambda *args, **kwargs: None),
                     (replay, "keep", lambda *args, **kwargs: None)]
     except ImportError:
@@ -169,7 +169,7 @@ def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:
         arguments[n] = np.zeros(shape, dtype_name(dtype))
     wrt = [n for n in spec.arrays if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
     cotangents = {n: np.zeros_like(arguments[n]) for n in spec.outputs}
-    import diffgpu.launch as launch_module
+    import diffgpu.driver.launch as launch_module
 
     def calls():
         spec.launcher(arguments)(*spec.ordered(arguments))

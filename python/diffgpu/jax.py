@@ -79,7 +79,7 @@ class KernelFunction:
         forward and backward programs that calls on inputs of these shapes
         and dtypes launch on a GPU (arrays or scalars; values do not
         matter); they go to the disk cache."""
-        from diffgpu.jax_gpu import prepare
+        from diffgpu.bridges.jax_gpu import prepare
 
         args = self.spec.bind(inputs)
         prepare(self.spec, chip, {n: self.spec.scalars[n](v) if n in self.spec.scalars
@@ -103,7 +103,7 @@ class KernelFunction:
     def _primal(self, scalars, *arrays):
         structs = self._out_structs(arrays)
         if _on_gpu():
-            from diffgpu.jax_gpu import forward_call
+            from diffgpu.bridges.jax_gpu import forward_call
             return tuple(forward_call(self.spec, dict(scalars), arrays, structs))
         out = jax.pure_callback(lambda *xs: self._host_forward(scalars, xs, structs),
                                 tuple(structs), *arrays, vmap_method="sequential")
@@ -120,7 +120,7 @@ class KernelFunction:
         cots = {n: c for n, c, st in zip(self.spec.outputs, cotangents, out_structs)
                 if dtype_name(st.dtype) in FLOAT_DTYPES}  # integer outputs: float0
         if _on_gpu():
-            from diffgpu.jax_gpu import vjp_call
+            from diffgpu.bridges.jax_gpu import vjp_call
             grads = vjp_call(self.spec, dict(scalars), arrays, cots, wrt, out_structs)
         else:
             grads = jax.pure_callback(

@@ -1,13 +1,13 @@
 """Environment switches that change the generated code.
 
 Each is on unless set to 0, false, no or off, and each is part of the
-compile cache's key (runtime/cache_key.py), so a program compiled with a
+compile cache's key (runtime/store/cache_key.py), so a program compiled with a
 switch off is never served when it is on:
 
 - `DIFFGPU_REMAT`: the reverse sweep recomputes cheap values instead of
   taping them (lowering/autodiff/remat.py);
 - `DIFFGPU_VECTOR_RED`: sm_90 vector reductions for adjacent atomic adds
-  (lowering/gpu_vector_red.py).
+  (lowering/reduce/vector_red.py).
 
 They exist to measure and compare both forms of the code; this module
 imports nothing, so the runtime may read them without the compiler.

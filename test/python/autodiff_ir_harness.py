@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffgpu.compiler import compile_host
+from diffgpu.driver.compiler import compile_host
 from diffgpu.types import ArrayType, ScalarType
 
 HOST = '#llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">'

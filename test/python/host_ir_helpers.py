@@ -6,8 +6,8 @@ import functools
 
 import numpy as np
 
-from diffgpu.lowering.targets import HOST_TARGET
-from diffgpu.compiler import compile_host as _compile_host
+from diffgpu.lowering.common.targets import HOST_TARGET
+from diffgpu.driver.compiler import compile_host as _compile_host
 from diffgpu.types import ArrayType
 
 

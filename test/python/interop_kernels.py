@@ -102,7 +102,7 @@ def prepare(chip: str) -> None:
     from diffgpu.interop import prepare as prepare_op
 
     try:  # dg.jax on a CUDA jaxlib launches its own programs (jax_gpu.py)
-        from diffgpu.jax_gpu import prepare as prepare_jax
+        from diffgpu.bridges.jax_gpu import prepare as prepare_jax
     except ImportError:
         prepare_jax = None
     for name, inputs in gpu_inputs():

@@ -1,5 +1,5 @@
 """Kernels whose guards are bounds on the global id, or are not
-(lowering/coarsen_bounds.py), defined once: imported by
+(lowering/coarsen/bounds.py), defined once: imported by
 test_coarsen_bounds.py and scripts/gpu_check_specialize.py."""
 from __future__ import annotations
 

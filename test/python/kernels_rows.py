@@ -4,7 +4,7 @@ bench/vector_red.py import them.
 The reverse mode of a row gather `out[i, d] = T[idx[i], d]` adds each row of
 the output's cotangent into the gathered row of T's shadow: D adjacent
 atomic adds per thread, which sm_90 does as vector reductions
-(lowering/gpu_vector_red.py). `scatter_rows4` is the same in a primal.
+(lowering/reduce/vector_red.py). `scatter_rows4` is the same in a primal.
 """
 import diffgpu as dg
 

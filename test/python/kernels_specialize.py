@@ -66,7 +66,7 @@ def add2d_grad(c, dc, a, da, b, db):
 @dg.kernel
 def two_guards(o, x, w):
     """Two guards, one per array: one `scf.if` when the launch fact
-    `extents` proves len(w) == len(x) (lowering/specialize_shapes.py)."""
+    `extents` proves len(w) == len(x) (lowering/facts/specialize_shapes.py)."""
     i = dg.global_id(0)
     if i < len(x):
         o[i] = 2.0 * x[i]

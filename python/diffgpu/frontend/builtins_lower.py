@@ -18,7 +18,7 @@ from diffgpu.frontend.emitter import I64, INDEX
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import ArrayT, Scalar, promote
 from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
-from diffgpu.lowering.gpu_shared import SHARED_LIMIT  # bytes of static shared memory per block
+from diffgpu.lowering.checks.shared_memory import SHARED_LIMIT  # bytes of static shared memory per block
 
 MATH_OPS = {
     "exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2",

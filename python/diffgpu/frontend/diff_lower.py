@@ -30,7 +30,7 @@ CLASS_OF = {"const": "Const", "dup": "Duplicated", "dupnoneed": "DuplicatedNoNee
 
 
 #: reverse-mode kinds of the host's functional API (dg.vjp): shadowed arrays
-#: (lowering/autodiff/functional.py), never written by users
+#: (lowering/autodiff/functional/kinds.py), never written by users
 FUNCTIONAL = ("cot", "grad")
 
 

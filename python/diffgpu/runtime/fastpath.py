@@ -279,7 +279,7 @@ def lookup(kernel, args, grid, block):
 
 
 def _ready(kernel, entry, gpu_id, arrays, grid, block, race: bool) -> Ready:
-    from diffgpu.launch import get_program, target_for
+    from diffgpu.driver.launch import get_program, target_for
 
     sig = entry.sig
     if gpu_id is not None and gpu_id != sig.gpu_id:

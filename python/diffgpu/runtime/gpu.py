@@ -109,7 +109,7 @@ def _load_function(ptx: str, entry: str, device_id: int):
 def pack_args(args, arg_types, lean=None) -> list:
     """The kernel's flat argument list (numpy scalars CuPy passes by value);
     `lean[i]`: array i uses the lean ABI of a specialised kernel (pointer
-    and sizes only, lowering/gpu_nvvm.py)."""
+    and sizes only, lowering/gpu/nvvm.py)."""
     from diffgpu.runtime.args import cuda_interface
 
     out = []

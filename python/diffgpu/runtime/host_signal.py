@@ -10,7 +10,7 @@ the main thread, the process's SIGINT handler is a tiny function of ours
     if (prev > SIG_IGN) prev(sig);          // then Python's own handler
 
 `slot` holds the address of the cancel flag of the program the main thread
-is running (lowering/host_cancel.py: generated loops and the block loops
+is running (lowering/host/cancel.py: generated loops and the block loops
 test it), 0 between launches. Python's handler records the signal as usual,
 so KeyboardInterrupt (or the user's handler) runs as soon as the cancelled
 launch returns (its loops end at their next check, its block loops at

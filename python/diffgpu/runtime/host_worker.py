@@ -8,7 +8,7 @@ releases the GIL during the call) while the main thread waits on a lock,
 which a signal interrupts. On any exception there (KeyboardInterrupt, or
 whatever a signal handler raises) the main thread sets the program's cancel
 flag, waits for the worker to return (the generated loops and the block loop
-check the flag, see lowering/host_cancel.py), clears the flag and re-raises.
+check the flag, see lowering/host/cancel.py), clears the flag and re-raises.
 The arrays then hold what the threads wrote before the interruption; the
 next launch runs normally. The hand-over costs two thread switches per
 launch, which is why it is only the fallback.

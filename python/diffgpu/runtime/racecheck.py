@@ -6,7 +6,7 @@
 
 A checked launch runs a separately compiled variant of the kernel (its
 own cache entry; the unchecked code is unchanged) whose every array access
-calls a hook (lowering/host_racecheck.py). Before the launch, each array
+calls a hook (lowering/host/racecheck.py). Before the launch, each array
 argument gets a zeroed *shadow* of 16 words (128 bytes) per element, and the
 table of regions (address range, element size, shadow, argument number) is
 handed to the module; afterwards the module's report is read back. The first
@@ -33,7 +33,7 @@ from diffgpu import abi
 from diffgpu.errors import DivergentBarrierError, LaunchError, RaceError
 
 ENV = "DIFFGPU_RACECHECK"
-#: layout shared with the lowering (lowering/host_race_runtime.py)
+#: layout shared with the lowering (lowering/host/race_runtime.py)
 MAX_REGIONS = abi.RACE_MAX_REGIONS
 SHADOW_WORDS = abi.RACE_SHADOW_WORDS
 REGION_WORDS = abi.RACE_REGION_WORDS

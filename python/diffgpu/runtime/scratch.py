@@ -1,6 +1,6 @@
 """Per-launch scratch of kernels whose float sums finish across blocks.
 
-A kernel built with grid sums (lowering/grid_sum.py) takes two trailing
+A kernel built with grid sums (lowering/reduce/grid_sum.py) takes two trailing
 arguments its caller never passes (abi.py, SCRATCH_ATTR): `acc`, float64
 accumulators, and `count`, int64 block counters; per grid sum ("slot") 65
 of each (one per arrival group of blocks and one for the top), each on its

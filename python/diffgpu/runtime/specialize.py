@@ -12,7 +12,7 @@ of the program key (memory and disk cache), like the argument types:
 | `contiguous` | per argument: C order, unit innermost stride      | folds the array's strides (GPU: no stride parameters read) |
 | `unit_dims`  | grid and block extents of dimension 1 / 2 are 1   | drops the atomic-elision guard of those dimensions |
 | `aligned`    | per argument: data pointer a multiple of 16 bytes | GPU: pointer `align 16` (vector loads and stores) |
-| `grid_div`   | the grid's x extent is a multiple of COARSEN      | GPU: may give each thread COARSEN consecutive elements (lowering/coarsen.py) |
+| `grid_div`   | the grid's x extent is a multiple of COARSEN      | GPU: may give each thread COARSEN consecutive elements (lowering/coarsen/coarsen.py) |
 | `grid_div16` | the grid's x extent is a multiple of REDUCE_COARSEN | GPU: a reduction kernel's thread may sum REDUCE_COARSEN elements before its atomic |
 | `extents`    | per array and dimension: the first array with the same size there | `len(y)` / `memref.dim` read the representative's size (equal guards become one) |
 | `index32`    | every array's element offsets, sizes and strides, and the grid * block extents (per dimension and in total) fit in int32 | GPU: index arithmetic in 32 bits (parameters stay 64-bit) |

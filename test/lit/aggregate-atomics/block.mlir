@@ -1,4 +1,4 @@
-// diffgpu-aggregate-atomics (lowering/aggregate_atomics.py): an atomic add to a
+// diffgpu-aggregate-atomics (lowering/reduce/aggregate_atomics.py): an atomic add to a
 // block-uniform element under a kernel's guards is hoisted out of them (the
 // guards yield the value, zero elsewhere) and summed over the block; one thread
 // adds the sum. Cases that must keep their per-thread atomic come after.

@@ -1,4 +1,4 @@
-// The cross-block finish of diffgpu-aggregate-atomics (lowering/grid_sum.py): in a
+// The cross-block finish of diffgpu-aggregate-atomics (lowering/reduce/grid_sum.py): in a
 // kernel with launch facts (a launch of the runtime, which passes the scratch),
 // the block sum of an f32 add to a launch-uniform element goes, widened to f64,
 // into the accumulator of its group (block index % 64) in scratch slot k (two

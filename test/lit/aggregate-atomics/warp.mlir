@@ -1,4 +1,4 @@
-// diffgpu-warp-atomics (lowering/gpu_atomics.py): inside gpu.modules, an atomic
+// diffgpu-warp-atomics (lowering/gpu/atomics.py): inside gpu.modules, an atomic
 // add with unused result on a uniform element (here in a loop, where the block
 // pass does not apply) is summed over the warp by a butterfly of shuffles when
 // all 32 lanes are there (activemask), then added once by lane 0; a partial warp

@@ -1,4 +1,4 @@
-// 'cot' for an output written in rows (lowering/autodiff/rows.py): the gather
+// 'cot' for an output written in rows (lowering/autodiff/functional/rows.py): the gather
 // out[4i + d] = T[idx[i] * 4 + d] for d in range(4) writes each element of out
 // once in a launch, so dg.vjp reads its cotangent without a copy: after the
 // loop is unrolled, the reverse function has no store into out or dout left,

@@ -1,4 +1,4 @@
-// The `grad` kind refused (lowering/autodiff/transpose.py): x read at 2 i and
+// The `grad` kind refused (lowering/autodiff/functional/transpose.py): x read at 2 i and
 // 2 i + 1 (a non-unit stride) is no stencil at gid + k, so the adjoint's
 // scatter cannot become a gather and the kind is an error (dg.vjp never asks
 // for it there: it passes `dup`, the zero-filled atomic form).

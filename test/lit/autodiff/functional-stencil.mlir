@@ -1,4 +1,4 @@
-// The `grad` kind for a 1-D stencil input (lowering/autodiff/transpose.py):
+// The `grad` kind for a 1-D stencil input (lowering/autodiff/functional/transpose.py):
 // y[i] = 0.25 x[i-1] + 0.5 x[i] + 0.25 x[i+1] under 1 <= i < n - 1. The
 // reverse body is replayed once per offset k as thread gid - k (its global
 // ids replaced by gid - k; when that thread exists), its add into dx[gid]

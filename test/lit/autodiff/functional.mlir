@@ -1,4 +1,4 @@
-// The functional kinds of dg.vjp (lowering/autodiff/functional.py): y = x * x
+// The functional kinds of dg.vjp (lowering/autodiff/functional/kinds.py): y = x * x
 // with y 'cot' (an output whose cotangent is only read) and x 'grad' (an input
 // whose gradient is written). The primal store into y and the consuming store
 // into dy are gone; dx's updates go to a register, zeroed and written once to

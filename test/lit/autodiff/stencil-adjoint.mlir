@@ -1,4 +1,4 @@
-// diffgpu-stencil-adjoint (lowering/stencil_adjoint.py): shadow adds at gid + k
+// diffgpu-stencil-adjoint (lowering/reduce/stencil_adjoint.py): shadow adds at gid + k
 // (k constant per dimension) are transposed per block: each thread stores its contributions and
 // flags in shared memory, a barrier, each thread gathers the adds of its element;
 // only contributions crossing a block edge stay atomic. Then cases that must be

@@ -1,4 +1,4 @@
-// diffgpu-coarsen (lowering/coarsen.py, lowering/coarsen_bounds.py) on a
+// diffgpu-coarsen (lowering/coarsen/coarsen.py, lowering/coarsen/bounds.py) on a
 // kernel guarded by a conjunction of bounds on the global id: the 3-point
 // stencil's `if i >= 1 and i < len(x) - 1` (Python's short-circuit `and`, an
 // `scf.if` yielding i1). The group 4t .. 4t+3 is in range when the lower
@@ -148,7 +148,7 @@ func.func @loaded_limit(%y: !A, %x: !A, %lim: !I) attributes {diffgpu.kernel, di
 // -----
 
 // The gathered gradient's test "thread g + 1 exists" (`g + 1 < grid_dim(0) *
-// block_dim(0)`, lowering/autodiff/transpose.py): grid_dim(0) is the
+// block_dim(0)`, lowering/autodiff/functional/transpose.py): grid_dim(0) is the
 // original launch's, the coarsened one's times 4; block_dim(0) is kept.
 !A = memref<?xf32, strided<[?], offset: ?>>
 #host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">

@@ -1,4 +1,4 @@
-// diffgpu-coarsen (lowering/coarsen.py) on a reduction kernel: a kernel marked
+// diffgpu-coarsen (lowering/coarsen/coarsen.py) on a reduction kernel: a kernel marked
 // `diffgpu.coarsen = 16` whose only cross-thread interaction is an atomic add
 // to one address (result unused, arrays disjoint: `diffgpu.noalias`) gives each
 // thread 16 consecutive elements; their values are summed in registers

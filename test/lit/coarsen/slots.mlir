@@ -1,4 +1,4 @@
-// diffgpu-coarsen (lowering/coarsen.py, coarsen_reduce.slot_epilogue) on a
+// diffgpu-coarsen (lowering/coarsen/coarsen.py, coarsen_reduce.slot_epilogue) on a
 // derivative kernel with an Active scalar: after its last guard each thread
 // adds its gradient (a private slot) into the slot buffer at its block's
 // index; the add is marked `diffgpu.active_slots` (the runtime sums every

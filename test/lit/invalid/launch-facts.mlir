@@ -1,4 +1,4 @@
-// A malformed `diffgpu.launch_facts` (lowering/specialize.py, check_facts) is
+// A malformed `diffgpu.launch_facts` (lowering/facts/specialize.py, check_facts) is
 // an error at the kernel's line from the first pass that reads it, never a
 // silent misreading or an internal error.
 // RUN: diffgpu-opt %s --split-input-file --verify-diagnostics --diffgpu-specialize

@@ -1,7 +1,7 @@
 // REQUIRES: nvptx
 // RUN: diffgpu-opt %s -p 'diffgpu-to-ptx{chip=sm_90}' --emit=ptx | FileCheck %s
 
-// The kernel ABI (lowering/to_gpu.py): per memref of rank r, allocated and
+// The kernel ABI (lowering/gpu/to_gpu.py): per memref of rank r, allocated and
 // aligned pointers, offset, r sizes, r strides (all 64-bit); scalars by
 // value (f32, f64, i32 as 32-bit, i64 and index as 64-bit), in argument order.
 

@@ -1,4 +1,4 @@
-// diffgpu-specialize (lowering/specialize.py, specialize_shapes.py) under the
+// diffgpu-specialize (lowering/facts/specialize.py, specialize_shapes.py) under the
 // launch fact `extents`: `memref.dim` of an array reads the size of the first
 // array with the same extent (here %o for %x and %y; %w is shorter), in the
 // kernel and in the function only it calls. In `diffgpu.noalias` functions

@@ -1,4 +1,4 @@
-// diffgpu-index32 (lowering/specialize_shapes.py, nsw_subscripts): in a module
+// diffgpu-index32 (lowering/facts/specialize_shapes.py, nsw_subscripts): in a module
 // lowered to 32-bit indices, a subscript `index_cast(X + C)` computed in i64
 // becomes `index_cast(X) + C` with nsw, so that LLVM sees one base for A[4i],
 // A[4i + 1], ... and merges them into vector accesses. A negative C only on an

@@ -1,4 +1,4 @@
-// diffgpu-index32 (lowering/specialize_shapes.py): a gpu.module whose kernels
+// diffgpu-index32 (lowering/facts/specialize_shapes.py): a gpu.module whose kernels
 // all have the launch fact `index32` gets the data layout entry `index = 32`
 // (convert-gpu-to-nvvm then lowers index to i32); one that allocates on the
 // device heap (malloc takes a 64-bit size), or whose kernel lacks the fact,
@@ -50,7 +50,7 @@ module attributes {gpu.container_module} {
 // -----
 
 // Shared memory (a workgroup attribution) keeps 64-bit indices: measured
-// slower with 32-bit ones (lowering/specialize_shapes.py).
+// slower with 32-bit ones (lowering/facts/specialize_shapes.py).
 #facts = {noalias = true, contiguous = [true], unit_dims = [1 : i64, 2 : i64], aligned = [true], grid_div = false, grid_div16 = false, extents = [[0 : i64]], index32 = true, ranks = [1 : i64]}
 module attributes {gpu.container_module} {
   gpu.module @shared {

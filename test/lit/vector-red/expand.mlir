@@ -1,5 +1,5 @@
 // REQUIRES: nvptx
-// diffgpu-vector-red-expand (lowering/gpu_vector_red.py) defines each helper in
+// diffgpu-vector-red-expand (lowering/reduce/vector_red.py) defines each helper in
 // the LLVM dialect: the element's address from the memref descriptor, then one
 // inline-asm vector `red` when the innermost stride is 1 and the address is
 // aligned to the vector (16 bytes for 4 floats), else one scalar atomic per

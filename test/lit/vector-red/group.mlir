@@ -1,4 +1,4 @@
-// diffgpu-vector-red (lowering/gpu_vector_red.py): on sm_90, f32 atomic adds
+// diffgpu-vector-red (lowering/reduce/vector_red.py): on sm_90, f32 atomic adds
 // with unused results into 4 (or 2) adjacent elements of one array become one
 // call of a helper that the LLVM lowering turns into `red.global.add.v4.f32`.
 // The earlier atomics move down to the last one, past loads and stores of other

@@ -1,0 +1,8 @@
+"""What autodiff knows about each op: one table per dialect (`arith`,
+`math`, `memref`, `scf`, `func`, `diffgpu`, and `tape` for the tape words of
+a derivative differentiated again), how the tables are written and applied
+(`partials`), and the registry that finds an op's rule (`registry`).
+
+May import: the autodiff package's leaf modules (build, context, tape,
+locals, elision, remat), lowering.common, diffgpu.dialects.
+"""

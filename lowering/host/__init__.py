@@ -1,0 +1,10 @@
+"""The CPU emulation of a GPU launch: `diffgpu-lower-to-host` and the
+`diffgpu-to-host` pipeline (`to_host`, with the op rewrites in `ops`),
+barriers as block-level phases (`barrier`, `barrier_control`, `inline`),
+bounds checks (`bounds`), cancellation on Ctrl-C (`cancel`), and the data-race
+detector of the checked mode (`racecheck`, with its runtime in MLIR text,
+`race_runtime`).
+
+May import: lowering.reduce, lowering.coarsen, lowering.checks,
+lowering.facts, lowering.common, diffgpu.dialects, diffgpu.abi.
+"""

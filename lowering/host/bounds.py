@@ -1,0 +1,153 @@
+"""Bounds checks on the host: an out-of-range index must not crash Python.
+
+On a GPU an out-of-bounds access is an illegal-address error of the launch;
+on the CPU it would be a segmentation fault of the whole process. So every
+`memref.load`/`memref.store` of scalars in a host function (user arrays,
+shared memory, tapes; atomics are loads and stores by then) runs only when each index is
+within its dimension; otherwise the access is skipped (a load gives 0) and
+`@__dg_host_oob(N)` records the access's number N, first one wins, in the
+global `@__dg_host_status_flag : memref<1xi64>`. The runtime reads and clears it through
+`@__dg_host_status()` (C interface) after each launch and raises an error
+naming the access's source location, listed in the module attribute
+`diffgpu.host_accesses` (access number N is entry N-1).
+
+    %v = memref.load %A[%i] : memref<?xf32, strided<[?], offset: ?>>
+  becomes
+    %n = memref.dim %A, %c0 : memref<?xf32, strided<[?], offset: ?>>
+    %ok = arith.cmpi ult, %i, %n : index         // negative indices too
+    %v = scf.if %ok -> (f32) {
+      %x = memref.load %A[%i] : memref<?xf32, strided<[?], offset: ?>>
+      scf.yield %x : f32
+    } else {
+      %n = arith.constant 1 : i64                // the access's number
+      func.call @__dg_host_oob(%n) : (i64) -> ()
+      scf.yield %zero : f32
+    }
+"""
+from __future__ import annotations
+
+from diffgpu.abi import ACCESSES_ATTR, STATUS_FUNC
+from diffgpu.lowering.common.ir_util import isa, walk
+from diffgpu.lowering.common.targets import set_target
+
+STATUS_GLOBAL = "__dg_host_status_flag"
+RECORD_FUNC = "__dg_host_oob"
+
+
+def location_text(loc) -> str:
+    """`loc("f.py":3:5)` -> `f.py:3:5` (best effort for other locations)."""
+    text = str(loc)
+    if text.startswith("loc(") and text.endswith(")"):
+        text = text[4:-1]
+    return text.replace('"', "")
+
+
+def add_status(module_op, target) -> None:
+    """The status global and `@__dg_host_status() -> i64` (reads and clears)."""
+    from diffgpu._mlir import ir
+
+    body = module_op.regions[0].blocks[0]
+    text = f"""
+    memref.global "private" @{STATUS_GLOBAL} : memref<1xi64> = dense<0>
+    func.func private @{RECORD_FUNC}(%n: i64) {{
+      %g = memref.get_global @{STATUS_GLOBAL} : memref<1xi64>
+      %c0 = arith.constant 0 : index
+      %cur = memref.load %g[%c0] : memref<1xi64>
+      %z = arith.constant 0 : i64
+      %first = arith.cmpi eq, %cur, %z : i64
+      %new = arith.select %first, %n, %cur : i64
+      memref.store %new, %g[%c0] : memref<1xi64>
+      return
+    }}
+    func.func @{STATUS_FUNC}() -> i64 attributes {{llvm.emit_c_interface}} {{
+      %g = memref.get_global @{STATUS_GLOBAL} : memref<1xi64>
+      %c0 = arith.constant 0 : index
+      %v = memref.load %g[%c0] : memref<1xi64>
+      %z = arith.constant 0 : i64
+      memref.store %z, %g[%c0] : memref<1xi64>
+      return %v : i64
+    }}"""
+    parsed = ir.Module.parse(text, context=module_op.context)
+    for op in list(parsed.body.operations):
+        op = op.operation
+        op.detach_from_parent()
+        body.append(op)
+    for op in list(body.operations)[-2:]:
+        set_target(op, target)
+
+
+def _record(number: int, ip, loc) -> None:
+    from diffgpu._mlir import arith, func, ir
+
+    num = arith.ConstantOp(ir.IntegerType.get_signless(64), number, loc=loc, ip=ip).result
+    func.CallOp([], ir.FlatSymbolRefAttr.get(RECORD_FUNC), [num], loc=loc, ip=ip)
+
+
+def _in_bounds(op, ref, indices, ip, loc):
+    """i1: every index within its dimension (None for rank 0)."""
+    from diffgpu._mlir import arith, ir, memref
+
+    ok = None
+    t = ir.MemRefType(ref.type)
+    for d, i in enumerate(indices):
+        if t.is_dynamic_dim(d):
+            cd = arith.ConstantOp(ir.IndexType.get(), d, loc=loc, ip=ip).result
+            n = memref.DimOp(ref, cd, loc=loc, ip=ip).result
+        else:
+            n = arith.ConstantOp(ir.IndexType.get(), t.shape[d], loc=loc, ip=ip).result
+        c = arith.CmpIOp(arith.CmpIPredicate.ult, i, n, loc=loc, ip=ip).result
+        ok = c if ok is None else arith.AndIOp(ok, c, loc=loc, ip=ip).result
+    return ok
+
+
+def _zero(t, ip, loc):
+    from diffgpu._mlir import arith, ir
+
+    if isa(t, ir.FloatType):
+        with loc:  # FloatAttr.get wants a location
+            return arith.ConstantOp(t, 0.0, loc=loc, ip=ip).result
+    return arith.ConstantOp(t, 0, loc=loc, ip=ip).result
+
+
+def guard_access(op, number: int) -> bool:
+    """Wrap one load/store in its bounds check; False if not checkable."""
+    from diffgpu._mlir import ir, scf
+
+    loc, ip = op.location, ir.InsertionPoint(op)
+    if op.name == "memref.load":
+        ref, indices = op.operands[0], list(op.operands)[1:]
+    else:
+        ref, indices = op.operands[1], list(op.operands)[2:]
+    if not indices or not isa(ref.type, ir.MemRefType):
+        return False
+    elem = ir.MemRefType(ref.type).element_type
+    if not (isa(elem, ir.FloatType) or isa(elem, ir.IntegerType) or isa(elem, ir.IndexType)):
+        return False  # e.g. autodiff's tape of memrefs: ours, and no zero to give
+    ok = _in_bounds(op, ref, indices, ip, loc)
+    results = [r.type for r in op.results]
+    guard = scf.IfOp(ok, results, has_else=True, loc=loc, ip=ip)
+    then_ip = ir.InsertionPoint(guard.then_block)
+    scf.YieldOp(list(op.results), loc=loc, ip=then_ip)
+    op.move_before(guard.then_block.operations[0])
+    else_ip = ir.InsertionPoint(guard.else_block)
+    _record(number, else_ip, loc)
+    scf.YieldOp([_zero(t, else_ip, loc) for t in results], loc=loc, ip=else_ip)
+    for old, new in zip(op.results, guard.results):
+        old.replace_all_uses_except(new, guard.then_block.operations[1].operation)
+    return True
+
+
+def check_accesses(module_op, host_funcs, target) -> None:
+    """Guard every load/store of the host functions; record their locations."""
+    from diffgpu._mlir import ir
+
+    if ACCESSES_ATTR in module_op.attributes:
+        return  # already lowered once
+    locations = []
+    for f in host_funcs:
+        for op in walk(f, ("memref.load", "memref.store")):
+            if guard_access(op, len(locations) + 1):
+                locations.append(location_text(op.location))
+    module_op.attributes[ACCESSES_ATTR] = ir.ArrayAttr.get(
+        [ir.StringAttr.get(s) for s in locations])
+    add_status(module_op, target)

@@ -1,0 +1,346 @@
+"""Compile-or-load a kernel for one signature, and run it.
+
+`get_program(defn, types, target, diff)` looks in the definition's in-memory
+table, then in the disk cache (runtime/store/cache.py), and only then compiles
+(frontend -> lowering), storing the result. A GPU cache hit imports neither
+the frontend nor MLIR: the payload holds the PTX and everything needed to
+launch it.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import threading
+
+from diffgpu.errors import CompileError, DiffgpuError
+from diffgpu.runtime import fastpath
+from diffgpu.runtime.store import cache
+from diffgpu.runtime.args import check_arity, infer_signature, parse_type
+from diffgpu.runtime.racecheck import enabled as racecheck_enabled
+from diffgpu.runtime.specialize import launch_facts
+
+#: counters: "compile" (built from source), "disk_hit", "memory_hit"; launches on the
+#: fast path: "fast_checked" (per-value checks), "fast_reuse" (an earlier launch reused)
+STATS: collections.Counter = collections.Counter()
+_locks: dict = {}
+_locks_guard = threading.Lock()
+
+
+def _lock_for(key) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def target_for(sig) -> str:
+    """User-facing target name a signature selects: "host" or "sm_XX"."""
+    if sig.device == "host":
+        return "host"
+    from diffgpu.runtime import gpu
+    return gpu.chip_for_device(sig.gpu_id)
+
+
+def launch(kernel, args, grid, block) -> None:
+    """Check, compile (once per signature and launch facts) and run `kernel`
+    on `args`. Launches with an argument signature seen before take the
+    fast path (runtime/fastpath.py): per-value checks only, or nothing but
+    the run when the launch equals an earlier one."""
+    ready = fastpath.lookup(kernel, args, grid, block)
+    if ready is not None:
+        STATS["fast_reuse" if ready.seen else "fast_checked"] += 1
+        run_program(ready.program, args, ready.sig, grid, block, ready)
+        ready.seen = True
+        return
+    check_arity(args, kernel.arg_names, kernel.name)
+    sig = infer_signature(args, kernel.arg_names, kernel.name)
+    target = target_for(sig)
+    program = get_program(kernel, sig.types, target,
+                          facts=facts_for(args, sig.types, target, grid, block))
+    run_program(program, args, sig, grid, block)
+    fastpath.remember(kernel, args, sig)
+
+
+def facts_for(args, types, target: str, grid=None, block=None):
+    """The launch facts (runtime/specialize.py) a program for `target` is
+    specialised for, or None (the generic program)."""
+    facts = launch_facts(args, types, grid, block)
+    return None if facts is None else facts.for_target(target)
+
+
+def program_key(defn, types, target: str, diff=None, facts=None) -> str:
+    """The disk-cache key of a program: `cache.cache_key`, and the launch
+    facts of a specialised one."""
+    key = cache.cache_key(defn, types, target, diff)
+    if facts is None:
+        return key
+    return hashlib.sha256(f"{key}\n\0facts {facts.key()}".encode()).hexdigest()
+
+
+def run_program(program, args, sig, grid, block, cached=None) -> None:
+    """Run `program`; `cached`: the `fastpath.Ready` of a fast-path launch,
+    whose packed arguments are kept from its key's second launch on."""
+    if program.kind == "gpu":
+        if cached is not None:
+            program.gpu.launch_cached(cached, args, program.flat_types, sig.gpu_id or 0)
+            return
+        if program.coarsen > 1:  # each thread covers `coarsen` elements (lowering/coarsen/coarsen.py)
+            grid = (grid[0] // program.coarsen,) + tuple(grid[1:])
+        program.gpu.launch(args, program.flat_types, grid, block, sig.gpu_id or 0)
+    elif cached is not None:
+        packed = cached.packed
+        if packed is None:
+            packed = program.host.pack(program.entry, args, program.flat_types, grid, block)
+            if cached.seen:  # the key's second launch: keep them (fastpath.Ready)
+                cached.packed = packed
+        program.host.run_packed(program.entry, packed, args, program.payload.get("arg_names"))
+    else:
+        program.host.launch(program.entry, list(args), list(program.flat_types), grid, block,
+                            program.payload.get("arg_names"))
+
+
+class Program:
+    """A compiled entry: `kind` "host" or "gpu", its entry name and the flat
+    argument types of that entry (primal/shadow pairs for diff wrappers)."""
+
+    def __init__(self, payload: dict, host=None):
+        self.payload = payload
+        self.kind = payload["kind"]
+        self.entry = payload["entry"]
+        self.flat_types = tuple(parse_type(t) for t in payload["flat_types"])
+        self.coarsen = int(payload.get("coarsen") or 1)
+        self.host = host
+        self.gpu = None
+        if self.kind == "gpu":
+            from diffgpu.runtime.gpu import GpuProgram
+            self.gpu = GpuProgram(payload["ptx"], self.entry, payload.get("abi"),
+                                  payload.get("lean"))
+        elif host is None:
+            from diffgpu.runtime.cpu import HostProgram
+            self.host = _compiler_call(lambda: HostProgram.from_llvm_text(payload["llvm"]),
+                                       payload.get("name", self.entry))
+
+
+def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
+    """The runnable program of `defn` for `types` on `target` ("host"/"sm_XX").
+
+    `diff` is None or (mode, activity kinds) for host-level autodiff wrappers;
+    `facts` None (generic) or the launch facts to specialise for. A
+    specialised program that is not cached where the compiler cannot run
+    (a GPU machine without MLIR) falls back to the generic one.
+    """
+    checked = target == "host" and racecheck_enabled()  # its own compiled variant
+    mem_key = (tuple(types), target, diff) + ((facts.key(),) if facts is not None else ()) \
+        + (("racecheck",) if checked else ())
+    prog = defn._programs.get(mem_key)
+    if prog is not None:
+        STATS["memory_hit"] += 1
+        return prog
+    with _lock_for((id(defn), mem_key)):
+        prog = defn._programs.get(mem_key)
+        if prog is not None:
+            STATS["memory_hit"] += 1
+            return prog
+        key = program_key(defn, types, target, diff, facts)
+        if checked:
+            key = hashlib.sha256(f"{key}\n\0racecheck".encode()).hexdigest()
+        payload = cache.load(key)
+        prog = None
+        if payload is not None and _payload_ok(payload, target):
+            try:
+                prog = Program(payload)
+                STATS["disk_hit"] += 1
+            except Exception:  # an entry we cannot use (here): rebuild it
+                prog = None
+        if prog is None and facts is not None and not compiler_available():
+            prog = get_program(defn, types, target, diff)  # the generic program
+            STATS["generic_fallback"] += 1
+        if prog is None:
+            payload, host = build_payload(defn, types, target, diff, facts, checked)
+            from diffgpu.runtime.host_signal import deferred_sigint
+            with deferred_sigint():  # the entry and the cache's size ledger: whole or not at all
+                cache.store(key, payload)
+            prog = Program(payload, host=host)
+            STATS["compile"] += 1
+        defn._programs[mem_key] = prog
+        return prog
+
+
+def _payload_ok(payload: dict, target: str) -> bool:
+    kind = "host" if target == "host" else "gpu"
+    need = ("entry", "flat_types") + (("ptx",) if kind == "gpu" else ("llvm",))
+    return payload.get("kind") == kind and payload.get("target") == target and all(
+        isinstance(payload.get(k), (str, list)) for k in need)
+
+
+_COMPILER: list = []
+
+
+def compiler_available() -> bool:
+    """Can this process compile (MLIR and the frontend import)?"""
+    if not _COMPILER:
+        try:
+            _import_compiler()
+            _COMPILER.append(True)
+        except CompileError:
+            _COMPILER.append(False)
+    return _COMPILER[0]
+
+
+def _import_compiler():
+    from diffgpu.runtime.host_signal import deferred_sigint
+    try:
+        with deferred_sigint():  # a half-done import of MLIR crashes the process later
+            from diffgpu import _mlir  # noqa: F401  (compiling needs MLIR)
+            from diffgpu import frontend
+    except ImportError as exc:
+        raise CompileError(
+            "this kernel signature is not in the cache "
+            f"({cache.cache_dir()}) and the compiler cannot be imported ({exc}); "
+            "compile it on a machine with MLIR (same diffgpu sources) first") from None
+    return frontend
+
+
+def _compiler_call(fn, what: str):
+    """Run a compiler step; internal failures become a CompileError. Ctrl-C
+    is held back (runtime/host_signal.py: an interrupted MLIR pass manager
+    or JIT would crash the process later) until the step's next
+    interruption point (between two passes, before the JIT) or its end."""
+    from diffgpu.runtime.host_signal import deferred_sigint, raised_by_handler
+    try:
+        with deferred_sigint():
+            return fn()
+    except DiffgpuError:
+        raise
+    except Exception as exc:
+        if os.environ.get("DIFFGPU_DEBUG") or raised_by_handler(exc):  # a SIGINT handler's
+            raise
+        raise CompileError(f"internal compiler error while compiling {what}: "
+                           f"{type(exc).__name__}: {exc} (set DIFFGPU_DEBUG=1 for the "
+                           "traceback)") from None
+
+
+def build_module(defn, types, target: str, diff=None, facts=None):
+    """The frontend's ModuleSource for `defn` (a diff wrapper if `diff`),
+    its entry marked with the launch `facts` (lowering/facts/specialize.py)."""
+    from diffgpu.lowering.common.targets import target_for_name
+
+    frontend = _import_compiler()
+    attr = target_for_name(target)
+    if diff is None:
+        src = _compiler_call(lambda: frontend.build_module(defn, tuple(types), attr),
+                             defn.name)
+    else:
+        mode, kinds = diff
+        src = _compiler_call(
+            lambda: frontend.build_diff_module(defn, mode, list(kinds), tuple(types), attr),
+            f"the {mode} derivative of {defn.name}")
+    if facts is not None:
+        from diffgpu.lowering.facts.specialize import mark_facts
+        import dataclasses
+        text = _compiler_call(lambda: mark_facts(src.text, src.entry, facts), defn.name)
+        src = dataclasses.replace(src, text=text)
+    return src
+
+
+#: activity kinds whose parameter gets a shadow right after it in the entry
+#: (cot, grad: dg.vjp's kinds, docs/functional.md)
+SHADOWED_KINDS = ("dup", "dupnoneed", "cot", "grad")
+
+
+def flat_types(types, diff) -> list:
+    """Argument types of the entry: diff wrappers add shadows and gradient slots."""
+    from diffgpu.types import ArrayType
+
+    if diff is None:
+        return list(types)
+    mode, kinds = diff
+    out, grads = [], []
+    for t, k in zip(types, kinds):
+        out.append(t)
+        if k in SHADOWED_KINDS:
+            out.append(t)
+        if k == "active" and mode == "reverse":
+            grads.append(ArrayType(t.dtype, 1))
+    return out + grads
+
+
+def flat_names(names, diff) -> list:
+    """Names of the entry's arguments (as flat_types): `shadow(x)` and
+    `gradient(x)` for the slots a diff wrapper adds (race reports)."""
+    if diff is None:
+        return list(names)
+    mode, kinds = diff
+    out, grads = [], []
+    for n, k in zip(names, kinds):
+        out.append(n)
+        if k in SHADOWED_KINDS:
+            out.append(f"shadow({n})")
+        if k == "active" and mode == "reverse":
+            grads.append(f"gradient({n})")
+    return out + grads
+
+
+def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=False):
+    """Compile from source: (cache payload, host program or None);
+    `racecheck`: the host variant with the data-race detector."""
+    src = build_module(defn, types, target, diff, facts)
+    payload = {"name": defn.name, "target": target, "entry": src.entry,
+               "arg_types": [str(t) for t in types],
+               "flat_types": [str(t) for t in flat_types(types, diff)],
+               "diff": [diff[0], list(diff[1])] if diff else None,
+               "facts": facts.key() if facts is not None else None,
+               "arg_names": flat_names(defn.arg_names, diff), "racecheck": racecheck}
+    if target == "host":
+        from diffgpu.driver.compiler import compile_host
+        host = _compiler_call(lambda: compile_host(src.text, racecheck=racecheck), defn.name)
+        payload.update(kind="host", llvm=host.llvm_text)
+        return payload, host
+    from diffgpu.lowering.gpu.ptx import compile_ptx
+    res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
+    abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
+    payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))
+    if facts is not None:  # the lean ABI of contiguous arrays (lowering/gpu/nvvm.py)
+        payload["lean"] = _lean_layout(res, src.entry, abi, facts)
+    if facts is not None:  # did lowering/coarsen/coarsen.py rewrite it?
+        from diffgpu.lowering.coarsen.coarsen import factor_in_ptx
+        payload["coarsen"] = factor_in_ptx(res.ptx, src.entry)
+    return payload, None
+
+
+def _lean_layout(res, entry: str, abi, facts):
+    """Per argument, whether the compiled entry takes the lean ABI (pointer
+    and sizes) for it: checked against the PTX's parameter count."""
+    from diffgpu.lowering.gpu.nvvm import entry_param_count, lean_param_count
+
+    ptx = getattr(res, "ptx", None) or getattr(res, "text", "")
+    got = entry_param_count(ptx, entry)
+    if abi is None or got is None:
+        return None
+    lean = [bool(c) for c in facts.contiguous]
+    if got == lean_param_count(abi, lean) and any(lean):
+        return lean
+    if got == lean_param_count(abi, ()):
+        return None
+    raise CompileError(f"internal: kernel '{entry}' has {got} PTX parameters, which matches "
+                       "neither its full nor its lean argument layout")
+
+
+def _jsonable(x):
+    if x is None or isinstance(x, (str, int, float, bool)):
+        return x
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if hasattr(x, "__dict__"):
+        return {k: _jsonable(v) for k, v in vars(x).items()}
+    return str(x)
+
+
+def check_launch_args(kernel, args):
+    """Arity + types + device of a launch, without running anything."""
+    check_arity(args, kernel.arg_names, kernel.name)
+    return infer_signature(args, kernel.arg_names, kernel.name)
+
+
+__all__ = ["launch", "get_program", "Program", "STATS"]

@@ -1,0 +1,9 @@
+"""Differentiation at the host level, around launches: `dg.autodiff` /
+`dg.fwddiff` on a launch (`diff`), the planning and replay of a `dg.vjp` /
+`dg.jvp` call (`plan`, `replay`, with the array helpers in `buffers`), and
+`dg.gradcheck` (`gradcheck`). The user-facing `dg.vjp` / `dg.jvp` live in
+diffgpu.functional.
+
+May import: diffgpu.driver, diffgpu.runtime and the foundation modules of
+diffgpu (errors, types, activities, abi).
+"""

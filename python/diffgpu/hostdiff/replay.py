@@ -1,0 +1,365 @@
+"""Running a planned `dg.vjp` / `dg.jvp` call, and replaying the plan.
+
+`plan.Call` checks a call and turns it into a `Recipe`: which buffers to
+allocate and how, the flat argument list of the derivative kernel (where
+each entry comes from), the program and what to return. `Recipe.run`
+executes it. The recipe is a function of the call's *key*, so a later call
+with an equal key reuses it with no checks, no analysis, no planning:
+
+    (dg.vjp or dg.jvp, outputs=, the launch key of the arguments
+     (runtime/fastpath.py: grid, block, per array type, dtype, data pointer,
+     shape, strides, writeable flag / GPU, per scalar type and value),
+     per seed given: its name and the same fields, the positions passed
+     as dg.Const and the names of wrt=)
+
+Every check of a call (roles, alias groups, seeds' names, types, shapes and
+devices, overlaps) and every choice of the plan (functional kinds, written
+once, covered, a private cotangent) reads only these, so an equal key
+passes the same checks and gets the same plan. What a repeated call still
+does per call:
+
+| step       | per call                                                     |
+|------------|--------------------------------------------------------------|
+| allocate   | the fresh buffers the recipe lists (results are new arrays every call) |
+| check      | each fresh buffer the program assumes aligned is (`ALIGN` bytes); else the call is planned again |
+| pack       | GPU: the argument values kept from the key's second call, with the fresh buffers' pointers put in; CPU: packed as a launch |
+| launch     | the kept program                                             |
+| results    | a scalar's slot sum, copies of pass-through cotangents       |
+
+The launch facts of the derivative kernel (runtime/specialize.py) depend
+on the fresh buffers only through their alignment: they are new memory
+(never overlapping a live array) and their layout is a function of the key.
+
+A call whose key cannot be formed (an argument or seed type the launch fast
+path does not know: torch tensors, plain `__cuda_array_interface__`
+objects) is planned every time; errors come only from planning, so they are
+those of `plan.Call`.
+
+The host-level `dg.autodiff` / `dg.fwddiff` (diff.py) run through the same
+`Recipe` (`diff_recipe`): no fresh buffers, the caller's primals and
+shadows as the kernel's arguments, one fresh slot array per `Active`
+scalar. Their key is (mode, activity kinds, launch key of the primals and
+shadows), kept in the same table: a key of one kind never equals one of
+the other (different lengths).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from diffgpu.hostdiff import buffers as M
+from diffgpu.driver import launch as L
+from diffgpu.api import user_facing
+from diffgpu.errors import NoDerivativeError
+from diffgpu.runtime import fastpath
+from diffgpu.runtime.args import Signature
+from diffgpu.runtime.specialize import ALIGN
+
+#: recipes kept per kernel, then all dropped (a loop over ever new arrays)
+_MAX = 1024
+
+
+def call_key(fn: str, outputs: bool, args, seeds: dict, grid, block, held=()):
+    """The key of a call (module docstring), or None when one cannot be
+    formed. `held`: what the call holds constant (dg.Const positions, wrt=)."""
+    key = fastpath.launch_key(args, grid, block)
+    if key is None:
+        return None
+    names = tuple(sorted(seeds))
+    skey = fastpath.launch_key([seeds[n] for n in names], (), ())
+    if skey is None:
+        return None
+    return (fn, outputs, names, key, skey, held)
+
+
+def diff_recipe(launcher, mode: str, kinds, types, sig, nflat: int, scope, slot_sum):
+    """The Recipe of a checked host-level `dg.autodiff` / `dg.fwddiff` call
+    (diff.py): the derivative kernel takes the caller's `nflat` values
+    (primals and shadows, in order: "arg" i) then, in reverse mode, one
+    fresh slot array per Active scalar, whose sums `slot_sum` makes are
+    the results, in order (named 0, 1, ...). `scope`: the position of an
+    array among the values (its device is the call's), or None."""
+    from types import SimpleNamespace
+
+    slots = [t.dtype for t, k in zip(types, kinds) if k == "active"] if mode == "reverse" else []
+    call = SimpleNamespace(launcher=launcher, types=tuple(types), sig=sig,
+                           kernel=launcher.kernel)
+    recipe = Recipe(call, mode, kinds, (), [("arg", i) for i in range(nflat)], slots,
+                    [(k, ("slot", k)) for k in range(len(slots))], False, scope)
+    recipe.slot_sum = slot_sum
+    return recipe
+
+
+def lookup(kernel, key):
+    """The recipe kept for `key`, or None."""
+    table = kernel.__dict__.get("_plans")
+    if not table:
+        return None
+    if not kernel._programs:  # programs dropped (tests force reloads): start over
+        table.clear()
+        return None
+    return table.get(key)
+
+
+def keep(kernel, key, recipe, args, seeds) -> None:
+    """After a planned call: keep its recipe under `key` (None: the call had
+    a device array type the key did not know yet; it joins for the next)."""
+    if key is not None and any(type(seeds[n]) not in fastpath._SCALARS for n in recipe.baked):
+        return  # a scalar tangent taken by value from a mutable object (a 0-d array)
+    if key is None:
+        for a in list(args) + list(seeds.values()):  # device array types join the key
+            t = type(a)
+            if (t not in fastpath._ARRAYS and t not in fastpath._SCALARS
+                    and fastpath._ptr_array(a)):
+                fastpath._ARRAYS.add(t)
+        return
+    table = kernel.__dict__.setdefault("_plans", {})
+    if len(table) >= _MAX:
+        table.clear()
+    table[key] = recipe
+
+
+class Recipe:
+    """One planned call. `bufs`: per fresh buffer (how, source) with how
+    "empty", "zeros" or "copy" and source ("arg", i) or ("seed", name);
+    `flat`: per argument of the derivative kernel ("arg", i), ("seed",
+    name), ("buf", b) or ("val", float); `slots`: the dtypes of the Active
+    scalars' slot arrays (appended to `flat`); `results`: (name, source)
+    with source ("buf", b), ("slot", k) or ("copy", name) (a copy of that
+    seed); `late`: a plain launch of the kernel follows (outputs=True);
+    `baked`: the seeds taken by value (scalar tangents: kept only when
+    immutable, so the key holds their value)."""
+
+    __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
+                 "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
+                 "program", "facts", "aligned", "packed", "_scope", "_slot_make", "baked",
+                 "slot_sum", "absent")
+
+    def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
+        # tuples of plain values: the garbage collector stops tracking them
+        self.launcher, self.mode = call.launcher, mode
+        self.bufs, self.flat, self.slots = tuple(bufs), tuple(flat), tuple(slots)
+        self.results, self.late, self.scope = tuple(results), late, scope
+        self.grid, self.block = call.launcher.grid, call.launcher.block
+        diff = (mode, tuple(kinds))
+        self.ftypes = tuple(L.flat_types(call.types, diff))
+        self.sig = Signature(self.ftypes, call.sig.device, call.sig.gpu_id)
+        self.types, self.kernel, self.diff = call.types, call.kernel, diff
+        self.target = L.target_for(self.sig)
+        self.program = self.facts = None
+        self.aligned = ()  # fresh buffers the program takes as aligned
+        #: from the key's second call: GPU (function, values, pointer positions,
+        #: ...), CPU (packed launch, fresh buffers' descriptors, lock) or False
+        self.packed = None
+        self._scope = self._slot_make = None  # from the first call (_resolve)
+        self.baked = ()  # names of the seeds in `flat` by value ("val")
+        #: a slot array -> its scalar's gradient (`dg.autodiff` keeps numpy
+        #: scalars on the host: diff.py `_scalar`)
+        self.slot_sum = M.slot_sum
+        #: `dg.vjp` / `dg.jvp`: {parameter without a result: why}, the
+        #: results a `Derivatives` dict; None: a plain dict (`dg.autodiff`)
+        self.absent = None
+
+    def run(self, args, seeds: dict, first: bool) -> dict | None:
+        """Execute the recipe; None when a fresh buffer breaks the program's
+        alignment assumption (only when not `first`: the caller plans again)."""
+        if first:
+            self._resolve(args, seeds)
+        scope = self._scope
+        if scope is None or scope[2]() == scope[1]:  # the host, or the GPU is current
+            return self._run(args, seeds, first)
+        with scope[0](scope[1]):
+            return self._run(args, seeds, first)
+
+    def _resolve(self, args, seeds) -> None:
+        """What the first call learns once: the device scope and the
+        function making the slot arrays. Fresh buffers are made by
+        buffers.py's functions on every call."""
+        from diffgpu.hostdiff.diff import ACTIVE_SLOTS
+
+        src = args[self.scope] if self.scope is not None else None
+        self._scope = None
+        if src is not None and M.is_device_array(src):
+            from diffgpu.runtime.args import device_id
+            from diffgpu.runtime.gpu import cupy_module
+            cuda = cupy_module().cuda
+            self._scope = (cuda.Device, device_id(src), cuda.runtime.getDevice)
+        xp = M.xp_of(src) if src is not None else np
+        self._slot_make = tuple((xp.zeros, ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots)
+
+    def _run(self, args, seeds, first):
+        bufs = []
+        for how, (where, what) in self.bufs:
+            src = args[what] if where == "arg" else seeds[what]
+            bufs.append(M.copy(src) if how == "copy" else
+                        M.empty_like(src) if how == "empty" else M.zeros_like(src))
+        slots = [make(n, dtype) for make, n, dtype in self._slot_make]
+        flat = []
+        for where, what in self.flat:
+            flat.append(args[what] if where == "arg" else seeds[what] if where == "seed"
+                        else bufs[what] if where == "buf" else what)
+        flat += slots
+        if first:
+            self.facts = L.facts_for(flat, self.ftypes, self.target, self.grid, self.block)
+            self.program = L.get_program(self.kernel, self.types, self.target,
+                                         diff=self.diff, facts=self.facts)
+            self.aligned = self._aligned_buffers(flat)
+            L.run_program(self.program, flat, self.sig, self.grid, self.block)
+        else:
+            for p in self.aligned:
+                if _pointer(flat[p]) % ALIGN:
+                    return None
+            self._launch(flat)
+        if self.late:
+            self.launcher(*args)
+        if self.absent is None:
+            out = {}
+        else:
+            out = Derivatives()
+            out.absent = self.absent
+        for name, (where, what) in self.results:
+            if where == "buf":
+                out[name] = bufs[what]
+            elif where == "slot":
+                out[name] = self.slot_sum(slots[what])
+            else:
+                out[name] = M.copy(seeds[what])
+        return out
+
+    def _aligned_buffers(self, flat) -> tuple:
+        """Positions in `flat` of the fresh buffers and slot arrays whose
+        alignment the program's launch facts assume."""
+        aligned = getattr(self.facts, "aligned", ()) or ()
+        fresh = [p for p, (where, _) in enumerate(self.flat) if where == "buf"]
+        fresh += range(len(self.flat), len(flat))
+        return tuple(p for p in fresh if p < len(aligned) and aligned[p])
+
+    def _launch(self, flat) -> None:
+        program = self.program
+        if program.kind != "gpu":
+            self._launch_host(flat)
+            return
+        device_id = self.sig.gpu_id or 0
+        packed = self.packed
+        if packed is None:  # the key's second call: pack once, keep the values
+            ready = fastpath.Ready(program, self.sig, self.grid, self.block)
+            ready.seen = True
+            program.gpu.launch_cached(ready, flat, program.flat_types, device_id)
+            fn, values, current, device = ready.packed
+            self.packed = (fn, list(values), self._pointer_slots(program),
+                           current, device, ready.grid)
+            return
+        fn, values, where, current, device, grid = packed
+        values = list(values)
+        make = fastpath_pointer()
+        for p, offsets in where:
+            ptr = make(np.uint64(_pointer(flat[p])))
+            for o in offsets:
+                values[o] = ptr
+        values = tuple(values)
+        if current() == device_id:
+            fn(grid, self.block, values)
+        else:
+            with device(device_id):
+                fn(grid, self.block, values)
+
+    def _launch_host(self, flat) -> None:
+        """The CPU: the key's second call packs (runtime/cpu.py `pack`) and
+        keeps the packed launch; later calls write the fresh buffers' data
+        pointers into their kept memref descriptors (under a lock: the
+        descriptors are shared) and run it."""
+        program = self.program
+        host, entry, names = program.host, program.entry, program.payload.get("arg_names")
+        packed = self.packed
+        if packed is None:
+            done = host.pack(entry, flat, program.flat_types, self.grid, self.block)
+            descs = self._descriptors(flat, done[2])
+            self.packed = False if descs is None else (done, descs, threading.Lock())
+            host.run_packed(entry, done, flat, names)
+            return
+        if packed is False:
+            L.run_program(program, flat, self.sig, self.grid, self.block)
+            return
+        done, descs, lock = packed
+        with lock:
+            for p, d in descs:
+                d.allocated = d.aligned = fastpath.host_pointer(flat[p])
+            host.run_packed(entry, done, flat, names)
+
+    def _descriptors(self, flat, keep):
+        """[(flat position, its memref descriptor in `keep`)] of the fresh
+        buffers and slot arrays (`pack` keeps a descriptor and its pointer
+        per array, a value per scalar, in order); None when `keep` does not
+        look like that."""
+        from diffgpu.types import ArrayType
+
+        fresh = {p for p, (where, _) in enumerate(self.flat) if where == "buf"}
+        fresh |= set(range(len(self.flat), len(flat)))
+        out, at = [], 0
+        for p, t in enumerate(self.program.flat_types):
+            if isinstance(t, ArrayType):
+                d = keep[at] if at < len(keep) else None
+                if getattr(d, "allocated", None) != (fastpath.host_pointer(flat[p]) or None):
+                    return None
+                if p in fresh:
+                    out.append((p, d))
+                at += 2
+            else:
+                at += 1
+        return out
+
+    def _pointer_slots(self, program) -> list:
+        """[(flat position, [offsets of its pointer in the packed values])]
+        of the fresh buffers and slot arrays (runtime/gpu.py `pack_fast`)."""
+        from diffgpu.types import ArrayType
+
+        fresh = {p for p, (where, _) in enumerate(self.flat) if where == "buf"}
+        fresh |= set(range(len(self.flat), len(program.flat_types)))
+        lean = program.gpu.lean
+        out, at = [], 0
+        for p, t in enumerate(program.flat_types):
+            if isinstance(t, ArrayType) and lean and lean[p]:
+                if p in fresh:
+                    out.append((p, (at,)))
+                at += 1 + t.ndim
+            elif isinstance(t, ArrayType):
+                if p in fresh:
+                    out.append((p, (at, at + 1)))
+                at += 3 + 2 * t.ndim
+            else:
+                at += 1
+        return out
+
+
+class Derivatives(dict):
+    """The result of `dg.vjp` / `dg.jvp`: {parameter name: derivative}. A
+    parameter without one (an integer, held constant, an output in vjp, an
+    input in jvp) raises NoDerivativeError saying why, not a bare KeyError."""
+
+    __slots__ = ("absent",)  # {name: why it has no result}, set by Recipe._run
+
+    @user_facing
+    def __missing__(self, name):
+        why = self.absent.get(name) if isinstance(name, str) else None
+        raise NoDerivativeError(why or f"{name!r} is not a parameter of the kernel")
+
+
+def _pointer(a) -> int:
+    if type(a) is np.ndarray:
+        return fastpath.host_pointer(a)
+    return a.data.ptr
+
+
+_MAKE: list = []
+
+
+def fastpath_pointer():
+    """np.uint64 -> the kernel-argument form runtime/gpu.py packs (kept)."""
+    if not _MAKE:
+        from diffgpu.runtime.gpu import as_kernel_pointers
+        _MAKE.append(lambda v: as_kernel_pointers((v,))[0])
+    return _MAKE[0]
+
+
+__all__ = ["Derivatives", "Recipe", "call_key", "diff_recipe", "lookup", "keep"]
