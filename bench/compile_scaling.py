@@ -137,7 +137,7 @@ def vjp_cases(workdir: str, chains) -> dict:
 def vjp_table(chains=(1000, 2000)) -> int:
     import diffgpu as dg
     from benchlib import recorded_programs
-    from diffgpu.launch import get_program
+    from diffgpu.driver.launch import get_program
 
     rows = []
     for what, (k, (grid, block), args, cot) in vjp_cases(tempfile.mkdtemp(), chains).items():
