@@ -134,18 +134,21 @@ class Launcher:
     def __call__(self, *args, **kwargs) -> None:
         if kwargs:
             args = bind_arguments(self.kernel, args, kwargs)
-        (_LAUNCH or _launch_function())(self.kernel, args, self.grid, self.block)
+        launch, bind = _LAUNCH or _launch_functions()
+        launch(self.kernel, args, self.grid, self.block, bind)
 
 
-#: diffgpu.driver.launch.launch once imported (an import statement per launch costs 0.5 us)
+#: (runtime/fastpath.py `launch`, driver/launch.py `bind`: its slow path) once
+#: imported (an import statement per launch costs 0.5 us)
 _LAUNCH = None
 
 
-def _launch_function():
+def _launch_functions():
     global _LAUNCH
-    from diffgpu.driver.launch import launch
-    _LAUNCH = launch
-    return launch
+    from diffgpu.driver.launch import bind
+    from diffgpu.runtime.fastpath import launch
+    _LAUNCH = (launch, bind)
+    return _LAUNCH
 
 
 def bind_arguments(defn, args, kwargs) -> tuple:

@@ -92,12 +92,15 @@ def _call(fn: str, launcher, args, seeds: dict, outputs: bool, wrt) -> dict:
     """Replay the plan kept for this call's key (replay.py), or plan it:
     checks, roles, buffers, program (plan.py), kept for the next call."""
     from diffgpu.hostdiff import replay
-    from diffgpu.driver.launch import STATS
+    from diffgpu.runtime.fastpath import STATS, launch_key
 
     kernel = launcher.kernel
     args, consts = _plain(args, kernel, fn)
-    key = replay.call_key(fn, outputs, args, seeds, launcher.grid, launcher.block,
-                          (consts, wrt))
+    names = tuple(sorted(seeds))
+    given = [seeds[n] for n in names]
+    key = launch_key(args, launcher.grid, launcher.block)
+    skey = launch_key(given, (), ()) if key is not None else None
+    key = (fn, outputs, names, key, skey, (consts, wrt)) if skey is not None else None
     recipe = replay.lookup(kernel, key) if key is not None else None
     if recipe is not None:
         out = recipe.run(args, seeds, first=False)

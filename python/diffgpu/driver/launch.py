@@ -8,21 +8,18 @@ launch it.
 """
 from __future__ import annotations
 
-import collections
 import hashlib
 import os
 import threading
 
 from diffgpu.errors import CompileError, DiffgpuError
-from diffgpu.runtime import fastpath
+from diffgpu.runtime import fastpath, specialize
 from diffgpu.runtime.store import cache
 from diffgpu.runtime.args import check_arity, infer_signature, parse_type
 from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import launch_facts
 
-#: counters: "compile" (built from source), "disk_hit", "memory_hit"; launches on the
-#: fast path: "fast_checked" (per-value checks), "fast_reuse" (an earlier launch reused)
-STATS: collections.Counter = collections.Counter()
+STATS = fastpath.STATS  # the counters (runtime/fastpath.py says which)
 _locks: dict = {}
 _locks_guard = threading.Lock()
 
@@ -42,15 +39,25 @@ def target_for(sig) -> str:
 
 def launch(kernel, args, grid, block) -> None:
     """Check, compile (once per signature and launch facts) and run `kernel`
-    on `args`. Launches with an argument signature seen before take the
-    fast path (runtime/fastpath.py): per-value checks only, or nothing but
-    the run when the launch equals an earlier one."""
-    ready = fastpath.lookup(kernel, args, grid, block)
-    if ready is not None:
-        STATS["fast_reuse" if ready.seen else "fast_checked"] += 1
-        run_program(ready.program, args, ready.sig, grid, block, ready)
-        ready.seen = True
-        return
+    on `args`: runtime/fastpath.py `launch`, whose misses `bind` serves."""
+    fastpath.launch(kernel, args, grid, block, bind)
+
+
+def bind(kernel, args, grid, block, key):
+    """The slow path of a launch (`fastpath.launch`'s miss on `key`, None
+    when an argument's type is not fast-path material). A known token
+    whose per-value checks pass: the launch's `Ready`, stored under `key`
+    and returned for the fast path to run. Otherwise the full path: the
+    checks of runtime/args.py (their errors), the program, the run; the
+    token is remembered and None returned."""
+    fast = kernel.__dict__.get("_fast")
+    if type(fast) is fastpath.Table:
+        if not kernel._programs:  # programs dropped (tests force reloads): start over
+            fast.clear()
+        elif key is not None:
+            ready = _checked_ready(kernel, fast, args, grid, block, key)
+            if ready is not None:
+                return ready
     check_arity(args, kernel.arg_names, kernel.name)
     sig = infer_signature(args, kernel.arg_names, kernel.name)
     target = target_for(sig)
@@ -58,6 +65,38 @@ def launch(kernel, args, grid, block) -> None:
                           facts=facts_for(args, sig.types, target, grid, block))
     run_program(program, args, sig, grid, block)
     fastpath.remember(kernel, args, sig)
+    return None
+
+
+def _checked_ready(kernel, fast, args, grid, block, key):
+    """The `Ready` of a launch with a known token whose per-value checks
+    pass (stored in `fast.hot` under `key`), or None."""
+    entry = fast.get(fastpath.token(args))
+    if entry is None:
+        return None
+    checked = fastpath.check_values(entry, args, key)
+    if checked is None:
+        return None
+    gpu_id, arrays = checked
+    sig = entry.sig
+    if gpu_id is not None and gpu_id != sig.gpu_id:
+        sig = type(sig)(sig.types, sig.device, gpu_id)
+    race = key[-1] if sig.device == "host" else False  # host keys end with the switch
+    values = specialize.fact_values(arrays, grid, block)
+    mem = (values, gpu_id, race)
+    found = entry.programs.get(mem)
+    if found is None:
+        target = target_for(sig)
+        facts = None if values is None else specialize.Facts(*values)
+        if facts is not None:
+            facts = None if facts.trivial() else facts.for_target(target)
+        found = entry.programs[mem] = get_program(kernel, sig.types, target, facts=facts)
+    ready = fastpath.Ready(found, sig, grid, block)
+    hot = fast.hot
+    if len(hot) >= fastpath._HOT_MAX:
+        hot.clear()
+    hot[key] = ready
+    return ready
 
 
 def facts_for(args, types, target: str, grid=None, block=None):
@@ -76,23 +115,13 @@ def program_key(defn, types, target: str, diff=None, facts=None) -> str:
     return hashlib.sha256(f"{key}\n\0facts {facts.key()}".encode()).hexdigest()
 
 
-def run_program(program, args, sig, grid, block, cached=None) -> None:
-    """Run `program`; `cached`: the `fastpath.Ready` of a fast-path launch,
-    whose packed arguments are kept from its key's second launch on."""
+def run_program(program, args, sig, grid, block) -> None:
+    """Run `program` on checked `args` (launches of the fast path run
+    through their `fastpath.Ready`)."""
     if program.kind == "gpu":
-        if cached is not None:
-            program.gpu.launch_cached(cached, args, program.flat_types, sig.gpu_id or 0)
-            return
         if program.coarsen > 1:  # each thread covers `coarsen` elements (lowering/coarsen/coarsen.py)
             grid = (grid[0] // program.coarsen,) + tuple(grid[1:])
         program.gpu.launch(args, program.flat_types, grid, block, sig.gpu_id or 0)
-    elif cached is not None:
-        packed = cached.packed
-        if packed is None:
-            packed = program.host.pack(program.entry, args, program.flat_types, grid, block)
-            if cached.seen:  # the key's second launch: keep them (fastpath.Ready)
-                cached.packed = packed
-        program.host.run_packed(program.entry, packed, args, program.payload.get("arg_names"))
     else:
         program.host.launch(program.entry, list(args), list(program.flat_types), grid, block,
                             program.payload.get("arg_names"))

@@ -12,6 +12,12 @@ import numpy as np
 from diffgpu.runtime.args import is_device_array
 from diffgpu.runtime.fastpath import _ARRAYS
 
+#: slots of an Active scalar's gradient buffer: the reverse kernel's block b
+#: adds its share at slot b % ACTIVE_SLOTS (frontend/diff_lower.py), so the
+#: blocks' adds spread over that many addresses instead of queueing on one;
+#: the gradient is their sum (docs/atomics.md)
+ACTIVE_SLOTS = 256
+
 
 def xp_of(a):
     """numpy for host arrays, cupy for device arrays (a type the launch fast

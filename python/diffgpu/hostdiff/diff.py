@@ -31,15 +31,11 @@ import numpy as np
 from diffgpu.activities import Active, Activity, Const, Duplicated, DuplicatedNoNeed
 from diffgpu.api import Launcher, user_facing
 from diffgpu.errors import LaunchError
+from diffgpu.hostdiff.buffers import ACTIVE_SLOTS  # noqa: F401  (kept importable here)
 from diffgpu.runtime import fastpath
 from diffgpu.runtime.args import arg_type, describe_arg, infer_signature, is_device_array
 from diffgpu.types import ScalarType, is_float
 
-#: slots of an Active scalar's gradient buffer: the reverse kernel's block b
-#: adds its share at slot b % ACTIVE_SLOTS (frontend/diff_lower.py), so the
-#: blocks' adds spread over that many addresses instead of queueing on one;
-#: the gradient is their sum (docs/atomics.md)
-ACTIVE_SLOTS = 256
 
 
 @user_facing

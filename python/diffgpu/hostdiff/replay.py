@@ -60,19 +60,6 @@ from diffgpu.runtime.specialize import ALIGN
 _MAX = 1024
 
 
-def call_key(fn: str, outputs: bool, args, seeds: dict, grid, block, held=()):
-    """The key of a call (module docstring), or None when one cannot be
-    formed. `held`: what the call holds constant (dg.Const positions, wrt=)."""
-    key = fastpath.launch_key(args, grid, block)
-    if key is None:
-        return None
-    names = tuple(sorted(seeds))
-    skey = fastpath.launch_key([seeds[n] for n in names], (), ())
-    if skey is None:
-        return None
-    return (fn, outputs, names, key, skey, held)
-
-
 def diff_recipe(launcher, mode: str, kinds, types, sig, nflat: int, scope, slot_sum):
     """The Recipe of a checked host-level `dg.autodiff` / `dg.fwddiff` call
     (diff.py): the derivative kernel takes the caller's `nflat` values
@@ -133,7 +120,7 @@ class Recipe:
 
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
-                 "program", "facts", "aligned", "packed", "_scope", "_slot_make", "baked",
+                 "program", "facts", "aligned", "packed", "_scope", "_slot_make", "_makers", "baked",
                  "slot_sum", "absent")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
@@ -152,7 +139,7 @@ class Recipe:
         #: from the key's second call: GPU (function, values, pointer positions,
         #: ...), CPU (packed launch, fresh buffers' descriptors, lock) or False
         self.packed = None
-        self._scope = self._slot_make = None  # from the first call (_resolve)
+        self._scope = self._slot_make = self._makers = None  # from the first call (_resolve)
         self.baked = ()  # names of the seeds in `flat` by value ("val")
         #: a slot array -> its scalar's gradient (`dg.autodiff` keeps numpy
         #: scalars on the host: diff.py `_scalar`)
@@ -173,11 +160,9 @@ class Recipe:
             return self._run(args, seeds, first)
 
     def _resolve(self, args, seeds) -> None:
-        """What the first call learns once: the device scope and the
-        function making the slot arrays. Fresh buffers are made by
-        buffers.py's functions on every call."""
-        from diffgpu.hostdiff.diff import ACTIVE_SLOTS
-
+        """What the first call learns once: the device scope, the function
+        making the slot arrays and per fresh buffer the function making it
+        (`_maker`): a function of the key (type, dtype, shape of its source)."""
         src = args[self.scope] if self.scope is not None else None
         self._scope = None
         if src is not None and M.is_device_array(src):
@@ -186,14 +171,14 @@ class Recipe:
             cuda = cupy_module().cuda
             self._scope = (cuda.Device, device_id(src), cuda.runtime.getDevice)
         xp = M.xp_of(src) if src is not None else np
-        self._slot_make = tuple((xp.zeros, ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots)
+        self._slot_make = tuple((xp.zeros, M.ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots)
+        self._makers = tuple(_maker(how, args[what] if where == "arg" else seeds[what])
+                             for how, (where, what) in self.bufs)
 
     def _run(self, args, seeds, first):
-        bufs = []
-        for how, (where, what) in self.bufs:
-            src = args[what] if where == "arg" else seeds[what]
-            bufs.append(M.copy(src) if how == "copy" else
-                        M.empty_like(src) if how == "empty" else M.zeros_like(src))
+        makers = [_planned(how) for how, _ in self.bufs] if first else self._makers
+        bufs = [make(args[what] if where == "arg" else seeds[what])
+                for make, (_how, (where, what)) in zip(makers, self.bufs)]
         slots = [make(n, dtype) for make, n, dtype in self._slot_make]
         flat = []
         for where, what in self.flat:
@@ -247,17 +232,19 @@ class Recipe:
             ready.seen = True
             program.gpu.launch_cached(ready, flat, program.flat_types, device_id)
             fn, values, current, device = ready.packed
-            self.packed = (fn, list(values), self._pointer_slots(program),
+            self.packed = (fn, tuple(values), self._pointer_slots(program),
                            current, device, ready.grid)
             return
         fn, values, where, current, device, grid = packed
-        values = list(values)
-        make = fastpath_pointer()
-        for p, offsets in where:
-            ptr = make(np.uint64(_pointer(flat[p])))
-            for o in offsets:
-                values[o] = ptr
-        values = tuple(values)
+        if where:  # fresh buffers: their pointers into a copy of the kept values
+            values, fresh = list(values), []
+            for p, _offsets in where:
+                fresh.append(np.uint64(_pointer(flat[p])))
+            fresh = kernel_pointers()(tuple(fresh))  # one call out: runtime/gpu.py
+            for (_p, offsets), ptr in zip(where, fresh):
+                for o in offsets:
+                    values[o] = ptr
+            values = tuple(values)
         if current() == device_id:
             fn(grid, self.block, values)
         else:
@@ -284,7 +271,7 @@ class Recipe:
         done, descs, lock = packed
         with lock:
             for p, d in descs:
-                d.allocated = d.aligned = fastpath.host_pointer(flat[p])
+                d.allocated = d.aligned = _pointer(flat[p])
             host.run_packed(entry, done, flat, names)
 
     def _descriptors(self, flat, keep):
@@ -345,21 +332,50 @@ class Derivatives(dict):
         raise NoDerivativeError(why or f"{name!r} is not a parameter of the kernel")
 
 
+def _planned(how: str):
+    """buffers.py's function making a fresh buffer of kind `how` ("copy",
+    "empty" or "zeros"), looked up at each planned call."""
+    return M.copy if how == "copy" else M.empty_like if how == "empty" else M.zeros_like
+
+
+def _maker(how: str, src):
+    """What a replayed call makes a fresh buffer like `src` with: `_planned(how)`
+    made from numpy's or CuPy's own for the arrays the launch key knows
+    (their type, dtype and shape are the key's), so that a replay calls
+    nothing of buffers.py before its launch."""
+    t = type(src)
+    if t is not np.ndarray and t not in fastpath._ARRAYS:  # never replayed (no key)
+        return _planned(how)
+    xp = M.xp_of(src)
+    if how == "copy":  # `asarray` of these is the array itself
+        return lambda a: xp.array(a, copy=True)
+    make, shape, dtype = xp.empty if how == "empty" else xp.zeros, src.shape, src.dtype
+    return lambda a: make(shape, dtype)
+
+
+_AT, _OFFSET = fastpath._AT, fastpath._OFFSET
+
+
 def _pointer(a) -> int:
-    if type(a) is np.ndarray:
-        return fastpath.host_pointer(a)
-    return a.data.ptr
+    """A fresh buffer's data pointer: `fastpath.host_pointer`'s read, here
+    (a call into the fast path's module after it was left would re-enter it)."""
+    if type(a) is not np.ndarray:
+        return a.data.ptr
+    if _OFFSET is None:
+        return a.__array_interface__["data"][0]
+    return _AT(id(a) + _OFFSET).value or 0
 
 
 _MAKE: list = []
 
 
-def fastpath_pointer():
-    """np.uint64 -> the kernel-argument form runtime/gpu.py packs (kept)."""
+def kernel_pointers():
+    """runtime/gpu.py `as_kernel_pointers` (np.uint64 values -> the
+    kernel-argument form it packs), imported once."""
     if not _MAKE:
         from diffgpu.runtime.gpu import as_kernel_pointers
-        _MAKE.append(lambda v: as_kernel_pointers((v,))[0])
+        _MAKE.append(as_kernel_pointers)
     return _MAKE[0]
 
 
-__all__ = ["Derivatives", "Recipe", "call_key", "diff_recipe", "lookup", "keep"]
+__all__ = ["Derivatives", "Recipe", "diff_recipe", "lookup", "keep"]

@@ -192,6 +192,10 @@ class HostProgram:
         self._engine, self._keep = engine, keep
         self._entries: dict[str, object] = {}
         self._status = None
+        #: where the status function writes (read under the lock)
+        self._status_word = ctypes.c_int64(0)
+        self._status_args = (ctypes.c_void_p * 1)(
+            ctypes.cast(ctypes.pointer(self._status_word), ctypes.c_void_p))
         if f"@{CIFACE_PREFIX}{STATUS_FUNC}(" in self.llvm_text:
             addr = engine.raw_lookup(CIFACE_PREFIX + STATUS_FUNC)
             if addr:
@@ -350,8 +354,11 @@ class HostProgram:
             if regions is not None:
                 self._race_begin(regions)  # resets the race state
             self._dirty = True
-            host_signal.run(fn, packed, self._cancel)
-            bad = self._read_status()
+            host_signal.run(fn, packed, self._cancel)  # the launch's last call out
+            bad = 0
+            if self._status is not None:  # `_read_status`, without a call back in here
+                self._status(self._status_args)
+                bad = self._status_word.value
             self._dirty = False
             if regions is not None:
                 report = self._race_end()
@@ -404,7 +411,5 @@ class HostProgram:
         """Number of the first out-of-bounds access since the last call, or 0."""
         if self._status is None:
             return 0
-        res = ctypes.c_int64(0)
-        args = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(res), ctypes.c_void_p))
-        self._status(args)
-        return res.value
+        self._status(self._status_args)
+        return self._status_word.value

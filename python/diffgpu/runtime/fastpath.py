@@ -1,7 +1,12 @@
 """The launch fast path: full checks once per argument signature, then only
 what depends on the values; a launch equal to an earlier one reuses all of it.
 
-Three levels, each taken only when the one before it does not apply:
+Three levels, each taken only when the one before it does not apply. The
+first is `launch` here (its key, one look-up, one run); the other two are
+driver/launch.py `bind`, which `launch` calls on a miss and which returns
+the `Ready` it stored (or runs the launch itself): the runtime never
+imports the compiler, and the slow path never calls back into this module
+(docs/architecture.md, "A launch, one way").
 
 | level    | taken when                                   | a launch then                              |
 |----------|----------------------------------------------|--------------------------------------------|
@@ -53,9 +58,18 @@ import platform
 
 import numpy as np
 
+import collections
+import os
+
 from diffgpu.runtime import specialize
-from diffgpu.runtime.racecheck import enabled as racecheck_enabled
+from diffgpu.runtime.racecheck import ENV as _RACE_ENV, _enabled as _race_var
 from diffgpu.types import ArrayType
+
+#: counters: "compile" (built from source), "disk_hit", "memory_hit" (driver/launch.py);
+#: launches on the fast path: "fast_checked" (per-value checks), "fast_reuse" (an
+#: earlier launch reused); "vjp_plan", "vjp_reuse" (hostdiff/replay.py)
+STATS: collections.Counter = collections.Counter()
+_ON = ("1", "true", "yes", "on")
 
 _SCALARS = frozenset((float, int, np.float32, np.float64, np.int32, np.int64))
 #: array types with fast attributes; device types join on first sight
@@ -111,7 +125,9 @@ def launch_key(args, grid, block):
         else:
             return None
     if not device:  # a host program: the race-checked variant apart
-        key.append(racecheck_enabled())
+        race = _race_var.get()  # racecheck.enabled(), read here: no call out and back
+        key.append(race if race is not None
+                   else os.environ.get(_RACE_ENV, "").strip().lower() in _ON)
     return tuple(key)
 
 
@@ -200,6 +216,20 @@ class Ready:
         self.packed = None
         self.seen = False
 
+    def run(self, args) -> None:
+        """Run the program on `args`, packing them unless kept (from the
+        key's second launch on: `seen`)."""
+        program = self.program
+        if program.kind == "gpu":
+            program.gpu.launch_cached(self, args, program.flat_types, self.sig.gpu_id or 0)
+            return
+        host, packed = program.host, self.packed
+        if packed is None:
+            packed = host.pack(program.entry, args, program.flat_types, self.grid, self.block)
+            if self.seen:
+                self.packed = packed
+        host.run_packed(program.entry, packed, args, program.payload.get("arg_names"))
+
 
 def remember(kernel, args, sig) -> None:
     """After a launch passed the full checks: store its token's entry."""
@@ -244,53 +274,27 @@ def check_values(entry, args, key):
     return gpu_id, arrays
 
 
-def lookup(kernel, args, grid, block):
-    """The `Ready` of a launch whose token is known, to run with
-    `launch.run_program(..., cached=ready)`; None when the full path must run."""
-    fast = kernel.__dict__.get("_fast")
-    if not fast or type(fast) is not Table:
-        return None
-    if not kernel._programs:  # programs dropped (tests force reloads): start over
-        fast.clear()
-        return None
-    hot = fast.hot
+def launch(kernel, args, grid, block, bind) -> None:
+    """One way through a launch: its key, one look-up, one run. On a miss
+    `bind(kernel, args, grid, block, key)` (driver/launch.py: checks, facts,
+    compile or load, all outside the runtime) returns the `Ready` it stored
+    under the key, or None when it ran the launch itself (the full path); it
+    never calls back here."""
     key = launch_key(args, grid, block)
-    if key is None:  # an argument type the fast path does not know
-        return None
-    last = fast.last  # replaced as one tuple: thread-safe
-    if last is not None and last[0] == key:
-        return last[1]
-    ready = hot.get(key)
-    if ready is not None:
-        fast.last = (key, ready)
-        return ready
-    entry = fast.get(token(args))
-    if entry is None:
-        return None
-    checked = check_values(entry, args, key)
-    if checked is None:
-        return None
-    race = key[-1] if entry.sig.device == "host" else False  # host keys end with the switch
-    ready = _ready(kernel, entry, checked[0], checked[1], grid, block, race)
-    if len(hot) >= _HOT_MAX:
-        hot.clear()
-    hot[key] = ready
-    return ready
-
-
-def _ready(kernel, entry, gpu_id, arrays, grid, block, race: bool) -> Ready:
-    from diffgpu.driver.launch import get_program, target_for
-
-    sig = entry.sig
-    if gpu_id is not None and gpu_id != sig.gpu_id:
-        sig = type(sig)(sig.types, sig.device, gpu_id)
-    values = specialize.fact_values(arrays, grid, block)
-    mem = (values, gpu_id, race)
-    found = entry.programs.get(mem)
-    if found is None:
-        target = target_for(sig)
-        facts = None if values is None else specialize.Facts(*values)
-        if facts is not None:
-            facts = None if facts.trivial() else facts.for_target(target)
-        found = entry.programs[mem] = get_program(kernel, sig.types, target, facts=facts)
-    return Ready(found, sig, grid, block)
+    fast = kernel.__dict__.get("_fast")
+    ready = None
+    if key is not None and type(fast) is Table and kernel._programs:
+        last = fast.last  # replaced as one tuple: thread-safe
+        if last is not None and last[0] == key:
+            ready = last[1]
+        else:
+            ready = fast.hot.get(key)
+            if ready is not None:
+                fast.last = (key, ready)
+    if ready is None:
+        ready = bind(kernel, args, grid, block, key)
+        if ready is None:
+            return
+    STATS["fast_reuse" if ready.seen else "fast_checked"] += 1
+    ready.run(args)
+    ready.seen = True

@@ -110,16 +110,14 @@ def pack_args(args, arg_types, lean=None) -> list:
     """The kernel's flat argument list (numpy scalars CuPy passes by value);
     `lean[i]`: array i uses the lean ABI of a specialised kernel (pointer
     and sizes only, lowering/gpu/nvvm.py)."""
-    from diffgpu.runtime.args import cuda_interface
-
     out = []
     for i, (x, t) in enumerate(zip(args, arg_types)):
         if isinstance(t, ArrayType) and lean and lean[i]:
-            cai = cuda_interface(x, "array")
+            cai = x.__cuda_array_interface__
             out.append(np.uint64(int(cai["data"][0])))
             out += [np.int64(int(s)) for s in cai["shape"]]
         elif isinstance(t, ArrayType):
-            cai = cuda_interface(x, "array")
+            cai = x.__cuda_array_interface__
             shape = tuple(int(s) for s in cai["shape"])
             itemsize = np.dtype(cai["typestr"]).itemsize
             strides = cai.get("strides")
@@ -295,4 +293,4 @@ def _scratch_of(abi):
     if not slots:
         return None
     from diffgpu.runtime.scratch import GpuScratch
-    return GpuScratch(slots)
+    return GpuScratch(slots, as_kernel_pointers)

@@ -39,8 +39,9 @@ class GpuScratch:
     """The scratch of one GPU program: `wrap` makes a launcher that appends
     the SCRATCH_WORDS kernel parameters of the device's current stream."""
 
-    def __init__(self, slots: int):
+    def __init__(self, slots: int, as_kernel_pointers):
         self.slots = slots
+        self._pointers = as_kernel_pointers  # runtime/gpu.py's: the kernel-argument form
         self._params: dict = {}  # (device id, stream handle) -> (params, buffer)
         self._lock = threading.Lock()
 
@@ -60,7 +61,6 @@ class GpuScratch:
 
     def _make(self, key):
         import cupy
-        from diffgpu.runtime.gpu import as_kernel_pointers
         with self._lock:
             found = self._params.get(key)
             if found is not None:
@@ -76,7 +76,7 @@ class GpuScratch:
             words = []
             for ptr, n in zip((acc, count), sizes):
                 words += [np.uint64(ptr), np.uint64(ptr), np.int64(0), np.int64(n), np.int64(1)]
-            found = self._params[key] = (as_kernel_pointers(tuple(words)), buf)
+            found = self._params[key] = (self._pointers(tuple(words)), buf)
             return found
 
 
