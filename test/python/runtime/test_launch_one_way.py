@@ -16,6 +16,9 @@ from diffgpu.driver.launch import STATS
 from diffgpu.runtime import gpu
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+import launch_overhead as LO  # noqa: E402  (the CuPy stand-in)
+import vjp_overhead as VO  # noqa: E402  (its allocations)
 from kernels_elementwise import saxpy, square  # noqa: E402  (defined once)
 
 PKG = os.path.dirname(dg.__file__) + os.sep
@@ -139,3 +142,58 @@ def test_a_replayed_gpu_vjp_is_one_way():
     assert returns(seq) == [], seq
     assert seq[:4] == ["api.py", "functional.py", "runtime/fastpath.py", "hostdiff/replay.py"]
     assert len(seq) <= 6, seq
+
+
+# ---------------------------------------------------------------------------
+# the GPU path without a GPU: bench/launch_overhead.py's CuPy stand-in (the
+# kernels compile for sm_90 here and their launches do nothing)
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def standin(monkeypatch):
+    VO.install_standin()  # launch_overhead's stand-in, with allocations
+    monkeypatch.setattr(gpu, "_chips", {0: "sm_90"})
+    yield
+    sys.modules.pop("cupy", None)
+
+
+@dg.kernel
+def one_way_saxpy(o, a, x, y):  # its own kernels: the stand-in's functions stay with their programs
+    i = dg.global_id(0)
+    if i < len(o):
+        o[i] = a * x[i] + y[i]
+
+
+@dg.kernel
+def one_way_square(y, x):
+    i = dg.global_id(0)
+    if i < len(x):
+        y[i] = x[i] * x[i]
+
+
+def test_a_cached_standin_gpu_launch_is_one_way(standin):
+    o, x, y = (LO.StandinArray(np.ones(256, np.float32)) for _ in range(3))
+    launcher = one_way_saxpy[1, 256]
+    for _ in range(3):
+        launcher(o, 2.0, x, y)
+    before = STATS["fast_reuse"]
+    seq = stays(lambda: launcher(o, 2.0, x, y))
+    assert STATS["fast_reuse"] == before + 1
+    assert returns(seq) == [], seq
+    assert seq == ["api.py", "runtime/fastpath.py", "runtime/gpu.py"]
+
+
+def test_a_replayed_standin_gpu_vjp_is_one_way(standin):
+    y, x, ybar = (LO.StandinArray(np.ones(256, np.float32)) for _ in range(3))
+    launcher = one_way_square[1, 256]
+
+    def run():
+        return dg.vjp(launcher, y, x, cotangents={"y": ybar})
+    for _ in range(3):
+        run()
+    before = STATS["vjp_reuse"]
+    seq = stays(run)
+    assert STATS["vjp_reuse"] == before + 1
+    assert returns(seq) == [], seq
+    assert seq == ["api.py", "functional.py", "runtime/fastpath.py", "hostdiff/replay.py",
+                   "runtime/gpu.py"]
