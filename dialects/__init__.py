@@ -4,6 +4,9 @@ layouts (names.py, no MLIR), typed op classes and builders (ops.py).
 `make_context()` returns an MLIR context with every upstream dialect and the
 diffgpu dialect loaded, and the typed op classes registered; all of diffgpu's
 compiler code uses it. Importing this package imports no MLIR.
+
+May import: the foundation modules of diffgpu (the MLIR bindings through
+diffgpu._mlir) only.
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ AUTODIFF = "diffgpu.autodiff"
 FWDDIFF = "diffgpu.fwddiff"
 
 #: marks the add of an Active scalar's gradient into its slot buffer (the
-#: host-API derivative kernel, frontend/diff_lower.py): the runtime sums every
+#: host-API derivative kernel, frontend/diff_kernel.py): the runtime sums every
 #: slot, so which slot an add lands in never changes the result
 ACTIVE_SLOTS_ATTR = "diffgpu.active_slots"
 

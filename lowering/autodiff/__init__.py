@@ -24,7 +24,7 @@ rules_memref, rules_scf, rules_diffgpu, rules_func); the sweep: reverse.py;
 the tape: tape.py; activities: activity.py; forward mode: forward.py;
 atomic elision (a plain shadow update where the index is provably one
 thread's, e.g. A[global_id] in a whole launch): elision.py; the functional
-kinds `cot` / `grad` of `dg.vjp`: functional.py.
+kinds `cot` / `grad` of `dg.vjp`: functional/.
 
 Higher order: a function holding derivatives generated earlier is
 differentiated again after inlining them (inline.py); the tape words of the
@@ -32,6 +32,14 @@ inner derivative carry their derivatives through tapes of adjoints/tangents
 (rules/tape.py), and its local slots get shadows (locals.py). An op that
 touches an active value without a rule is an error; the ops that carry no
 derivative are listed, each with its reason (the INACTIVE tables).
+
+Layers inside: the core modules (build, context, tape, locals, elision,
+remat, spec) import none of the others; rules/ and functional/ build on
+them; the pass modules (activity, reverse, forward, generate, inline,
+shared, unroll and this one) on all three.
+
+May import: lowering.facts, lowering.registry, lowering.common,
+diffgpu.dialects and the foundation modules of diffgpu.
 """
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 from diffgpu.lowering.common.ir_util import walk_block
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.rules.tape import tag_of
+from diffgpu.lowering.autodiff.rules.registry import INACTIVE, TERMINATORS, rule_of
+from diffgpu.lowering.autodiff.tape import tag_of
 
 
 #: all ops of a block, nested ones included, in pre-order (as OpViews)
@@ -68,8 +69,6 @@ class Activity:
 
     # -- the fixed point ------------------------------------------------------
     def _solve(self):
-        from diffgpu.lowering.autodiff.rules.registry import INACTIVE, TERMINATORS, rule_of  # rules -> elision -> here
-
         self._rule_of, self._inert = rule_of, (INACTIVE, TERMINATORS)
         changed = True
         while changed:

@@ -7,7 +7,7 @@ point. Every helper builds at the ambient `ir.InsertionPoint` and location.
 from __future__ import annotations
 
 from diffgpu._mlir import arith, ir, math, memref
-from diffgpu.lowering.common.ir_util import isa
+from diffgpu.lowering.common.ir_util import is_index, is_int, isa  # noqa: F401 (B.is_index)
 
 #: the float types autodiff differentiates, narrowest first
 FLOAT_TYPES = (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)
@@ -20,15 +20,6 @@ def is_float(t) -> bool:
 
 def is_memref(t) -> bool:
     return isa(t, ir.MemRefType) or isa(t, ir.UnrankedMemRefType)
-
-
-def is_index(t) -> bool:
-    return isa(t, ir.IndexType)
-
-
-def is_int(t) -> bool:
-    """A signless integer type (i1, i32, i64...)."""
-    return isa(t, ir.IntegerType) and ir.IntegerType(t).is_signless
 
 
 def _float_rank(t) -> int:

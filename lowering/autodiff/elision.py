@@ -62,85 +62,14 @@ from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.lowering.common import targets
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
-from diffgpu.dialects.ops import BlockDimOp, BlockIdOp, ThreadIdOp
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.activity import walk_ops
+from diffgpu.lowering.common.ir_util import walk_block as walk_ops
+from diffgpu.lowering.facts.indices import index_key
 
 #: op -> (position of the memref, position of the first index)
 _ACCESS = {"memref.load": (0, 1), "memref.store": (1, 2),
            N.ATOMIC_ADD: (N.ATOMIC_MEMREF, N.ATOMIC_FIRST_INDEX)}
-
-
-def _op(v):
-    owner = v.owner
-    return None if isinstance(owner, ir.Block) else owner.operation
-
-
-def _geom(v, cls):
-    """The `dim` of `v` when it is the result of a geometry op of class `cls`."""
-    op = _op(_strip(v))
-    if op is None or not isinstance(op.opview, cls):
-        return None
-    return op.opview.dim
-
-
-def _is_i64(t) -> bool:
-    return B.is_int(t) and ir.IntegerType(t).width == 64
-
-
-def _strip(v):
-    """The value under index_casts between index and i64 (both 64-bit on
-    our targets, so the casts keep every value of the thread geometry)."""
-    while True:
-        op = _op(v)
-        if op is None or op.name != "arith.index_cast":
-            return v
-        src = op.operands[0]
-        if not ((B.is_index(src.type) and _is_i64(v.type))
-                or (_is_i64(src.type) and B.is_index(v.type))):
-            return v
-        v = src
-
-
-def global_dim(v):
-    """d when `v` is block_id(d) * block_dim(d) + thread_id(d) (in index or
-    i64 arithmetic: no overflow below 2^63), else None."""
-    op = _op(_strip(v))
-    if op is None or op.name != "arith.addi":
-        return None
-    a, b = op.operands[0], op.operands[1]
-    for m, t in ((a, b), (b, a)):
-        d = _geom(t, ThreadIdOp)
-        mul = _op(_strip(m))
-        if d is None or mul is None or mul.name != "arith.muli":
-            continue
-        x, y = mul.operands[0], mul.operands[1]
-        if ((_geom(x, BlockIdOp) == d and _geom(y, BlockDimOp) == d)
-                or (_geom(y, BlockIdOp) == d and _geom(x, BlockDimOp) == d)):
-            return d
-    return None
-
-
-def _component(v):
-    d = global_dim(v)
-    if d is not None:
-        return ("gid", d)
-    op = _op(v)
-    if op is not None and op.name == "arith.index_cast" and B.is_index(v.type):
-        op = _op(op.operands[0])  # the frontend's i64 literals
-    if op is not None and op.name == "arith.constant" and (
-            B.is_int(op.results[0].type) or B.is_index(op.results[0].type)):
-        return ("const", ir.IntegerAttr(op.attributes["value"]).value)
-    return None
-
-
-def index_key(indices):
-    """The index tuple's thread-unique key, or None when not thread-unique."""
-    comps = tuple(_component(i) for i in indices)
-    if any(c is None for c in comps) or not any(c[0] == "gid" for c in comps):
-        return None
-    return comps
 
 
 def _use_key(use):

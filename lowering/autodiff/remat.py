@@ -70,10 +70,10 @@ from __future__ import annotations
 from diffgpu import switches
 from diffgpu._mlir import ir
 from diffgpu.dialects import names as N
+from diffgpu.lowering.common.ir_util import walk_block as walk_ops
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.activity import walk_ops
-from diffgpu.lowering.autodiff.rules.tape import tag_of
+from diffgpu.lowering.autodiff.tape import tag_of
 
 ENV = switches.REMAT
 #: ops without operands rebuilt wherever they are needed, even with

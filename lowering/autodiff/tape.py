@@ -208,3 +208,13 @@ def _decode(w, t, tag=None):
     if s == "index":
         return arith.index_cast(t, w)
     return arith.trunci(t, w)
+
+
+def tag_of(op):
+    """("push" | "pop", N) for a tagged tape op, else None."""
+    attrs = op.attributes
+    if TAPE_PUSH in attrs:
+        return "push", ir.IntegerAttr(attrs[TAPE_PUSH]).value
+    if TAPE_POP in attrs:
+        return "pop", ir.IntegerAttr(attrs[TAPE_POP]).value
+    return None

@@ -5,5 +5,6 @@ memory fits a block (`shared_memory`, `diffgpu-check-shared-memory`), and a
 pipeline that promises LLVM delivers it (`lowered_check`,
 `diffgpu-check-lowered`).
 
-May import: lowering.facts, lowering.common, diffgpu.dialects.
+May import: lowering.facts, lowering.registry, lowering.common,
+diffgpu.dialects and the foundation modules of diffgpu.
 """

@@ -33,7 +33,7 @@ from typing import ClassVar
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering.common import targets
-from diffgpu.lowering.host.bounds import location_text
+from diffgpu.lowering.common.diagnostics import location_text
 from diffgpu.lowering.common.ir_util import sym_name, top_ops, walk
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.facts.uniform import Divergence

@@ -76,9 +76,8 @@ from diffgpu.lowering.coarsen.reduce import (REDUCE_COARSEN, reduction_atomic, s
 from diffgpu.lowering.coarsen.reduce import defining_op as _op
 from diffgpu.lowering.coarsen.rewrite import COARSEN, NOINLINE_ATTR, coarsen, tail_name  # noqa: F401
 from diffgpu.lowering.registry import ModulePass, register_pass
-from diffgpu.lowering.facts.specialize import NOALIAS_ATTR, order_function
+from diffgpu.lowering.facts.specialize import COARSEN_ATTR, NOALIAS_ATTR, order_function
 
-COARSEN_ATTR = "diffgpu.coarsen"
 _GEOM0 = N.GEOMETRY
 _FORBIDDEN = (N.BARRIER, N.SHARED_ALLOC, N.ATOMIC_ADD, "func.call",
               "memref.atomic_rmw", "gpu.barrier") + N.DIFF
@@ -119,7 +118,7 @@ def analyze(fn, reduce: bool = False):
     """A `Found` for an eligible kernel `fn`, else None (see the module
     docstring). `reduce`: also accept reduction atomics
     (`reduction_atomic`; the caller has proved the arrays disjoint)."""
-    from diffgpu.lowering.autodiff.elision import global_dim
+    from diffgpu.lowering.facts.indices import global_dim
 
     block = fn.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]

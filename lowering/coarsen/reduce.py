@@ -107,7 +107,7 @@ def pairwise_sum(values):
 
 def slot_atomic(op) -> bool:
     """The add of an Active scalar's gradient into its slot buffer (marked
-    by the host-API derivative kernel, frontend/diff_lower.py), result
+    by the host-API derivative kernel, frontend/diff_kernel.py), result
     unused. The runtime sums every slot, so a coarsened thread may add its
     copies' gradients once, into the slot of its own (coarsened) block."""
     return (op.name == N.ATOMIC_ADD and N.ACTIVE_SLOTS_ATTR in op.attributes

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.lowering.common.ir_util import visit_blocks
-from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.passes import ModulePass, register_pass
 
 #: ops per chunk: a split in a chunk moves at most this many ops
 CHUNK_OPS = 64

@@ -69,6 +69,14 @@ def format_location(loc) -> str:
     return "%s:%d:%d" % pos if pos else str(loc)
 
 
+def location_text(loc) -> str:
+    """`loc("f.py":3:5)` -> `f.py:3:5` (best effort for other locations)."""
+    text = str(loc)
+    if text.startswith("loc(") and text.endswith(")"):
+        text = text[4:-1]
+    return text.replace('"', "")
+
+
 def diagnostic(d) -> Diagnostic:
     """The Diagnostic record of an MLIR diagnostic (or DiagnosticInfo)."""
     pos = file_position(d.location)

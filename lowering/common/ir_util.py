@@ -8,6 +8,7 @@
     walk_block(block)              -> the ops of block, nested ones included,
                                       as their typed classes (isinstance(op, AutodiffOp))
     isa(t, ir.F32Type)             -> whether type t is an f32 (never str(t) == "f32")
+    is_index(t), is_int(t)         -> an index type; a signless integer type
     scalar_name(t)                 -> "f32", "i64", "index"... read from the type's
                                       class and width; None for other types
     sym_name(f)                    -> "k" for func.func @k
@@ -103,6 +104,19 @@ def walk_block(block) -> list:
 def isa(t, cls) -> bool:
     """Whether type (or attribute) `t` is an `ir.<cls>`, downcast or not."""
     return isinstance(t, cls) or isinstance(t.maybe_downcast(), cls)
+
+
+def is_index(t) -> bool:
+    from diffgpu._mlir import ir
+
+    return isa(t, ir.IndexType)
+
+
+def is_int(t) -> bool:
+    """A signless integer type (i1, i32, i64...)."""
+    from diffgpu._mlir import ir
+
+    return isa(t, ir.IntegerType) and ir.IntegerType(t).is_signless
 
 
 def scalar_name(t) -> str | None:

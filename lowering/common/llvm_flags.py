@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.lowering.common.ir_util import apply_patterns
-from diffgpu.lowering.registry import ModulePass, register_pass
+from diffgpu.lowering.passes import ModulePass, register_pass
 
 #: ops whose `nuw` flag MLIR's memref lowering sets on index arithmetic
 WRAP_OPS = ("llvm.mul", "llvm.add", "llvm.getelementptr")

@@ -4,10 +4,12 @@
   extents, alignment), written on the entry as `diffgpu.launch_facts`, read
   back by the passes that use them;
 - `specialize_shapes`: facts about shapes (equal extents, 32-bit indices);
+- `attrs`: the facts' attributes and their reader (`read_facts`);
 - `load_order`: the loads-first order of functions whose arrays are disjoint;
 - `uniform`: which values are equal in every thread of a block;
-- `access`: the read/write analysis of a kernel's arrays (for `dg.vjp`).
+- `indices`: index expressions of the thread geometry (`global_dim`,
+  `index_key`, `offset_of`), shared by autodiff, coarsen and reduce.
 
-May import: lowering.common, diffgpu.dialects and the foundation modules of
-diffgpu (errors, types, abi). Never a pass package above it.
+May import: lowering.registry, lowering.common, diffgpu.dialects and the
+foundation modules of diffgpu. Never a pass package above it.
 """

@@ -208,7 +208,7 @@ class Index32(ModulePass):
 
     def run(self, module) -> None:
         from diffgpu._mlir import ir
-        from diffgpu.lowering.facts.specialize import read_facts
+        from diffgpu.lowering.facts.attrs import read_facts
 
         for gm in top_ops(module, ("gpu.module",)):
             funcs = top_ops(gm, ("gpu.func", "func.func"))

@@ -24,8 +24,9 @@ self-contained; `math.fpowi` is expanded first (`math-expand-ops`), and ops
 without a libdevice mapping (`math.trunc`, ...) go through
 `convert-math-to-llvm`; `diffgpu-nvvm-cleanup` (lowering/gpu/nvvm.py) then
 makes f32 sqrt correctly rounded, internalizes device functions and drops C
-wrappers. `compile_ptx` refuses PTX with unresolved `.extern` functions
-other than CUDA's system calls (`malloc`/`free` of heap tapes, `vprintf`).
+wrappers. The driver's `compile_ptx` (python/diffgpu/driver/compiler.py)
+refuses PTX with unresolved `.extern` functions other than CUDA's system
+calls (`malloc`/`free` of heap tapes, `vprintf`).
 
 The kernel ABI is documented in lowering/gpu/to_gpu.py.
 """
@@ -34,7 +35,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from diffgpu.dialects import names as N
 from diffgpu.lowering.checks import shared_memory as gpu_shared  # noqa: F401  (diffgpu-check-shared-memory, in _front)
 from diffgpu.abi import memref_words
 from diffgpu.lowering.common import targets as T
@@ -138,7 +138,7 @@ class GpuObject:
 
 @dataclass
 class PtxResult:
-    """What `compile_ptx` returns.
+    """What `compile_ptx` (python/diffgpu/driver/compiler.py) returns.
 
     `ptx`: the PTX text; `entries`: the `.entry` names in it; `kernels`:
     kernel name -> argument descriptors (see `kernel_abi`), in argument order.
@@ -237,46 +237,3 @@ def _descriptor(t, kernel: str, i: int) -> tuple:
         return ("scalar", _DTYPES[scalar_name(t)])
     raise ValueError(f"kernel '@{kernel}': argument {i} has type {t}, which a GPU launch "
                      "cannot pass")
-
-
-def compile_ptx(module_text, chip: str) -> PtxResult:
-    """Compile diffgpu IR (text, or an `ir.Module`, which is consumed) to PTX
-    for `chip` with `diffgpu-to-ptx{chip=...}`, through the compile driver
-    (python/diffgpu/driver/compiler.py: this thread's context and pass manager).
-
-    Raises `diffgpu.errors.CompileError` with the diagnostics (`loc: error:
-    message` lines) when a pass fails, and `diffgpu.lowering.common.targets.TargetError`
-    for an unknown chip.
-    """
-    from diffgpu.driver import compiler
-
-    res = compiler.compile(module_text, chip)
-    return PtxResult(chip, res.text, res.kernels, res.entries)
-
-
-def has_nvptx() -> bool:
-    """Can these MLIR bindings turn a gpu.module into PTX (NVPTX backend)?"""
-    global _HAS_NVPTX
-    if _HAS_NVPTX is None:
-        try:
-            res = compile_ptx(_PROBE, "sm_90")
-            _HAS_NVPTX = ".target sm_90" in res.ptx and res.entries == ["probe"]
-        except Exception:
-            _HAS_NVPTX = False
-    return _HAS_NVPTX
-
-
-_HAS_NVPTX = None
-
-
-_PROBE = f"""
-func.func @probe(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {{diffgpu.kernel,
-    diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">}} {{
-  %i = "{N.THREAD_ID}"() {{dim = 0 : i64}} : () -> index
-  %x = memref.load %A[%i] : memref<?xf32, strided<[?], offset: ?>>
-  %y = math.exp %x : f32
-  memref.store %y, %A[%i] : memref<?xf32, strided<[?], offset: ?>>
-  return
-}}
-"""
-

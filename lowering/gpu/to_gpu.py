@@ -55,8 +55,8 @@ PTX `.entry` takes these parameters, in argument order):
 `kernel_abi()` (lowering/gpu/ptx.py) gives, per kernel, one descriptor per
 argument: `("memref", rank, dtype)` or `("scalar", dtype)`, dtype a numpy name
 ("float32", "float64", "int32", "int64", or "bool"); `index` is ("scalar",
-"int64"). The pipeline `diffgpu-to-ptx{chip=sm_XX}` and `compile_ptx()` live
-in lowering/gpu/ptx.py.
+"int64"). The pipeline `diffgpu-to-ptx{chip=sm_XX}` lives in
+lowering/gpu/ptx.py, `compile_ptx()` in python/diffgpu/driver/compiler.py.
 """
 from __future__ import annotations
 
@@ -269,4 +269,4 @@ from diffgpu.lowering.gpu import ptx as gpu_ptx
 from diffgpu.lowering.gpu import sincos as gpu_sincos
 from diffgpu.lowering.facts import specialize  # (passes)
 from diffgpu.lowering.gpu.ptx import (  # noqa: E402,F401
-    PtxResult, compile_ptx, extract_objects, extract_ptx, has_nvptx, kernel_abi)
+    PtxResult, extract_objects, extract_ptx, kernel_abi)

@@ -5,6 +5,7 @@ bounds checks (`bounds`), cancellation on Ctrl-C (`cancel`), and the data-race
 detector of the checked mode (`racecheck`, with its runtime in MLIR text,
 `race_runtime`).
 
-May import: lowering.reduce, lowering.coarsen, lowering.checks,
-lowering.facts, lowering.common, diffgpu.dialects, diffgpu.abi.
+May import: lowering.facts, lowering.registry, lowering.common,
+diffgpu.dialects and the foundation modules of diffgpu (the pipeline names
+the other packages' passes as text).
 """

@@ -27,19 +27,12 @@ naming the access's source location, listed in the module attribute
 from __future__ import annotations
 
 from diffgpu.abi import ACCESSES_ATTR, STATUS_FUNC
+from diffgpu.lowering.common.diagnostics import location_text
 from diffgpu.lowering.common.ir_util import isa, walk
 from diffgpu.lowering.common.targets import set_target
 
 STATUS_GLOBAL = "__dg_host_status_flag"
 RECORD_FUNC = "__dg_host_oob"
-
-
-def location_text(loc) -> str:
-    """`loc("f.py":3:5)` -> `f.py:3:5` (best effort for other locations)."""
-    text = str(loc)
-    if text.startswith("loc(") and text.endswith(")"):
-        text = text[4:-1]
-    return text.replace('"', "")
 
 
 def add_status(module_op, target) -> None:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from diffgpu.abi import RACE_SHARED_ATTR, RACE_SITES_ATTR
 from diffgpu.dialects import names as N
 from diffgpu.lowering.host import race_runtime as rt
-from diffgpu.lowering.host.bounds import location_text
+from diffgpu.lowering.common.diagnostics import location_text
 from diffgpu.lowering.host.ops import GEOMETRY_GLOBAL, GEOMETRY_TYPE
 from diffgpu.lowering.common.ir_util import isa, walk
 from diffgpu.lowering.common.targets import set_target

@@ -58,7 +58,7 @@ from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg
 from diffgpu.lowering.reduce import hoist as H
-from diffgpu.lowering.autodiff.elision import global_dim
+from diffgpu.lowering.facts.indices import offset_of
 from diffgpu.lowering.reduce.block_sum import MAX_THREADS, zero
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.facts.uniform import Uniformity, walk
@@ -68,71 +68,6 @@ STENCIL = "diffgpu.stencil"
 #: static shared memory a kernel may use with the transposition's arrays (the
 #: GPU's static limit is 48 KiB per block; the rest stays for the other passes)
 SHARED_BUDGET = 40 * 1024
-
-
-def _op(v):
-    owner = v.owner
-    return None if isinstance(owner, ir.Block) else owner.operation
-
-
-def _const(v):
-    """The integer value of a constant (through an index_cast), else None."""
-    op = _op(v)
-    if op is not None and op.name == "arith.index_cast":
-        op = _op(op.operands[0])
-    if op is None or op.name != "arith.constant":
-        return None
-    attr = op.attributes["value"]
-    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
-
-
-def _through_tape(v):
-    """`v`, or the value stored in the private rank-0 alloca `v` is loaded
-    from, when that alloca is only loaded and stored, with exactly one store
-    (anywhere: the tape of the reverse sweep). Used only to read an index:
-    the stored expression is checked to be `gid + k`, the same each time the
-    store runs, so any load that does not read garbage reads that value."""
-    op = _op(v)
-    if op is None or op.name != "memref.load" or len(op.operands) != 1:
-        return v
-    slot = _op(op.operands[0])
-    if slot is None or slot.name != "memref.alloca":
-        return v
-    users = [u.owner.operation if hasattr(u.owner, "operation") else u.owner
-             for u in slot.results[0].uses]
-    stores = [u for u in users if u.name == "memref.store"]
-    if len(stores) != 1 or any(u.name not in ("memref.load", "memref.store") for u in users):
-        return v
-    if stores[0].operands[1] != slot.results[0]:
-        return v  # the alloca is the stored value, not the destination
-    return stores[0].operands[0]
-
-
-def _strip(v):
-    while True:
-        op = _op(v)
-        if op is None or op.name != "arith.index_cast":
-            return v
-        v = op.operands[0]
-
-
-def offset_of(v):
-    """(d, k) when `v` is gid(d) + k (k an integer constant), else None."""
-    v = _strip(_through_tape(v))
-    d = global_dim(v)
-    if d is not None:
-        return d, 0
-    op = _op(v)
-    if op is None or op.name not in ("arith.addi", "arith.subi"):
-        return None
-    a, b = op.operands[0], op.operands[1]
-    d = global_dim(_strip(a))
-    if d is not None and _const(b) is not None:
-        return d, (_const(b) if op.name == "arith.addi" else -_const(b))
-    d = global_dim(_strip(b))
-    if op.name == "arith.addi" and d is not None and _const(a) is not None:
-        return d, _const(a)
-    return None
 
 
 def _key(op):

@@ -6,7 +6,7 @@
     tans["y"]                   # a new array: 2 * x * xdot
 
 Parameters are named as in the kernel. A read/write analysis of the kernel
-(lowering/facts/access.py, cached with the compiled kernels) sorts its float
+(lowering/autodiff/functional/access.py, cached with the compiled kernels) sorts its float
 array parameters into
 
 | role     | the kernel...            | vjp                          | jvp                        |

@@ -47,7 +47,7 @@ config.substitutions.append(("%repo", repo))
 # PTX checks need the NVPTX backend in the MLIR bindings.
 try:
     probe = subprocess.run(
-        [python, "-c", "from diffgpu.lowering.gpu.to_gpu import has_nvptx; "
+        [python, "-c", "from diffgpu.driver.compiler import has_nvptx; "
                        "raise SystemExit(0 if has_nvptx() else 1)"],
         capture_output=True, timeout=120)
     if probe.returncode == 0:

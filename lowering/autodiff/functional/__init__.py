@@ -1,7 +1,9 @@
 """The functional kinds of reverse mode behind `dg.vjp` (`cot`, `grad`):
-`kinds` rewrites a generated function for them, `rows` finds outputs written
-in rows, `transpose` turns a 1-D stencil's scatter into a gather.
+`access` analyses which arrays a kernel reads and writes (dg.vjp plans with
+it), `kinds` rewrites a generated function for them, `rows` finds outputs
+written in rows, `transpose` turns a 1-D stencil's scatter into a gather.
 
-May import: the autodiff package's leaf modules, lowering.facts,
-lowering.common, diffgpu.dialects.
+May import: the autodiff package's core modules (build, context, tape,
+locals, elision, remat, spec), lowering.facts, lowering.registry,
+lowering.common, diffgpu.dialects and the foundation modules of diffgpu.
 """

@@ -44,7 +44,7 @@ from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.elision import index_key
+from diffgpu.lowering.facts.indices import index_key
 from diffgpu.lowering.autodiff.functional.rows import rows_dim
 from diffgpu.lowering.autodiff.spec import FUNCTIONAL
 from diffgpu.lowering.autodiff.functional.transpose import transpose
@@ -235,7 +235,7 @@ def _bounds_guards(entry, prim, sh):
     None. Inside them the gradient's zero and its write-back add no guard of
     their own: the function keeps the kernel's one guard (what
     diffgpu-coarsen needs to vectorise it)."""
-    from diffgpu.lowering.autodiff.elision import global_dim
+    from diffgpu.lowering.facts.indices import global_dim
 
     guards, cond = [], None
     for op in entry.operations:

@@ -4,7 +4,7 @@ A row gather writes `out[i * 4 + d]` for `d` in `range(4)`: thread `i` owns
 the elements `4i .. 4i + 3`, so every element of `out` is written at most
 once in a launch, as with one store at `out[i]`. `dg.vjp` may then read the
 cotangent of such an output without copying or consuming it (the `cot`
-kind: lowering/facts/access.py decides it on the frontend's module, where the row
+kind: lowering/autodiff/functional/access.py decides it on the frontend's module, where the row
 is an `scf.for`; functional.py rewrites the reverse function, where a
 constant-trip loop is usually unrolled into one store per element).
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from diffgpu.lowering.common.ir_util import const_int
 
-from diffgpu.lowering.autodiff.elision import _op, _strip, global_dim
+from diffgpu.lowering.facts.indices import _op, _strip, global_dim
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
 #: the iteration counts a row loop may have (a larger loop is not a row)

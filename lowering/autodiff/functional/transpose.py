@@ -50,9 +50,8 @@ from diffgpu._mlir import arith, ir, memref, scf
 
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
-from diffgpu.lowering.autodiff.elision import global_dim
 from diffgpu.lowering.common.ir_util import walk
-from diffgpu.lowering.reduce.stencil_adjoint import offset_of
+from diffgpu.lowering.facts.indices import global_dim, offset_of
 
 from diffgpu.lowering.autodiff import build as B
 
@@ -90,7 +89,7 @@ def _adds(sh):
 
 def plain(fn) -> bool:
     """Every op of `fn` is one rule 2 allows, and rule 3 holds (also asked
-    of the primal kernel by lowering/facts/access.py before `dg.vjp` picks this
+    of the primal kernel by lowering/autodiff/functional/access.py before `dg.vjp` picks this
     form)."""
     for op in walk(fn.operation):
         if not (op.name.startswith(("arith.", "math.", "scf.")) or op.name in _ALLOWED):

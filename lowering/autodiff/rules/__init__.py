@@ -3,6 +3,7 @@
 a derivative differentiated again), how the tables are written and applied
 (`partials`), and the registry that finds an op's rule (`registry`).
 
-May import: the autodiff package's leaf modules (build, context, tape,
-locals, elision, remat), lowering.common, diffgpu.dialects.
+May import: the autodiff package's core modules (build, context, tape,
+locals, elision, remat, spec), lowering.facts, lowering.registry,
+lowering.common, diffgpu.dialects and the foundation modules of diffgpu.
 """

@@ -26,22 +26,10 @@ of that tag takes part, so the second tape stays balanced.
 """
 from __future__ import annotations
 
-from diffgpu._mlir import ir
-
 from diffgpu.lowering.autodiff.rules.partials import Rule
-from diffgpu.lowering.autodiff.tape import TAPE_POP, TAPE_PUSH, Tape
+from diffgpu.lowering.autodiff.tape import Tape, tag_of
 
 SIDE_WORDS = 16
-
-
-def tag_of(op):
-    """("push" | "pop", N) for a tagged tape op, else None."""
-    attrs = op.attributes
-    if TAPE_PUSH in attrs:
-        return "push", ir.IntegerAttr(attrs[TAPE_PUSH]).value
-    if TAPE_POP in attrs:
-        return "pop", ir.IntegerAttr(attrs[TAPE_POP]).value
-    return None
 
 
 def _activity(A, op):

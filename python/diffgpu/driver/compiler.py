@@ -5,9 +5,9 @@
     res = compile(text, "sm_90", up_to_stage="gpu")  # IR after diffgpu-lower-to-gpu
 
 Every compiling path goes through here: `dg.compile` and launches
-(launch.py), `kernel.ir(stage=...)` (stages.py), `compile_ptx`
-(lowering/gpu/ptx.py), `compile_host` below and `diffgpu-opt` (its context
-and pass manager). The runtime (runtime/) only loads what this returns.
+(launch.py), `kernel.ir(stage=...)` (stages.py), `compile_ptx` and
+`compile_host` below and `diffgpu-opt` (its context and pass manager). The
+runtime (runtime/) only loads what this returns.
 
 Stages, in pipeline order; each ends a prefix of the target's registered
 pipeline (`diffgpu-to-ptx{chip=...}` or `diffgpu-to-host`, expanded from the
@@ -27,17 +27,22 @@ dialect loaded) and the pass managers it has built, by pipeline text; a
 compile parses its input once and runs the pipeline's top-level elements,
 one cached pass manager each (`run_pipeline`: a Ctrl-C during a launch's
 compile stops it between two of them, docs/interrupt.md). The context is
-replaced after RECYCLE_AFTER compiles, which bounds the attributes (PTX
+replaced after RECYCLE_AFTER compiles (lowering/common/session.py: the
+lowering's text-level helpers parse in the same context), which bounds the attributes (PTX
 text, locations) it keeps uniqued forever.
 """
 from __future__ import annotations
 
 import collections
-import os
-import threading
 from dataclasses import dataclass, field
 
+from diffgpu.dialects import names as N
 from diffgpu.errors import CompileError
+#: this thread's context and pass managers (the session lives in the lowering,
+#: whose text-level helpers parse in the same context)
+from diffgpu.lowering.common.session import (RECYCLE_AFTER, VERIFY_EACH,  # noqa: F401
+                                             _take_handed, context, hand_over, new_context,
+                                             pass_manager)
 
 STAGES = ("dialect", "autodiff", "gpu", "nvvm", "llvm", "ptx")
 GPU_ONLY = ("nvvm", "ptx")
@@ -49,32 +54,6 @@ _MARKERS = {
 }
 #: work counters: "steps", the pipeline elements run (`run_pipeline`)
 STATS: collections.Counter = collections.Counter()
-#: compiles per thread context before a fresh one replaces it
-RECYCLE_AFTER = 256
-#: verify the IR after every pass of a compile (MLIR's default), or once,
-#: after the whole pipeline (the default here: per-pass verification was
-#: 2.5 ms of a 34 ms kernel + gradient compile). The test suite sets
-#: DIFFGPU_VERIFY_EACH=1, so a pass that leaves invalid IR fails at that
-#: pass there; `diffgpu-opt` always verifies after each pass.
-VERIFY_EACH = os.environ.get("DIFFGPU_VERIFY_EACH", "0").lower() not in ("0", "", "false", "no")
-
-_LOCAL = threading.local()
-#: contexts a forked child inherited: never used (their thread pool did not
-#: survive the fork) and never destroyed (that would wait for those threads)
-_INHERITED: list = []
-
-
-def _after_fork_in_child() -> None:
-    """A forked child (gpu_check.py prepares each case in one) compiles in a
-    fresh context: the parent's would run passes on a dead thread pool."""
-    _INHERITED.append(dict(_LOCAL.__dict__))
-    _LOCAL.__dict__.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 @dataclass
 class Compiled:
     """What `compile` returns.
@@ -90,88 +69,6 @@ class Compiled:
     kernels: dict = field(default_factory=dict)
     entries: list = field(default_factory=list)
     module: object = None
-
-
-# ---------------------------------------------------------------------------
-# contexts and pass managers, per thread
-# ---------------------------------------------------------------------------
-
-def new_context():
-    """A fresh MLIR context with the upstream dialects and diffgpu's,
-    single-threaded: a kernel's module holds one gpu.module, so MLIR's
-    thread pool only added synchronisation (1 ms of a 34 ms compile)."""
-    from diffgpu.dialects import make_context
-    ctx = make_context()
-    ctx.enable_multithreading(False)
-    return ctx
-
-
-def context():
-    """This thread's compile context (created on first use, recycled)."""
-    st = _LOCAL.__dict__
-    if st.get("ctx") is None or st.get("uses", 0) >= RECYCLE_AFTER:
-        st["ctx"], st["uses"], st["pms"] = new_context(), 0, {}
-    st["uses"] += 1
-    return st["ctx"]
-
-
-def pass_manager(pipeline, ctx=None, cached: bool = True):
-    """A PassManager for `pipeline` (text, or list of element texts) in `ctx`
-    (this thread's context by default). Cached per thread context by its
-    text when `cached` (a run does not change a PassManager); uncached ones
-    may be configured (IR printing, timing) by the caller."""
-    from diffgpu.lowering.registry import build_pass_manager
-
-    if not cached or (ctx is not None and ctx is not getattr(_LOCAL, "ctx", None)) \
-            or not _reusable(pipeline):
-        return build_pass_manager(pipeline, ctx)
-    ctx = ctx or context()
-    key = pipeline if isinstance(pipeline, str) else tuple(pipeline)
-    pms = _LOCAL.pms
-    pm = pms.get(key)
-    if pm is None:
-        pm = pms[key] = build_pass_manager(pipeline, ctx)
-        pm.enable_verifier(VERIFY_EACH)  # else compile() verifies once at the end
-    return pm
-
-
-#: upstream passes that keep state from one run to the next, so that a second
-#: run of the same PassManager crashes: convert-math-to-funcs remembers the
-#: functions it outlined (e.g. `math.fpowi`) in the previous module
-_STATEFUL = ("convert-math-to-funcs",)
-_REUSABLE: dict = {}
-
-
-def _reusable(pipeline) -> bool:
-    """Can a PassManager of `pipeline` run more than once (no _STATEFUL pass)?"""
-    key = pipeline if isinstance(pipeline, str) else tuple(pipeline)
-    ok = _REUSABLE.get(key)
-    if ok is None:
-        from diffgpu.lowering import registry
-        elements = registry.parse_pipeline(pipeline) if isinstance(pipeline, str) \
-            else [registry.parse_one(t) for t in pipeline]
-        names = [e.name for e in registry._walk(registry.expand(elements))]
-        ok = _REUSABLE[key] = not any(n in _STATEFUL for n in names)
-    return ok
-
-
-def hand_over(module) -> str:
-    """The text of `module` (with locations), remembered with the module: a
-    `compile` of this very string object (the next step of a launch: the
-    frontend's module marked with its launch facts) takes the module instead
-    of parsing the text again. One module is remembered per thread."""
-    text = module.operation.get_asm(enable_debug_info=True)
-    _LOCAL.handed = (text, module)
-    return text
-
-
-def _take_handed(text: str):
-    handed = getattr(_LOCAL, "handed", None)
-    if handed is not None and handed[0] is text:
-        _LOCAL.handed = None
-        if handed[1].context is getattr(_LOCAL, "ctx", None):
-            return handed[1]
-    return None
 
 
 # ---------------------------------------------------------------------------
@@ -302,6 +199,48 @@ def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: 
         ptxs = extract_ptx(module)
         kernels = with_scratch(kernels, module)  # the per-launch scratch arguments
     return _ptx_result(target, ptxs, kernels)
+
+
+def compile_ptx(module_text, chip: str):
+    """Compile diffgpu IR (text, or an `ir.Module`, which is consumed) to PTX
+    for `chip` with `diffgpu-to-ptx{chip=...}` (`compile`: this thread's
+    context and pass manager); a lowering.gpu.ptx.PtxResult.
+
+    Raises `diffgpu.errors.CompileError` with the diagnostics (`loc: error:
+    message` lines) when a pass fails, and `diffgpu.lowering.common.targets.TargetError`
+    for an unknown chip.
+    """
+    from diffgpu.lowering.gpu.ptx import PtxResult
+
+    res = compile(module_text, chip)
+    return PtxResult(chip, res.text, res.kernels, res.entries)
+
+
+def has_nvptx() -> bool:
+    """Can these MLIR bindings turn a gpu.module into PTX (NVPTX backend)?"""
+    global _HAS_NVPTX
+    if _HAS_NVPTX is None:
+        try:
+            res = compile_ptx(_PROBE, "sm_90")
+            _HAS_NVPTX = ".target sm_90" in res.ptx and res.entries == ["probe"]
+        except Exception:
+            _HAS_NVPTX = False
+    return _HAS_NVPTX
+
+
+_HAS_NVPTX = None
+
+
+_PROBE = f"""
+func.func @probe(%A: memref<?xf32, strided<[?], offset: ?>>) attributes {{diffgpu.kernel,
+    diffgpu.target = #nvvm.target<O = 3, chip = "sm_90">}} {{
+  %i = "{N.THREAD_ID}"() {{dim = 0 : i64}} : () -> index
+  %x = memref.load %A[%i] : memref<?xf32, strided<[?], offset: ?>>
+  %y = math.exp %x : f32
+  memref.store %y, %A[%i] : memref<?xf32, strided<[?], offset: ?>>
+  return
+}}
+"""
 
 
 def pipeline_elements(pipeline) -> list[str]:
@@ -447,4 +386,4 @@ def compile_host(module_text: str, opt_level: int | None = None,
 
 
 __all__ = ["compile", "Compiled", "STAGES", "stage_pipeline", "compile_host", "lower_host",
-           "context", "pass_manager", "new_context", "hand_over"]
+           "context", "pass_manager", "new_context", "hand_over", "compile_ptx", "has_nvptx"]

@@ -264,7 +264,7 @@ def build_module(defn, types, target: str, diff=None, facts=None):
             lambda: frontend.build_diff_module(defn, mode, list(kinds), tuple(types), attr),
             f"the {mode} derivative of {defn.name}")
     if facts is not None:
-        from diffgpu.lowering.facts.specialize import mark_facts
+        from diffgpu.lowering.coarsen.mark import mark_facts
         import dataclasses
         text = _compiler_call(lambda: mark_facts(src.text, src.entry, facts), defn.name)
         src = dataclasses.replace(src, text=text)
@@ -324,7 +324,7 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
         host = _compiler_call(lambda: compile_host(src.text, racecheck=racecheck), defn.name)
         payload.update(kind="host", llvm=host.llvm_text)
         return payload, host
-    from diffgpu.lowering.gpu.ptx import compile_ptx
+    from diffgpu.driver.compiler import compile_ptx
     res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
     abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
     payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))

@@ -29,7 +29,11 @@ Semantics worth knowing (see types_infer.py for the typing rules):
 Modules: source (AST, locations, errors), values / types_infer (what an
 expression is, promotion), emitter (MLIR text), expressions / operators /
 statements / loops / builtins_lower / diff_lower (the visitor's mixins),
-lowerer (one function), module (specializations of all callees).
+lowerer (one function), module (specializations of all callees), diff_kernel
+(the host API's derivative kernels).
+
+May import: diffgpu.dialects (op names), lowering.checks (the shared memory
+limit) and the foundation modules of diffgpu; never MLIR.
 """
 from __future__ import annotations
 
@@ -74,7 +78,7 @@ def build_module(defn, arg_types: tuple, target: str) -> ModuleSource:
 
 def build_diff_module(defn, mode: str, activities: tuple, arg_types: tuple,
                       target: str) -> ModuleSource:
-    from diffgpu.frontend.diff_lower import build_diff_text
+    from diffgpu.frontend.diff_kernel import build_diff_text
 
     def run():
         text, entry = build_diff_text(defn, mode, tuple(activities), tuple(arg_types), target)

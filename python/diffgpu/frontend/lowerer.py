@@ -14,11 +14,19 @@ from diffgpu.frontend.diff_lower import DiffMixin
 from diffgpu.frontend.emitter import Emitter
 from diffgpu.frontend.expressions import ExprMixin
 from diffgpu.frontend.loops import LoopMixin
-from diffgpu.frontend.module import Deferred
 from diffgpu.frontend.operators import OperatorMixin
 from diffgpu.frontend.source import FrontendError, debug
 from diffgpu.frontend.statements import StmtMixin, assigned_in
 from diffgpu.frontend.values import Value
+
+class Deferred(Exception):
+    """Raised at a call module.MAX_NESTED lowerings deep whose callee is not lowered
+    yet; carries the callee's request. Not an error: the visitor lets it pass."""
+
+    def __init__(self, request):
+        super().__init__(request[0].py_func.__name__)
+        self.request = request
+
 
 CONSTRUCT_NAMES = {
     ast.Lambda: "lambda", ast.ListComp: "list comprehension",

@@ -11,6 +11,7 @@ import re
 import weakref
 from dataclasses import dataclass
 
+from diffgpu.frontend.lowerer import Deferred, FunctionLowerer
 from diffgpu.frontend.source import FrontendError, FunctionSource
 from diffgpu.frontend.types_infer import ArrayT, Scalar
 
@@ -23,15 +24,6 @@ _SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
 #: is lowered at its bottom instead (ModuleBuilder._bottom): deep call chains
 #: must not use up the Python stack that deeply nested expressions need
 MAX_NESTED = 8
-
-
-class Deferred(Exception):
-    """Raised at a call MAX_NESTED lowerings deep whose callee is not lowered
-    yet; carries the callee's request. Not an error: the visitor lets it pass."""
-
-    def __init__(self, request):
-        super().__init__(request[0].py_func.__name__)
-        self.request = request
 
 
 @dataclass
@@ -115,7 +107,6 @@ class ModuleBuilder:
     def _lower(self, request) -> FuncInfo:
         defn, types, entry, symbol = request
         py_func = defn.py_func
-        from diffgpu.frontend.lowerer import FunctionLowerer
         src = self.source(py_func)
         sym = self.symbol(symbol or getattr(defn, "name", None) or py_func.__name__)
         kind = getattr(defn, "kind", "func")

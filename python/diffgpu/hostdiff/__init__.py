@@ -4,6 +4,7 @@
 `dg.gradcheck` (`gradcheck`). The user-facing `dg.vjp` / `dg.jvp` live in
 diffgpu.functional.
 
-May import: diffgpu.driver, diffgpu.runtime and the foundation modules of
-diffgpu (errors, types, activities, abi).
+May import: diffgpu.driver, diffgpu.runtime, the read/write analysis of
+lowering.autodiff.functional (`access`, through the driver's context) and
+the foundation modules of diffgpu (errors, types, activities, abi).
 """

@@ -1,7 +1,7 @@
 """Planning one `dg.vjp` / `dg.jvp` call: roles, alias groups, buffers and
 the activities of the derivative kernel (see functional.py for the API).
 
-The read/write facts of a kernel signature come from lowering/facts/access.py. They
+The read/write facts of a kernel signature come from lowering/autodiff/functional/access.py. They
 are cached like compiled kernels (memory, then the disk cache under the key
 of the signature with diff `("access",)`), so a machine without MLIR runs
 `dg.vjp` on prepared signatures.
@@ -54,7 +54,7 @@ ACCESS_DIFF = ("access",)
 
 
 def access_facts(kernel, types) -> list:
-    """The read/write facts of `kernel` for `types` (lowering/facts/access.py)."""
+    """The read/write facts of `kernel` for `types` (lowering/autodiff/functional/access.py)."""
     table = _ACCESS.setdefault(kernel, {})
     facts = table.get(tuple(types))
     if facts is not None:
@@ -79,7 +79,7 @@ def _analyze(kernel, types) -> list:
     src = build_module(kernel, types, "host")
 
     def run():
-        from diffgpu.lowering.facts.access import analyze_text
+        from diffgpu.lowering.autodiff.functional.access import analyze_text
         return analyze_text(src.text)
     return _compiler_call(run, f"the read/write analysis of {kernel.name}")
 

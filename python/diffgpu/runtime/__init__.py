@@ -6,4 +6,7 @@
 - `args`: launch argument checks; `cache`: compiled artifacts on disk.
 
 Importing this package imports neither MLIR nor CuPy.
+
+May import: the foundation modules of diffgpu (errors, types, abi, _version,
+switches). Never the compiler (lowering, dialects, frontend, driver).
 """

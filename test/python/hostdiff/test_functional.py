@@ -339,7 +339,7 @@ def test_device_layouts_and_overlap():
 
 
 def _has_nvptx():
-    from diffgpu.lowering.gpu.to_gpu import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     return has_nvptx()
 
 

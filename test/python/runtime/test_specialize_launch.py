@@ -157,7 +157,7 @@ def test_lean_abi_matches_the_ptx_parameters():
     """Every layout the runtime packs has as many words as the PTX entry
     has parameters: contiguous, strided, mixed, 2-D, scalars."""
     from diffgpu.lowering.gpu.nvvm import entry_param_count
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     from diffgpu.runtime import gpu
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")

@@ -111,7 +111,7 @@ def test_gradient_values_loop16():
 
 
 def test_ptx_has_no_heap_tape():
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")
     args = [_f32(k, 64) for k in range(6)]

@@ -166,7 +166,7 @@ def test_access_fact_names_the_offsets():
 
 
 def _has_nvptx():
-    from diffgpu.lowering.gpu.to_gpu import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     return has_nvptx()
 
 

@@ -111,7 +111,7 @@ def test_ptx_stencil_and_its_vjp():
     from diffgpu.driver import compiler
     from diffgpu.driver.launch import build_module
     from diffgpu.lowering.coarsen.coarsen import factor_in_ptx
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     from diffgpu.runtime.args import infer_signature
 
     if not has_nvptx():

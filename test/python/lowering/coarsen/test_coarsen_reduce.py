@@ -199,7 +199,7 @@ def test_coarsened_reduction_equals_plain_on_the_cpu(n, grid_div16):
 
 
 def test_ptx_one_atomic_per_16_elements():
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")
     x, out = np.zeros(1 << 16, np.float32), np.zeros(1, np.float32)

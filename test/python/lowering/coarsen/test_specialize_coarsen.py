@@ -182,7 +182,7 @@ def test_no_coarsening_without_the_facts():
 
 
 def test_ptx_vector_access():
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")
     x, y = np.zeros(4096, np.float32), np.zeros(4096, np.float32)

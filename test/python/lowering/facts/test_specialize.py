@@ -297,7 +297,7 @@ def test_no_compiler_falls_back_to_generic(monkeypatch):
 # ---------------------------------------------------------------------------
 
 def _ptx(kernel, *args, grid=8, block=128):
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")
     return kernel.ir(*args, stage="ptx", target="sm_90", grid=grid, block=block)

@@ -10,7 +10,8 @@ from diffgpu.errors import CompileError
 from diffgpu.lowering.gpu import ptx as gpu_ptx
 from diffgpu.lowering.registry import PipelineError, build_pass_manager, expand, parse_pipeline
 from diffgpu.lowering.common.targets import TargetError
-from diffgpu.lowering.gpu.to_gpu import compile_ptx, extract_objects, has_nvptx, kernel_abi
+from diffgpu.driver.compiler import compile_ptx, has_nvptx
+from diffgpu.lowering.gpu.to_gpu import extract_objects, kernel_abi
 
 SM90 = '#nvvm.target<O = 3, chip = "sm_90">'
 HOST = '#llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">'

@@ -238,7 +238,7 @@ def ptx(kernel, *args):
 def generic_ptx(kernel, *args):
     """PTX of the generic program (no launch facts: what `dg.jax` launches)."""
     from diffgpu.driver.launch import build_module, check_launch_args
-    from diffgpu.lowering.gpu.ptx import compile_ptx
+    from diffgpu.driver.compiler import compile_ptx
     types = check_launch_args(kernel, args).types
     return compile_ptx(build_module(kernel, types, "sm_90").text, "sm_90").ptx
 
@@ -264,7 +264,7 @@ def test_ptx_two_sums_in_one_guard_both_per_block():
 
 def test_ptx_shared_weight_gradient_is_warp_aggregated():
     from diffgpu.driver.launch import build_module, check_launch_args
-    from diffgpu.lowering.gpu.ptx import compile_ptx
+    from diffgpu.driver.compiler import compile_ptx
 
     args = (np.zeros(1, np.float32), np.float32(1), np.zeros(1, np.float32),
             np.zeros(8, np.float32))
@@ -292,7 +292,7 @@ def _reverse_with_facts(kernel, primals, shadows, grid, block, target="host"):
     diff = ("reverse", ("dup",) * len(primals))
     if target != "host":
         from diffgpu.driver.launch import build_module
-        from diffgpu.lowering.gpu.ptx import compile_ptx
+        from diffgpu.driver.compiler import compile_ptx
         src = build_module(kernel, types, target, diff, facts)
         return compile_ptx(src.text, target).ptx
     run_program(get_program(kernel, types, target, diff=diff, facts=facts), flat, sig, grid,

@@ -273,7 +273,7 @@ def test_active_scalar_keeps_its_slots():
 
 def _gpu_payload(kernel, args, grid, block):
     from diffgpu.driver.launch import build_payload, facts_for
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     from diffgpu.runtime.args import infer_signature
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")
@@ -307,7 +307,7 @@ def test_ptx_generic_program_has_no_scratch():
     """Without launch facts (dg.jax's custom call, aot) no scratch: the
     per-block f32 add stays."""
     from diffgpu.driver.launch import build_payload
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     from diffgpu.runtime.args import infer_signature
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")
@@ -359,7 +359,7 @@ def test_gpu_launch_path_passes_the_scratch(monkeypatch):
     import os
     import sys
     from diffgpu.lowering.gpu.nvvm import entry_param_count
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     from diffgpu.runtime import gpu
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")

@@ -152,7 +152,7 @@ def reverse_text(kernel, n, target="sm_90", passes=None):
     types = check_launch_args(kernel, args).types
     src = build_module(kernel, types, target, ("reverse", ("dup", "dup")))
     if passes is None:
-        from diffgpu.lowering.gpu.ptx import compile_ptx
+        from diffgpu.driver.compiler import compile_ptx
         return compile_ptx(src.text, target).ptx
     return run_passes_on(src.text, passes)
 

@@ -51,7 +51,7 @@ def _grad_args(width, two_d=False):
 
 
 def _ptx(kernel, args, chip="sm_90"):
-    from diffgpu.lowering.gpu.ptx import has_nvptx
+    from diffgpu.driver.compiler import has_nvptx
     if not has_nvptx():
         pytest.skip("these MLIR bindings have no NVPTX backend")
     return kernel.ir(*args, stage="ptx", target=chip, grid=N_IDX // BLOCK, block=BLOCK)

@@ -64,11 +64,9 @@ from diffgpu.dialects import names as N
 from diffgpu.dialects import ops
 from diffgpu.lowering.common import targets
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.activity import walk_ops
 from diffgpu.lowering.autodiff.functional import transpose
-from diffgpu.lowering.autodiff.elision import index_key
 from diffgpu.lowering.autodiff.functional.rows import rows_dim
-from diffgpu.lowering.reduce.stencil_adjoint import offset_of
+from diffgpu.lowering.facts.indices import index_key, offset_of
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
 
@@ -166,7 +164,7 @@ def _guards(op, fn):
     """[[d, parameter position, k], ...]: the conditions `gid(d) < len(A, k)`
     of the `scf.if`s (then branches) around `op` in the kernel `fn`, or None
     when anything else encloses it."""
-    from diffgpu.lowering.autodiff.elision import _strip, global_dim
+    from diffgpu.lowering.facts.indices import _strip, global_dim
 
     args = list(fn.regions[0].blocks[0].arguments)
     out = []
@@ -275,9 +273,9 @@ def analyze_module(module) -> list:
 
 def analyze_text(text: str) -> list:
     """`analyze_module` of the frontend module `text`."""
-    from diffgpu.driver import compiler
+    from diffgpu.lowering.common import session
 
-    with compiler.context(), ir.Location.unknown():  # the driver's: no new context
+    with session.context(), ir.Location.unknown():  # the driver's: no new context
         return analyze_module(ir.Module.parse(text))
 
 

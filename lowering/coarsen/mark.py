@@ -1,0 +1,47 @@
+"""`mark_facts`: a launch's facts recorded on the frontend's module, and the
+coarsening they allow. It sits above both halves it joins: the facts
+(lowering/facts/specialize.py says what they are and who reads them) and the
+coarsening decision (lowering/coarsen/coarsen.py's `factor_for`).
+"""
+from __future__ import annotations
+
+from diffgpu._mlir import ir
+
+from diffgpu.lowering.coarsen import coarsen
+from diffgpu.lowering.common import session
+from diffgpu.lowering.facts.specialize import COARSEN_ATTR, FACTS_ATTR, NOALIAS_ATTR
+from diffgpu.lowering.facts.specialize_shapes import index32_safe
+
+
+def mark_facts(text: str, entry: str, facts) -> str:
+    """`text` (diffgpu IR) with the launch facts (runtime Facts) recorded on
+    the kernel `entry`."""
+    with session.context(), ir.Location.unknown():  # the driver's: no new context
+        module = ir.Module.parse(text)
+        for op in module.body.operations:
+            op = op.operation
+            if op.name == "func.func" and op.attributes["sym_name"].value == entry:
+                ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+                ranks = [ir.MemRefType(t).rank if isinstance(t, ir.MemRefType) else -1
+                         for t in ftype.inputs]
+                text = facts.attribute_text()[:-1] + ", ranks = [" + ", ".join(
+                    f"{r} : i64" for r in ranks) + "]}"
+                if getattr(facts, "index32", False) and (any(  # an index parameter: i64 packed
+                        isinstance(t, ir.IndexType) for t in ftype.inputs) or not index32_safe(
+                        [o.operation for o in module.body.operations
+                         if o.operation.name == "func.func"])):
+                    text = text.replace("index32 = true", "index32 = false")
+                op.attributes[FACTS_ATTR] = ir.Attribute.parse(text)
+                if facts.noalias:
+                    op.attributes[NOALIAS_ATTR] = ir.UnitAttr.get()
+                if getattr(facts, "grid_div", False) and facts.unit_dims == (1, 2):
+                    factor = coarsen.factor_for(op, module, facts.noalias, True,
+                                                getattr(facts, "grid_div16", False))
+                    if factor > 1:
+                        op.attributes[COARSEN_ATTR] = ir.IntegerAttr.get(
+                            ir.IntegerType.get_signless(64), factor)
+                break
+        else:
+            raise ValueError(f"no function @{entry} to specialise")
+        return session.hand_over(module)  # the driver compiles it without a re-parse
+
