@@ -134,16 +134,15 @@ def compile_only(chip: str):
 
     patches = [(launch_module, "target_for", lambda sig: chip),
                (launch_module, "run_program", lambda *args, **kwargs: None)]
-    try:  # the launch fast path remembers programs per argument signature:
-        # neither use nor store entries while the target is not the arguments'
-        from diffgpu.runtime import fastpath
-        patches += [(fastpath, "lookup", lambda *args, **kwargs: None),
-                    (fastpath, "remember", lambda *args, **kwargs: None)]
-        from diffgpu.hostdiff import replay  # and so does dg.vjp per call key
-        patches += [(replay, "lookup", lambda *args, **kwargs: None),
-                    (replay, "keep", lambda *args, **kwargs: None)]
-    except ImportError:
-        pass
+    # the launch fast path keeps programs per launch key and argument
+    # signature, and dg.vjp / dg.autodiff replay plans per call key: while the
+    # target is not the arguments', no launch has a key (every one takes the
+    # slow path to get_program) and nothing is remembered or kept
+    from diffgpu.hostdiff import replay
+    from diffgpu.runtime import fastpath
+    patches += [(fastpath, "launch_key", lambda *args, **kwargs: None),
+                (fastpath, "remember", lambda *args, **kwargs: None),
+                (replay, "keep", lambda *args, **kwargs: None)]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
     for mod, name, value in patches:
         setattr(mod, name, value)
