@@ -17,31 +17,8 @@ import functools
 import inspect
 import os
 
-from diffgpu.errors import DiffgpuError, LaunchError
+from diffgpu.errors import DiffgpuError, LaunchError, user_facing  # noqa: F401  (api.user_facing)
 from diffgpu.runtime.args import check_geometry
-
-
-def user_facing(fn=None, *, also: tuple = ()):
-    """Errors diffgpu raises on purpose (DiffgpuError, and the classes in
-    `also`) reach the user without the frames of diffgpu's internals
-    (DIFFGPU_DEBUG=1 keeps them): the traceback is the user's frames, then
-    this one re-raise at the public API boundary. Every entry point a user
-    calls (launches, `kernel[grid, block]`, dg.compile, dg.autodiff,
-    dg.gradcheck, ...) is wrapped; nested wrapped calls re-raise once more
-    at the outermost one."""
-    if fn is None:
-        return functools.partial(user_facing, also=also)
-    caught = (DiffgpuError,) + tuple(also)
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except caught as exc:
-            if os.environ.get("DIFFGPU_DEBUG"):
-                raise
-            raise exc.with_traceback(None) from None
-    return wrapper
 
 
 class Definition:
@@ -122,7 +99,10 @@ class Func(Definition):
 
 
 class Launcher:
-    """`kernel[grid, block]`: calling it launches; dg.autodiff/fwddiff take it."""
+    """`kernel[grid, block]`: calling it launches; dg.autodiff/fwddiff take it
+    (hostdiff/diff.py knows it by `__diffgpu_launcher__`, not by importing it)."""
+
+    __diffgpu_launcher__ = True
 
     def __init__(self, kernel: Kernel, grid: tuple, block: tuple):
         self.kernel, self.grid, self.block = kernel, grid, block

@@ -1,5 +1,9 @@
-"""User-facing exceptions. Importing this never imports MLIR."""
+"""User-facing exceptions, and `user_facing`, the boundary where they reach
+the user. Importing this never imports MLIR (or anything of diffgpu)."""
 from __future__ import annotations
+
+import functools
+import os
 
 
 class DiffgpuError(Exception):
@@ -74,3 +78,26 @@ class DivergentBarrierError(RaceError):
     def __init__(self, message: str, site: str | None = None):
         super().__init__(message)
         self.site = site
+
+
+def user_facing(fn=None, *, also: tuple = ()):
+    """Errors diffgpu raises on purpose (DiffgpuError, and the classes in
+    `also`) reach the user without the frames of diffgpu's internals
+    (DIFFGPU_DEBUG=1 keeps them): the traceback is the user's frames, then
+    this one re-raise at the public API boundary. Every entry point a user
+    calls (launches, `kernel[grid, block]`, dg.compile, dg.autodiff,
+    dg.gradcheck, ...) is wrapped; nested wrapped calls re-raise once more
+    at the outermost one."""
+    if fn is None:
+        return functools.partial(user_facing, also=also)
+    caught = (DiffgpuError,) + tuple(also)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except caught as exc:
+            if os.environ.get("DIFFGPU_DEBUG"):
+                raise
+            raise exc.with_traceback(None) from None
+    return wrapper

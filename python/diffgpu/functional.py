@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffgpu.activities import Activity, Const
-from diffgpu.api import user_facing
+from diffgpu.errors import user_facing
 from diffgpu.errors import ArgumentTypeError, LaunchError
 from diffgpu.runtime.args import describe_arg
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 import contextlib
 
 from diffgpu.errors import LaunchError
+from diffgpu.types import FLOAT_DTYPES, dtype_name  # noqa: F401  (public here too)
 
 #: dtypes a framework tensor may have (diffgpu's array element types)
 DTYPES = ("float32", "float64", "int32", "int64")
-FLOAT_DTYPES = ("float32", "float64")
 
 
 class KernelOp:
@@ -183,16 +183,6 @@ def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:
             calls()
         finally:
             launch_module.facts_for = saved
-
-
-def dtype_name(dtype) -> str:
-    """'float32' for torch.float32, jnp.float32, np.float32, 'float32'."""
-    import numpy as np
-
-    try:
-        return np.dtype(dtype).name
-    except TypeError:  # torch dtypes: "torch.float32"
-        return str(dtype).rsplit(".", 1)[-1]
 
 
 __all__ = ["KernelOp", "vjp", "compile_only", "prepare", "dtype_name", "DTYPES", "FLOAT_DTYPES"]

@@ -50,3 +50,17 @@ class ScalarType:
 
 def is_float(t) -> bool:
     return t.dtype in FLOAT_DTYPES
+
+
+#: dtype names that get gradients (dg.torch / dg.jax operators)
+FLOAT_DTYPES = ("float32", "float64")
+
+
+def dtype_name(dtype) -> str:
+    """'float32' for torch.float32, jnp.float32, np.float32, 'float32'."""
+    import numpy as np
+
+    try:
+        return np.dtype(dtype).name
+    except TypeError:  # torch dtypes: "torch.float32"
+        return str(dtype).rsplit(".", 1)[-1]

@@ -111,7 +111,7 @@ def prepare(spec, chip: str, inputs: dict) -> None:
     """Compile for `chip` the forward and reverse programs `forward_call` /
     `vjp_call` use for inputs like these (numpy arrays and scalars), into the
     disk cache; no GPU needed."""
-    from diffgpu.interop import FLOAT_DTYPES, dtype_name
+    from diffgpu.types import FLOAT_DTYPES, dtype_name
     from diffgpu.driver.launch import get_program
 
     arguments = dict(inputs)

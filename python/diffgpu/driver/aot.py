@@ -15,7 +15,7 @@ commas: `"float32[:], float32[:, :], float32"`.
 """
 from __future__ import annotations
 
-from diffgpu.api import user_facing
+from diffgpu.errors import user_facing
 from diffgpu.errors import LaunchError
 from diffgpu.runtime.args import check_arity, check_geometry, infer_signature, parse_type
 
@@ -64,10 +64,10 @@ def compile(kernel, signature, target: str = "host") -> "CompiledKernel":  # noq
     "host" or a chip such as "sm_90" (no GPU needed). Returns a
     CompiledKernel (and fills the disk cache); ValueError on a bad
     signature or target, CompileError on a bad kernel."""
-    from diffgpu.api import Kernel
     from diffgpu.driver.launch import get_program
 
-    if not isinstance(kernel, Kernel):
+    if not (getattr(type(kernel), "__diffgpu_definition__", False)  # api.Kernel
+            and kernel.kind == "kernel"):
         raise TypeError(f"dg.compile takes a @dg.kernel, got {type(kernel).__name__}")
     types = parse_signature(signature)
     if len(types) != len(kernel.arg_names):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffgpu.activities import Active, Activity, Const, Duplicated, DuplicatedNoNeed
-from diffgpu.api import Launcher, user_facing
+from diffgpu.errors import user_facing
 from diffgpu.errors import LaunchError
 from diffgpu.hostdiff.buffers import ACTIVE_SLOTS  # noqa: F401  (kept importable here)
 from diffgpu.runtime import fastpath
@@ -66,12 +66,10 @@ fwddiff.__diffgpu_builtin__ = "fwddiff"
 
 
 def _launcher_of(launcher, mode: str):
-    from diffgpu.api import Definition, Launcher
-
     name = "autodiff" if mode == "reverse" else "fwddiff"
-    if isinstance(launcher, Launcher):
+    if getattr(type(launcher), "__diffgpu_launcher__", False):  # api.Launcher
         return launcher
-    if isinstance(launcher, Definition):
+    if getattr(type(launcher), "__diffgpu_definition__", False):  # api.Definition
         raise LaunchError(f"dg.{name} on the host takes a launch configuration: "
                           f"dg.{name}({launcher.name}[grid, block], ...)")
     raise LaunchError(f"dg.{name} takes kernel[grid, block] as its first argument, "
@@ -164,7 +162,7 @@ def _diff_launch(mode: str, launcher, activities):
     from diffgpu.driver.launch import STATS
 
     key = None
-    if type(launcher) is Launcher:
+    if getattr(type(launcher), "__diffgpu_launcher__", False):
         key, flat = _call_key(mode, launcher, activities)
         recipe = replay.lookup(launcher.kernel, key) if key is not None else None
         if recipe is not None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed
-from diffgpu.api import user_facing
+from diffgpu.errors import user_facing
 from diffgpu.hostdiff.diff import _launcher_of, autodiff, fwddiff, split_activities
 from diffgpu.errors import DiffgpuError
 from diffgpu.runtime.args import arg_type, is_device_array

@@ -50,7 +50,7 @@ import numpy as np
 
 from diffgpu.hostdiff import buffers as M
 from diffgpu.driver import launch as L
-from diffgpu.api import user_facing
+from diffgpu.errors import user_facing
 from diffgpu.errors import NoDerivativeError
 from diffgpu.runtime import fastpath
 from diffgpu.runtime.args import Signature

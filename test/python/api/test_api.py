@@ -276,7 +276,7 @@ def test_compile_and_host_bundle(tmp_path):
 def test_bundle_integrity(tmp_path):
     # a bundle whose entry was altered, or a file that is no bundle, is refused
     import zipfile
-    from diffgpu.runtime.store.bundle import BundleError
+    from diffgpu.driver.bundle import BundleError
     path = str(tmp_path / "k.dgb")
     dg.save_bundle(path, [dg.compile(axpy, ("float32[:]", "float32[:]", "float64"))])
     with zipfile.ZipFile(path) as z:

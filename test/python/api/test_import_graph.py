@@ -167,18 +167,6 @@ ALLOWED = {
     "api": {"driver", "hostdiff", "bridges", "runtime", "runtime.store", "frontend",
             "foundation"},
 }
-#: cycles of modules (their sets) and upward layer edges (importer, imported)
-#: that the restructuring of the launch path (runtime/, driver/launch.py,
-#: hostdiff/, api.py) is removing: tolerated until then, never added to. This
-#: list is meant to end up empty. Each upward edge closes a cycle of layers
-#: (api imports driver, hostdiff, bridges and runtime.store).
-KNOWN_CYCLES_BEING_REMOVED = [
-    ("driver", "api"),  # driver/aot.py -> api (user_facing, Kernel)
-    ("hostdiff", "api"),  # hostdiff/diff.py, gradcheck.py, replay.py -> api.user_facing
-    ("runtime.store", "api"),  # runtime/store/bundle.py -> api.user_facing
-    ("runtime.store", "driver"),  # runtime/store/bundle.py -> driver/aot.py (CompiledKernel)
-    ("bridges", "api"),  # bridges/jax_gpu.py -> interop (FLOAT_DTYPES, dtype_name)
-]
 
 
 def _roots() -> dict:
@@ -271,15 +259,14 @@ def layer(module: str) -> str:
     return "lowering." + sub
 
 
-def _violations(graph: dict, known: list) -> tuple[list, list]:
-    """(cycles not known, layer edges not allowed nor known), as text."""
-    known_sets = [k for k in known if isinstance(k, set)]
-    cycles = [sorted(c) for c in _cycles(graph) if not any(c <= k for k in known_sets)]
+def _violations(graph: dict) -> tuple[list, list]:
+    """(import cycles, layer edges not in ALLOWED), as text."""
+    cycles = [sorted(c) for c in _cycles(graph)]
     edges = []
     for m, targets in sorted(graph.items()):
         for t, line in sorted(targets.items()):
             a, b = layer(m), layer(t)
-            if a != b and b not in ALLOWED[a] and (a, b) not in known:
+            if a != b and b not in ALLOWED[a]:
                 edges.append(f"{m}:{line} imports {t} ({a} -> {b} is not in ALLOWED)")
     return cycles, edges
 
@@ -296,31 +283,28 @@ def test_the_import_graph_is_found():
 
 
 def test_no_import_cycles_and_every_edge_points_down():
-    cycles, edges = _violations(_graph(_modules()), KNOWN_CYCLES_BEING_REMOVED)
+    cycles, edges = _violations(_graph(_modules()))
     assert not cycles, f"import cycles: {cycles}"
     assert not edges, "\n".join(edges)
 
 
-def test_the_allowed_table_is_a_dag_and_the_known_list_names_real_things():
+def test_the_allowed_table_is_a_dag():
     assert not _cycles({a: {b: 0 for b in bs} for a, bs in ALLOWED.items()})
-    mods = _modules()
-    for k in KNOWN_CYCLES_BEING_REMOVED:
-        assert (k <= set(mods)) if isinstance(k, set) else set(k) <= set(ALLOWED), k
 
 
 def test_a_cycle_or_an_upward_edge_is_caught():
     """The checks fail on a lazy import that closes a circle, and on an import
     that points up (the graph of the sources, with one edge added)."""
     graph = _graph(_modules())
-    assert _violations(graph, KNOWN_CYCLES_BEING_REMOVED) == ([], [])
+    assert _violations(graph) == ([], [])
     up = {m: dict(t) for m, t in graph.items()}
     up["diffgpu.lowering.facts.specialize"]["diffgpu.lowering.coarsen.coarsen"] = 1
-    cycles, edges = _violations(up, KNOWN_CYCLES_BEING_REMOVED)
+    cycles, edges = _violations(up)
     assert any("diffgpu.lowering.facts.specialize" in c for c in cycles)
     assert any("lowering.facts -> lowering.coarsen" in e for e in edges)
     down = {m: dict(t) for m, t in graph.items()}
     down["diffgpu.runtime.store.cache_key"]["diffgpu.lowering.common.targets"] = 7  # no cycle
-    assert _violations(down, KNOWN_CYCLES_BEING_REMOVED) == ([], [
+    assert _violations(down) == ([], [
         "diffgpu.runtime.store.cache_key:7 imports diffgpu.lowering.common.targets "
         "(runtime.store -> lowering.common is not in ALLOWED)"])
 

@@ -12,7 +12,7 @@ import pytest
 import diffgpu as dg
 
 PACKAGE = os.path.dirname(dg.__file__)
-BOUNDARY = os.path.join(PACKAGE, "api.py")
+BOUNDARY = os.path.join(PACKAGE, "errors.py")  # errors.user_facing
 
 
 @dg.kernel

@@ -10,6 +10,7 @@ import pytest
 
 from diffgpu.driver import compiler
 from diffgpu.errors import CompileError
+from diffgpu.lowering.common import session
 from diffgpu.lowering.common.targets import TargetError, nvvm_target
 from host_ir_helpers import NP, elementwise, launch_1d
 
@@ -41,7 +42,7 @@ def test_context_and_gpu_pass_managers_are_reused(monkeypatch):
     (The context is recycled every RECYCLE_AFTER uses, its pass managers with
     it: held off here, so that where the count stands after this worker's
     earlier tests cannot land a recycle inside the test.)"""
-    monkeypatch.setattr(compiler, "RECYCLE_AFTER", 10**9)
+    monkeypatch.setattr(session, "RECYCLE_AFTER", 10**9)
     text = _gpu(FPOWI)
     first = compiler.compile(text, "sm_90").text
     ctx = compiler.context()

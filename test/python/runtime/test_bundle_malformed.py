@@ -18,10 +18,10 @@ import pytest
 
 import diffgpu as dg
 from diffgpu.driver.launch import STATS, build_payload
-from diffgpu.runtime.store import bundle_zip
+from diffgpu.driver import bundle_zip
 from diffgpu.runtime.store import cache
 from diffgpu.runtime.args import parse_type
-from diffgpu.runtime.store.bundle import BundleError, load_bundle
+from diffgpu.driver.bundle import BundleError, load_bundle
 
 from test_cache_bundle import SIG, axpy, read, write
 
@@ -189,7 +189,7 @@ def test_zip_bomb_behind_a_small_size_is_read_to_that_size(tmp_path, made, infla
 LOAD = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-from diffgpu.runtime.store.bundle import BundleError, load_bundle
+from diffgpu.driver.bundle import BundleError, load_bundle
 try:
     load_bundle(sys.argv[1])
 except BundleError as exc:

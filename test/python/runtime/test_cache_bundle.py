@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import diffgpu as dg
-from diffgpu.runtime.store.bundle import BundleError, load_bundle
+from diffgpu.driver.bundle import BundleError, load_bundle
 
 
 @dg.kernel

@@ -17,7 +17,7 @@ layout its code declares (abi.py has the ABI):
   (`ptr, ptr, i64, i64 x 2r`): the array ranks.
 
 Pointers carry no element type, so an array of another dtype and the same
-rank is not caught here (a bundle is code: see runtime/store/bundle.py).
+rank is not caught here (a bundle is code: see driver/bundle.py).
 
     problem(payload)   # None, or why the code does not fit the payload
 """

@@ -1,4 +1,4 @@
-"""Reading an untrusted zip in bounded time and memory (runtime/store/bundle.py).
+"""Reading an untrusted zip in bounded time and memory (driver/bundle.py).
 
 Every malformed bundle is a BundleError, never another exception and never
 a wait or an allocation without bound:

@@ -26,7 +26,7 @@ the digests too). `load_bundle` refuses, with a BundleError:
 | signature's (runtime/store/entry_abi.py)           | record, a 2-D kernel as 1-D      |
 | an entry that is not a plain kernel, or with | flat_types other than its        |
 | fields of the wrong types                    | signature, `"coarsen": "x"`      |
-| anything past a limit, or damaged (bit       | see runtime/store/bundle_zip.py        |
+| anything past a limit, or damaged (bit       | see driver/bundle_zip.py        |
 | flips, bombs, FIFOs): in bounded time/memory |                                  |
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ import zipfile
 from diffgpu._version import __version__
 from diffgpu.errors import LaunchError
 from diffgpu.runtime.store import entry_abi
-from diffgpu.runtime.store.bundle_zip import (  # noqa: F401  (BundleError: the loader's public error)
+from diffgpu.driver.bundle_zip import (  # noqa: F401  (BundleError: the loader's public error)
     MAX_MEMBERS, BundleError, open_zip, parse_json, read_member, safe_member)
 
 FORMAT = "diffgpu-bundle-1"
@@ -83,7 +83,7 @@ def load_bundle(path) -> "Bundle":
     JIT compiles into this process), like pickle: load only bundles you
     trust. Digests, member names, each entry's claims (name, signature,
     target) and the argument layout its code declares are checked, in
-    bounded time and memory (runtime/store/bundle_zip.py); see the module
+    bounded time and memory (driver/bundle_zip.py); see the module
     docstring for the table.
     """
     with open_zip(path) as (name, z, members):  # each member is read once: popped
@@ -212,7 +212,7 @@ class BundledKernel:
         self.name, self.entries = name, entries
 
     def __getitem__(self, config):
-        from diffgpu.api import user_facing
+        from diffgpu.errors import user_facing
 
         @user_facing
         def run(*args):
