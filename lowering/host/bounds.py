@@ -29,7 +29,7 @@ from __future__ import annotations
 from diffgpu.abi import ACCESSES_ATTR, STATUS_FUNC
 from diffgpu.lowering.common.diagnostics import location_text
 from diffgpu.lowering.common.ir_util import isa, walk
-from diffgpu.lowering.common.targets import set_target
+from diffgpu.lowering.host.ops import append_runtime
 
 STATUS_GLOBAL = "__dg_host_status_flag"
 RECORD_FUNC = "__dg_host_oob"
@@ -37,9 +37,6 @@ RECORD_FUNC = "__dg_host_oob"
 
 def add_status(module_op, target) -> None:
     """The status global and `@__dg_host_status() -> i64` (reads and clears)."""
-    from diffgpu._mlir import ir
-
-    body = module_op.regions[0].blocks[0]
     text = f"""
     memref.global "private" @{STATUS_GLOBAL} : memref<1xi64> = dense<0>
     func.func private @{RECORD_FUNC}(%n: i64) {{
@@ -60,13 +57,7 @@ def add_status(module_op, target) -> None:
       memref.store %z, %g[%c0] : memref<1xi64>
       return %v : i64
     }}"""
-    parsed = ir.Module.parse(text, context=module_op.context)
-    for op in list(parsed.body.operations):
-        op = op.operation
-        op.detach_from_parent()
-        body.append(op)
-    for op in list(body.operations)[-2:]:
-        set_target(op, target)
+    append_runtime(module_op, text, target, functions=2)
 
 
 def _record(number: int, ip, loc) -> None:

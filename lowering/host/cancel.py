@@ -45,7 +45,7 @@ from __future__ import annotations
 from diffgpu.abi import CANCEL_ADDR_FUNC
 from diffgpu.dialects import names as N
 from diffgpu.lowering.common.ir_util import defined_by, lookup, walk
-from diffgpu.lowering.common.targets import set_target
+from diffgpu.lowering.host.ops import append_runtime
 
 FLAG = "__dg_host_cancel"
 LIVE_FUNC = "__dg_host_live"
@@ -57,9 +57,6 @@ NO_CANCEL = "diffgpu.no_cancel"
 
 def add_flag(module_op, target) -> None:
     """The flag global and `@__dg_host_live() -> i1` (flag == 0), once."""
-    from diffgpu._mlir import ir
-
-    body = module_op.regions[0].blocks[0]
     if lookup(module_op, FLAG) is not None:
         return
     text = f"""
@@ -76,13 +73,7 @@ def add_flag(module_op, target) -> None:
       %a = llvm.ptrtoint %p : !llvm.ptr to i64
       return %a : i64
     }}"""
-    parsed = ir.Module.parse(text, context=module_op.context)
-    for op in list(parsed.body.operations):
-        op = op.operation
-        op.detach_from_parent()
-        body.append(op)
-    for op in list(body.operations)[-2:]:
-        set_target(op, target)
+    append_runtime(module_op, text, target, functions=2)
 
 
 def live(ip, loc):

@@ -235,3 +235,23 @@ def rewrite_copysign(op, rw):
     neg = arith.CmpIOp(arith.CmpIPredicate.slt, bits, zero, loc=loc, ip=ip).result
     res = arith.SelectOp(neg, neg_mag, mag, loc=loc, ip=ip).result
     rw.replace_op(op, [res])
+
+
+def append_runtime(module_op, text: str, target, functions: int) -> None:
+    """Parse `text` (MLIR ops) in `module_op`'s context and move its ops to the
+    end of the module's body; the last `functions` of them (the runtime's
+    functions) get `target`. Used by the host lowering for the runtime pieces it
+    writes as text (host_bounds' status, host_cancel's flag)."""
+    from diffgpu._mlir import ir
+    from diffgpu.lowering.common.targets import set_target
+
+    body = module_op.regions[0].blocks[0]
+    parsed = ir.Module.parse(text, context=module_op.context)  # alive until the targets are set
+    moved = []
+    for op in list(parsed.body.operations):
+        op = op.operation
+        op.detach_from_parent()
+        body.append(op)
+        moved.append(op)
+    for op in moved[len(moved) - functions:]:
+        set_target(op, target)
