@@ -152,7 +152,7 @@ class Launch:
 
 
 def _launch_facts(op, fn) -> Launch:
-    from diffgpu.lowering.facts.specialize import read_facts
+    from diffgpu.lowering.facts.attrs import read_facts
 
     facts = read_facts(fn)
     if facts is None:

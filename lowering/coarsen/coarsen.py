@@ -76,7 +76,8 @@ from diffgpu.lowering.coarsen.reduce import (REDUCE_COARSEN, reduction_atomic, s
 from diffgpu.lowering.coarsen.reduce import defining_op as _op
 from diffgpu.lowering.coarsen.rewrite import COARSEN, NOINLINE_ATTR, coarsen, tail_name  # noqa: F401
 from diffgpu.lowering.registry import ModulePass, register_pass
-from diffgpu.lowering.facts.specialize import COARSEN_ATTR, NOALIAS_ATTR, order_function
+from diffgpu.lowering.facts.attrs import COARSEN_ATTR, NOALIAS_ATTR
+from diffgpu.lowering.facts.specialize import order_function
 
 _GEOM0 = N.GEOMETRY
 _FORBIDDEN = (N.BARRIER, N.SHARED_ALLOC, N.ATOMIC_ADD, "func.call",

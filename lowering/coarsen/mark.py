@@ -9,7 +9,7 @@ from diffgpu._mlir import ir
 
 from diffgpu.lowering.coarsen import coarsen
 from diffgpu.lowering.common import session
-from diffgpu.lowering.facts.specialize import COARSEN_ATTR, FACTS_ATTR, NOALIAS_ATTR
+from diffgpu.lowering.facts.attrs import COARSEN_ATTR, FACTS_ATTR, NOALIAS_ATTR
 from diffgpu.lowering.facts.specialize_shapes import index32_safe
 
 

@@ -103,7 +103,7 @@ def _sign_test(fn, rest) -> bool:
     `base >= 0` first (a thread's index always is) makes every extension
     the same. Not for kernels that sum atomics: the block sums after the
     pass would be built once per path."""
-    from diffgpu.lowering.facts.specialize import read_facts
+    from diffgpu.lowering.facts.attrs import read_facts
 
     facts = read_facts(fn) or {}
     return bool(facts.get("index32")) and not any(

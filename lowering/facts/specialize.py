@@ -52,9 +52,7 @@ from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.facts.load_order import _WRITES, order_function
 from diffgpu.lowering.facts.specialize_shapes import canonical_dims
 
-from diffgpu.lowering.facts.attrs import (COARSEN_ATTR, FACTS_ATTR, NOALIAS_ATTR,  # noqa: F401
-                                          READONLY_ATTR, check_facts, coarsen_factor,
-                                          read_facts)
+from diffgpu.lowering.facts.attrs import FACTS_ATTR, NOALIAS_ATTR, READONLY_ATTR, read_facts
 
 
 @register_pass

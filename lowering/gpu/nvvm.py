@@ -40,7 +40,7 @@ from diffgpu.lowering.common.ir_util import apply_patterns, sym_name, top_ops
 from diffgpu.lowering.common.llvm_flags import WRAP_OPS, replace_op, without_flags
 from diffgpu.lowering.registry import ModulePass, register_pass
 from diffgpu.lowering.coarsen.coarsen import NOINLINE_ATTR
-from diffgpu.lowering.facts.specialize import FACTS_ATTR, READONLY_ATTR, read_facts
+from diffgpu.lowering.facts.attrs import FACTS_ATTR, READONLY_ATTR, read_facts
 
 CIFACE_PREFIX = "_mlir_ciface_"
 KERNEL_ATTRS = ("gpu.kernel", "nvvm.kernel")

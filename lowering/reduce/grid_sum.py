@@ -71,7 +71,7 @@ from diffgpu.abi import scratch_entries, scratch_sizes
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg
 from diffgpu.lowering.common import targets as T
-from diffgpu.lowering.facts.specialize import FACTS_ATTR
+from diffgpu.lowering.facts.attrs import FACTS_ATTR
 
 #: scratch words of one slot: accumulators, counters (abi.scratch_sizes)
 ACC_WORDS, COUNT_WORDS = scratch_sizes(1)

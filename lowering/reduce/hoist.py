@@ -22,7 +22,7 @@ from diffgpu.lowering.common import targets as T
 from diffgpu.lowering.reduce.block_sum import zero
 from diffgpu.lowering.common.ir_util import defined_by
 from diffgpu.lowering.reduce.grid_sum import SCRATCH_MARK
-from diffgpu.lowering.facts.specialize import NOALIAS_ATTR
+from diffgpu.lowering.facts.attrs import NOALIAS_ATTR
 from diffgpu.lowering.facts.uniform import walk
 
 #: ops that may follow the moved add (no memory effects)

@@ -60,7 +60,7 @@ from diffgpu.lowering.common.ir_util import (const_int, scalar_name, sym_name, t
                                       visit_blocks, walk)
 from diffgpu.lowering.facts.load_order import reads_of, root_of, writes_of
 from diffgpu.lowering.registry import ModulePass, register_pass
-from diffgpu.lowering.facts.specialize import NOALIAS_ATTR
+from diffgpu.lowering.facts.attrs import NOALIAS_ATTR
 from diffgpu.lowering.facts.specialize_shapes import cse_pure
 
 ENV = switches.VECTOR_RED

@@ -38,7 +38,7 @@ def _host_program(kernel, types, diff=None):
     compiled for the CPU: (program, entry name, factor)."""
     from diffgpu.driver.compiler import compile_host
     from diffgpu.driver.launch import build_module, flat_types
-    from diffgpu.lowering.facts.specialize import coarsen_factor
+    from diffgpu.lowering.facts.attrs import coarsen_factor
 
     src = build_module(kernel, types, "host", diff=diff,
                        facts=_facts(len(flat_types(types, diff))))

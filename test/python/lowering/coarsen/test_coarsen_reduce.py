@@ -155,7 +155,7 @@ def test_gradient_of_a_reduction_coarsened_by_4():
 def _program(kernel, args, grid_div16):
     from diffgpu.driver.compiler import compile_host
     from diffgpu.driver.launch import build_module
-    from diffgpu.lowering.facts.specialize import coarsen_factor
+    from diffgpu.lowering.facts.attrs import coarsen_factor
     from diffgpu.runtime.args import infer_signature
 
     types = infer_signature(args).types

@@ -38,7 +38,7 @@ KINDS = [("dup", "active", "dup", "dup"), ("cot", "active", "grad", "grad")]
 def _program(kernel, types, diff, facts):
     from diffgpu.driver.compiler import compile_host
     from diffgpu.driver.launch import build_module
-    from diffgpu.lowering.facts.specialize import coarsen_factor
+    from diffgpu.lowering.facts.attrs import coarsen_factor
 
     src = build_module(kernel, types, "host", diff=diff, facts=facts)
     text = run_pipeline(src.text, ["diffgpu-verify-targets", "diffgpu-autodiff",

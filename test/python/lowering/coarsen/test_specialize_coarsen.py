@@ -131,7 +131,7 @@ def _coarsened_host_program(kernel, args):
     """The kernel's module marked as a coarsened GPU launch would be, the
     pass run, compiled for the CPU."""
     from diffgpu.driver.launch import build_module
-    from diffgpu.lowering.facts.specialize import coarsen_factor
+    from diffgpu.lowering.facts.attrs import coarsen_factor
     from diffgpu.runtime.args import infer_signature
     try:
         from diffgpu.driver.compiler import compile_host
@@ -173,7 +173,7 @@ def test_coarsened_equals_plain_on_the_cpu(n):
 
 
 def test_no_coarsening_without_the_facts():
-    from diffgpu.lowering.facts.specialize import coarsen_factor
+    from diffgpu.lowering.facts.attrs import coarsen_factor
     x = np.zeros(64, np.float32)
     for grid in (6, (4, 2)):  # not a multiple of 4; a 2-D grid
         text = scale_shift.ir(x, x.copy(), stage="dialect", target="sm_90", grid=grid,
