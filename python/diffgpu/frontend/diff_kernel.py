@@ -15,7 +15,7 @@ from diffgpu.frontend.values import Value
 
 #: the block's linear index %blk: each block adds its share of an Active
 #: scalar's gradient to slot %blk % len(slots) of the gradient buffer (the
-#: runtime sums the slots, diff.ACTIVE_SLOTS of them), so the adds of many
+#: runtime sums the slots, buffers.ACTIVE_SLOTS of them), so the adds of many
 #: blocks do not all queue on one address (diffgpu-aggregate-atomics sums
 #: each block's threads first, docs/atomics.md)
 BLOCK_INDEX = (

@@ -13,7 +13,7 @@ from diffgpu.runtime.args import is_device_array
 from diffgpu.runtime.fastpath import _ARRAYS
 
 #: slots of an Active scalar's gradient buffer: the reverse kernel's block b
-#: adds its share at slot b % ACTIVE_SLOTS (frontend/diff_lower.py), so the
+#: adds its share at slot b % ACTIVE_SLOTS (frontend/diff_kernel.py), so the
 #: blocks' adds spread over that many addresses instead of queueing on one;
 #: the gradient is their sum (docs/atomics.md)
 ACTIVE_SLOTS = 256
