@@ -10,7 +10,9 @@ the expected result, None: the CPU's result is expected.
 The kernels below, and every case list of the test files it imports
 (test/python/kernels_corpus.py, diff_corpus_gpu.py, test_atomics.py,
 test_stencil_adjoint.py, test_higher_order.py, test_gradients.py,
-test_vector_red.py) and of gpu_check_specialize.py. A new case goes into one of these lists.
+test_vector_red.py) and of gpu_check_specialize.py, and every `scripts/gpu_cases/*.py` module's
+`cases()`. A new case goes into one of these lists; a new feature gets its own module
+in scripts/gpu_cases/.
 """
 from __future__ import annotations
 
@@ -200,4 +202,21 @@ def _activities(args, kinds, mode, rng):
 def all_cases():
     """(name, kernel, grid, block, mode, make(rng), ref or None) of every case."""
     return ([c + (None,) for c in builtin_cases()] + corpus_cases() + gradient_cases()
-            + diff_corpus_cases() + SPEC.cases() + atomics_cases())
+            + diff_corpus_cases() + SPEC.cases() + atomics_cases() + topic_cases())
+
+
+def topic_cases():
+    """The cases of every `scripts/gpu_cases/*.py` module (one per feature: collectives,
+    stencils, vectors, ...), each with a `cases()` returning tuples of the form above,
+    in file-name order."""
+    folder = os.path.join(REPO, "scripts", "gpu_cases")
+    out = []
+    for fname in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+        if not fname.endswith(".py") or fname.startswith("_"):
+            continue
+        spec = importlib.util.spec_from_file_location(f"gpu_cases_{fname[:-3]}",
+                                                      os.path.join(folder, fname))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        out += list(mod.cases())
+    return out
