@@ -55,6 +55,59 @@ irdl.dialect @diffgpu {
     irdl.operands(memref: %memref, value: %value, indices: variadic %index)
     irdl.results(old: %value)
   }
+  // %old = "diffgpu.atomic_rmw"(%A, %v, %i) {kind = "max"} : (memref<?xf32, ...>, f32, index) -> f32
+  // Atomically A[i] = max(A[i], v) ("max"), min ("min") or v ("exch", the
+  // derivative's claim of an adjoint); returns the value held before.
+  irdl.operation @atomic_rmw {
+    %memref = irdl.base "!builtin.memref"
+    %value = irdl.any
+    %index = irdl.is index
+    %str = irdl.base "#builtin.string"
+    irdl.attributes {"kind" = %str}
+    irdl.operands(memref: %memref, value: %value, indices: variadic %index)
+    irdl.results(old: %value)
+  }
+  // %r = "diffgpu.warp_reduce"(%v) {kind = "sum"} : (f32) -> f32
+  // Sum ("sum"), maximum ("max") or minimum ("min") of %v over the 32 lanes
+  // of the warp (lanes by linear thread index), in every lane.
+  // docs/collectives.md: uniform control flow only.
+  irdl.operation @warp_reduce {
+    %v = irdl.any
+    %str = irdl.base "#builtin.string"
+    irdl.attributes {"kind" = %str}
+    irdl.operands(value: %v)
+    irdl.results(result: %v)
+  }
+  // %r = "diffgpu.block_reduce"(%v) {kind = "sum"} : (f32) -> f32
+  // The same over every thread of the block, in every thread.
+  irdl.operation @block_reduce {
+    %v = irdl.any
+    %str = irdl.base "#builtin.string"
+    irdl.attributes {"kind" = %str}
+    irdl.operands(value: %v)
+    irdl.results(result: %v)
+  }
+  // %r = "diffgpu.block_scan"(%v) {reverse = false} : (f32) -> f32
+  // Inclusive prefix sum of %v over the block's linear thread index
+  // (reverse = true: the suffix sum, threads n-1 down to this one).
+  irdl.operation @block_scan {
+    %v = irdl.any
+    %int = irdl.base "#builtin.integer"
+    irdl.attributes {"reverse" = %int}
+    irdl.operands(value: %v)
+    irdl.results(result: %v)
+  }
+  // %r = "diffgpu.shuffle"(%v, %k) {mode = "xor"} : (f32, i32) -> f32
+  // The value of %v in another lane of the warp: lane ^ k ("xor"), lane - k
+  // ("up"), lane + k ("down"), k & 31 ("idx"); out of range: its own value.
+  irdl.operation @shuffle {
+    %v = irdl.any
+    %i32 = irdl.is i32
+    %str = irdl.base "#builtin.string"
+    irdl.attributes {"mode" = %str}
+    irdl.operands(value: %v, lane: %i32)
+    irdl.results(result: %v)
+  }
   // %s = "diffgpu.shared_alloc"() : () -> memref<16x16xf32, #gpu.address_space<workgroup>>
   // A block-shared array of static shape (dg.shared_array). Only in kernels.
   irdl.operation @shared_alloc {

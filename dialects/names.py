@@ -20,6 +20,11 @@ BLOCK_DIM = "diffgpu.block_dim"
 GRID_DIM = "diffgpu.grid_dim"
 BARRIER = "diffgpu.barrier"
 ATOMIC_ADD = "diffgpu.atomic_add"
+ATOMIC_RMW = "diffgpu.atomic_rmw"
+WARP_REDUCE = "diffgpu.warp_reduce"
+BLOCK_REDUCE = "diffgpu.block_reduce"
+BLOCK_SCAN = "diffgpu.block_scan"
+SHUFFLE = "diffgpu.shuffle"
 SHARED_ALLOC = "diffgpu.shared_alloc"
 AUTODIFF = "diffgpu.autodiff"
 FWDDIFF = "diffgpu.fwddiff"
@@ -33,8 +38,16 @@ ACTIVE_SLOTS_ATTR = "diffgpu.active_slots"
 GEOMETRY = (THREAD_ID, BLOCK_ID, BLOCK_DIM, GRID_DIM)
 #: the differentiation requests (reverse, forward)
 DIFF = (AUTODIFF, FWDDIFF)
+#: the collectives (docs/collectives.md): threads of a warp / block exchange values
+COLLECTIVES = (WARP_REDUCE, BLOCK_REDUCE, BLOCK_SCAN, SHUFFLE)
+#: `kind` of warp_reduce / block_reduce, `mode` of shuffle, `kind` of atomic_rmw
+REDUCE_KINDS = ("sum", "max", "min")
+SHUFFLE_MODES = ("xor", "up", "down", "idx")
+RMW_KINDS = ("max", "min", "exch")
+#: lanes of a warp (NVIDIA); a warp is 32 consecutive linear thread indices
+WARP_SIZE = 32
 #: every op of the dialect, in the order of dialects/diffgpu.irdl.mlir
-ALL = GEOMETRY + (BARRIER, ATOMIC_ADD, SHARED_ALLOC) + DIFF
+ALL = GEOMETRY + (BARRIER, ATOMIC_ADD) + (ATOMIC_RMW,) + COLLECTIVES + (SHARED_ALLOC,) + DIFF
 
 #: argument groups of diffgpu.autodiff / diffgpu.fwddiff (the IRDL definition
 #: has one variadic operand group per callee argument, arg0 .. arg15)

@@ -102,6 +102,78 @@ class AtomicAddOp(ir.OpView):
         return self.operation.results[0]
 
 
+@_op(names.ATOMIC_RMW)
+class AtomicRmwOp(AtomicAddOp):
+    """`%old = "diffgpu.atomic_rmw"(%A, %v, %i...) {kind = "max"}`: A[i...] = max(A[i...], v)
+    ("min": min, "exch": v) atomically; operands as atomic_add."""
+
+    @property
+    def kind(self) -> str | None:
+        return _str_attr(self, "kind")
+
+
+def _str_attr(op, name):
+    attrs = op.operation.attributes
+    a = attrs[name] if name in attrs else None
+    return a.value if isinstance(a, ir.StringAttr) else None
+
+
+class CollectiveOp(ir.OpView):
+    """Base of the collectives: operand 0 is the value each thread contributes."""
+
+    @property
+    def value(self):
+        return self.operation.operands[0]
+
+    @property
+    def result(self):
+        return self.operation.results[0]
+
+
+@_op(names.WARP_REDUCE)
+class WarpReduceOp(CollectiveOp):
+    """`%r = "diffgpu.warp_reduce"(%v) {kind = "sum"}`: over the warp's lanes."""
+
+    @property
+    def kind(self) -> str | None:
+        return _str_attr(self, "kind")
+
+
+@_op(names.BLOCK_REDUCE)
+class BlockReduceOp(CollectiveOp):
+    """`%r = "diffgpu.block_reduce"(%v) {kind = "sum"}`: over the block's threads."""
+
+    @property
+    def kind(self) -> str | None:
+        return _str_attr(self, "kind")
+
+
+@_op(names.BLOCK_SCAN)
+class BlockScanOp(CollectiveOp):
+    """`%r = "diffgpu.block_scan"(%v) {reverse = false}`: inclusive prefix (suffix) sum."""
+
+    @property
+    def reverse(self) -> bool:
+        attrs = self.operation.attributes
+        return "reverse" in attrs and bool(ir.IntegerAttr(attrs["reverse"]).value)
+
+
+@_op(names.SHUFFLE)
+class ShuffleOp(CollectiveOp):
+    """`%r = "diffgpu.shuffle"(%v, %k) {mode = "xor"}`: %v of lane `lane ^ k`, ..."""
+
+    @property
+    def mode(self) -> str | None:
+        return _str_attr(self, "mode")
+
+    @property
+    def lane(self):
+        return self.operation.operands[1]
+
+
+COLLECTIVE_CLASSES = (WarpReduceOp, BlockReduceOp, BlockScanOp, ShuffleOp)
+
+
 @_op(names.SHARED_ALLOC)
 class SharedAllocOp(ir.OpView):
     """`%s = "diffgpu.shared_alloc"() : () -> memref<16x16xf32, #gpu.address_space<workgroup>>`."""
@@ -240,6 +312,40 @@ def differentiate(name: str, callee: str, activity, args, target, *,
         raise ValueError(f"need one operand group per argument (at most {MAX_DIFF_ARGS})")
     attrs = {
         "callee": ir.FlatSymbolRefAttr.get(callee),
+def atomic_rmw(kind: str, memref, value, indices):
+    """`memref[indices] = kind(memref[indices], value)` atomically (kind in
+    names.RMW_KINDS); returns the old value."""
+    if kind not in names.RMW_KINDS:
+        raise ValueError(f"atomic_rmw kind must be one of {names.RMW_KINDS}, got {kind!r}")
+    op = ir.Operation.create(names.ATOMIC_RMW, results=[value.type],
+                             operands=[memref, value] + list(indices),
+                             attributes={"kind": ir.StringAttr.get(kind)})
+    return op.results[0]
+
+
+def reduce(scope: str, kind: str, value):
+    """`diffgpu.warp_reduce` (scope "warp") / `diffgpu.block_reduce` ("block")."""
+    name = {"warp": names.WARP_REDUCE, "block": names.BLOCK_REDUCE}[scope]
+    if kind not in names.REDUCE_KINDS:
+        raise ValueError(f"reduce kind must be one of {names.REDUCE_KINDS}, got {kind!r}")
+    return ir.Operation.create(name, results=[value.type], operands=[value],
+                               attributes={"kind": ir.StringAttr.get(kind)}).results[0]
+
+
+def block_scan(value, reverse: bool = False):
+    """Inclusive prefix sum over the block (`reverse`: the suffix sum)."""
+    return ir.Operation.create(names.BLOCK_SCAN, results=[value.type], operands=[value],
+                               attributes={"reverse": ir.BoolAttr.get(bool(reverse))}).results[0]
+
+
+def shuffle(mode: str, value, lane):
+    """`diffgpu.shuffle {mode}` of `value`; `lane`: an i32 value."""
+    if mode not in names.SHUFFLE_MODES:
+        raise ValueError(f"shuffle mode must be one of {names.SHUFFLE_MODES}, got {mode!r}")
+    return ir.Operation.create(names.SHUFFLE, results=[value.type], operands=[value, lane],
+                               attributes={"mode": ir.StringAttr.get(mode)}).results[0]
+
+
         "activity": ir.ArrayAttr.get([ir.StringAttr.get(a) for a in activity]),
         "diffgpu.target": target,
     }

@@ -18,6 +18,25 @@ _DOCS = {
     "shared_array": "shared_array(shape, dtype): a block-shared array of constant "
                     "shape (int or tuple) and numpy dtype.",
     "syncthreads": "syncthreads(): barrier for all threads of the block.",
+    # collectives (docs/collectives.md): every thread of the warp / block calls them
+    "warp_sum": "warp_sum(v): sum of v over the 32 lanes of the warp, in every lane.",
+    "warp_max": "warp_max(v): maximum of v over the warp, in every lane.",
+    "warp_min": "warp_min(v): minimum of v over the warp, in every lane.",
+    "block_sum": "block_sum(v): sum of v over the block, in every thread.",
+    "block_max": "block_max(v): maximum of v over the block, in every thread.",
+    "block_min": "block_min(v): minimum of v over the block, in every thread.",
+    "block_scan": "block_scan(v): inclusive prefix sum of v over the block's linear "
+                  "thread index.",
+    "shfl_xor": "shfl_xor(v, mask): v of lane (lane ^ mask); mask a constant 0..31.",
+    "shfl_up": "shfl_up(v, d): v of lane (lane - d), own v where lane < d; d a constant.",
+    "shfl_down": "shfl_down(v, d): v of lane (lane + d), own v where lane + d > 31.",
+    "shfl_idx": "shfl_idx(v, lane): v of lane (lane & 31).",
+    "atomic_max": "atomic_max(A, index, value): atomically A[index] = max(A[index], value); "
+                  "returns the old value.",
+    "atomic_min": "atomic_min(A, index, value): atomically A[index] = min(A[index], value); "
+                  "returns the old value.",
+    "atomic_sub": "atomic_sub(A, index, value): atomically A[index] -= value; returns the "
+                  "old value.",
 }
 
 #: math functions: name -> number of arguments

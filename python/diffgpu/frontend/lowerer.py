@@ -10,6 +10,7 @@ import ast
 from contextlib import contextmanager
 
 from diffgpu.frontend.builtins_lower import BuiltinMixin
+from diffgpu.frontend.collectives import CollectiveMixin
 from diffgpu.frontend.diff_lower import DiffMixin
 from diffgpu.frontend.emitter import Emitter
 from diffgpu.frontend.expressions import ExprMixin
@@ -53,7 +54,7 @@ def construct_name(node) -> str:
 
 
 class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMixin,
-                      DiffMixin, ast.NodeVisitor):
+                      CollectiveMixin, DiffMixin, ast.NodeVisitor):
     def __init__(self, mb, defn, kind, src, arg_types, symbol, is_entry):
         self.mb, self.defn, self.kind, self.src = mb, defn, kind, src
         self.py_func = defn.py_func
