@@ -7,10 +7,20 @@ switch off is never served when it is on:
 - `DIFFGPU_REMAT`: the reverse sweep recomputes cheap values instead of
   taping them (lowering/autodiff/remat.py);
 - `DIFFGPU_VECTOR_RED`: sm_90 vector reductions for adjacent atomic adds
-  (lowering/reduce/vector_red.py).
+  (lowering/reduce/vector_red.py);
+- `DIFFGPU_STRONG_ZEROS`: in derivatives, an adjoint or tangent that is
+  exactly zero contributes exactly zero through a partial that is infinite
+  or NaN (lowering/autodiff/rules/partials.py);
+- `DIFFGPU_COMBINE_ADDS`: a thread's atomic adds into one element of an
+  add-only array are summed in registers first (lowering/reduce/combine_adds.py).
+
+`set_switch(name, on)` sets one from Python (it writes the environment
+variable, so child processes see it too); like the variable, it applies to
+kernels compiled afterwards (a signature already compiled in this process
+keeps its program).
 
 They exist to measure and compare both forms of the code; this module
-imports nothing, so the runtime may read them without the compiler.
+imports only errors.py, so the runtime may read them without the compiler.
 
 `DIFFGPU_OPT` (0 to 3, default 2, as Numba's `NUMBA_OPT`) is LLVM's
 optimisation level when a CPU program is JIT-compiled: O0 JIT-compiles in
@@ -24,16 +34,32 @@ from __future__ import annotations
 
 import os
 
+from diffgpu.errors import DiffgpuError
+
 OPT = "DIFFGPU_OPT"
 DEFAULT_OPT_LEVEL = 2
 REMAT = "DIFFGPU_REMAT"
 VECTOR_RED = "DIFFGPU_VECTOR_RED"
-CODEGEN_SWITCHES = (REMAT, VECTOR_RED)
+STRONG_ZEROS = "DIFFGPU_STRONG_ZEROS"
+COMBINE_ADDS = "DIFFGPU_COMBINE_ADDS"
+CODEGEN_SWITCHES = (REMAT, VECTOR_RED, STRONG_ZEROS, COMBINE_ADDS)
 
 
 def on(name: str) -> bool:
     """Is the switch `name` on (unset, or not 0/false/no/off)?"""
     return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class SwitchError(DiffgpuError, ValueError):
+    """An unknown switch name given to `set_switch`."""
+
+
+def set_switch(name: str, value: bool) -> None:
+    """Turn code-generation switch `name` (one of CODEGEN_SWITCHES) on or off."""
+    if name not in CODEGEN_SWITCHES:
+        raise SwitchError(f"unknown switch {name!r}; the switches are "
+                         f"{', '.join(CODEGEN_SWITCHES)}")
+    os.environ[name] = "1" if value else "0"
 
 
 def describe() -> str:

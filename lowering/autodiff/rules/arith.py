@@ -10,7 +10,7 @@ derivative, so on an active value it is an error.
 from __future__ import annotations
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.rules.partials import NEG_ONE, ONE
+from diffgpu.lowering.autodiff.rules.partials import NEG_ONE, ONE, Singular, constant_value
 
 
 def _le(e):  # x <= y (ordered) as a 1/0 float
@@ -21,14 +21,23 @@ def _gt(e):
     return B.select(e.x.le(e.y), e.c(0.0), e.c(1.0))
 
 
+def _nonzero_divisor(op) -> bool:
+    """x / c with a nonzero constant c: 1/c and -r/c are finite."""
+    c = constant_value(op.operands[1])
+    return c is not None and c != 0.0
+
+
 DERIVATIVES = {
     "arith.addf": (ONE, ONE),
     "arith.subf": (ONE, NEG_ONE),
     "arith.mulf": (lambda e: e.y, lambda e: e.x),
-    "arith.divf": (lambda e: 1.0 / e.y, lambda e: -(e.r / e.y)),
+    # Singular: infinite where y == 0; a zero adjoint stays zero there
+    # (strong zeros, partials.py)
+    "arith.divf": (Singular(lambda e: 1.0 / e.y, _nonzero_divisor),
+                   Singular(lambda e: -(e.r / e.y), _nonzero_divisor)),
     "arith.negf": (NEG_ONE,),
     # fmod: r = x - trunc(x / y) * y
-    "arith.remf": (ONE, lambda e: -B.trunc(e.x / e.y)),
+    "arith.remf": (ONE, Singular(lambda e: -B.trunc(e.x / e.y), _nonzero_divisor)),
     # min picks x where x <= y (ties go to x), max picks x where x > y
     "arith.minimumf": (_le, _gt),
     "arith.minnumf": (_le, _gt),

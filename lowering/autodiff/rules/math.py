@@ -8,7 +8,7 @@ from __future__ import annotations
 import math as _pymath
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.rules.partials import ONE, ZERO
+from diffgpu.lowering.autodiff.rules.partials import ONE, ZERO, Singular, constant_value, defining_op
 
 
 def _sign(e):
@@ -55,37 +55,58 @@ def _atan2_dx(e):
 
 _TWO_OVER_SQRT_PI = 2.0 / _pymath.sqrt(_pymath.pi)
 
+#: ops whose results are never negative (for log1p's guard)
+_NON_NEGATIVE = ("math.exp", "math.exp2", "math.sqrt", "math.absf")
+
+
+def _non_negative_operand(op) -> bool:
+    """log1p(x) with x >= 0 by construction (exp, sqrt, |.|, a constant):
+    its partial 1 / (x + 1) is at most 1."""
+    x = op.operands[0]
+    src = defining_op(x)
+    c = constant_value(x)
+    return (src is not None and src.name in _NON_NEGATIVE) or (c is not None and c >= 0)
+
+
+def _const_exponent_at_least_one(op) -> bool:
+    """pow(x, c) with a constant c >= 1 (or 0): y x^(y-1) is finite."""
+    c = constant_value(op.operands[1])
+    return c is not None and (c >= 1.0 or c == 0.0)
+
 DERIVATIVES = {
     "math.exp": (lambda e: e.r,),
     "math.exp2": (lambda e: e.r * _pymath.log(2.0),),
     "math.expm1": (lambda e: e.r + 1.0,),
-    "math.log": (lambda e: 1.0 / e.x,),
-    "math.log2": (lambda e: 1.0 / (e.x * _pymath.log(2.0)),),
-    "math.log10": (lambda e: 1.0 / (e.x * _pymath.log(10.0)),),
-    "math.log1p": (lambda e: 1.0 / (e.x + 1.0),),
+    # Singular: infinite or NaN at the function's singular points (0 for
+    # log and sqrt, +-1 for asin...): a zero adjoint stays zero there
+    # (strong zeros, partials.py)
+    "math.log": (Singular(lambda e: 1.0 / e.x),),
+    "math.log2": (Singular(lambda e: 1.0 / (e.x * _pymath.log(2.0))),),
+    "math.log10": (Singular(lambda e: 1.0 / (e.x * _pymath.log(10.0))),),
+    "math.log1p": (Singular(lambda e: 1.0 / (e.x + 1.0), _non_negative_operand),),
     "math.sin": (lambda e: B.cos(e.x),),
     "math.cos": (lambda e: -B.sin(e.x),),
     "math.tan": (lambda e: e.r * e.r + 1.0,),
     "math.tanh": (lambda e: 1.0 - e.r * e.r,),
     "math.sinh": (lambda e: B.cosh(e.x),),
     "math.cosh": (lambda e: B.sinh(e.x),),
-    "math.sqrt": (lambda e: 0.5 / e.r,),
-    "math.rsqrt": (lambda e: e.r * e.r * e.r * -0.5,),
-    "math.powf": (_pow_dx, _pow_dy),
+    "math.sqrt": (Singular(lambda e: 0.5 / e.r),),
+    "math.rsqrt": (Singular(lambda e: e.r * e.r * e.r * -0.5),),
+    "math.powf": (Singular(_pow_dx, _const_exponent_at_least_one), Singular(_pow_dy)),
     "math.fpowi": (_fpowi_dx, None),
     "math.absf": (_sign,),
     "math.erf": (lambda e: B.exp(-(e.x * e.x)) * _TWO_OVER_SQRT_PI,),
     "math.erfc": (lambda e: B.exp(-(e.x * e.x)) * -_TWO_OVER_SQRT_PI,),
     "math.atan": (lambda e: 1.0 / (e.x * e.x + 1.0),),
-    "math.asin": (lambda e: 1.0 / B.sqrt(1.0 - e.x * e.x),),
-    "math.acos": (lambda e: -1.0 / B.sqrt(1.0 - e.x * e.x),),
+    "math.asin": (Singular(lambda e: 1.0 / B.sqrt(1.0 - e.x * e.x)),),
+    "math.acos": (Singular(lambda e: -1.0 / B.sqrt(1.0 - e.x * e.x)),),
     "math.asinh": (lambda e: 1.0 / B.sqrt(e.x * e.x + 1.0),),
     # sqrt(x - 1) * sqrt(x + 1): no cancellation in x * x - 1 near x = 1
-    "math.acosh": (lambda e: 1.0 / (B.sqrt(e.x - 1.0) * B.sqrt(e.x + 1.0)),),
-    "math.atanh": (lambda e: 1.0 / (1.0 - e.x * e.x),),
+    "math.acosh": (Singular(lambda e: 1.0 / (B.sqrt(e.x - 1.0) * B.sqrt(e.x + 1.0))),),
+    "math.atanh": (Singular(lambda e: 1.0 / (1.0 - e.x * e.x)),),
     # 1 / (3 cbrt(x)^2), from the forward result (inf at 0, as the derivative)
-    "math.cbrt": (lambda e: 1.0 / (e.r * e.r * 3.0),),
-    "math.atan2": (_atan2_dy, _atan2_dx),
+    "math.cbrt": (Singular(lambda e: 1.0 / (e.r * e.r * 3.0)),),
+    "math.atan2": (Singular(_atan2_dy), Singular(_atan2_dx)),
     "math.fma": (lambda e: e.y, lambda e: e.x, ONE),
     # |x| * sign(y): d/dx = sign(x) * sign(y), with the sign bit deciding
     "math.copysign": (_copysign_dx, ZERO),
