@@ -114,6 +114,25 @@ irdl.dialect @diffgpu {
     %memref = irdl.base "!builtin.memref"
     irdl.results(result: %memref)
   }
+  // %y = "diffgpu.erfinv"(%x) : (f32) -> f32
+  // Inverse error function (dg.erfinv), x in [-1, 1]. No upstream math op has
+  // it; diffgpu-expand-special-math (after autodiff) expands it into math ops.
+  irdl.operation @erfinv {
+    %f32 = irdl.is f32
+    %f64 = irdl.is f64
+    %float = irdl.any_of(%f32, %f64)
+    irdl.operands(x: %float)
+    irdl.results(result: %float)
+  }
+  // %y = "diffgpu.erfcinv"(%x) : (f32) -> f32
+  // Inverse complementary error function (dg.erfcinv), x in [0, 2].
+  irdl.operation @erfcinv {
+    %f32 = irdl.is f32
+    %f64 = irdl.is f64
+    %float = irdl.any_of(%f32, %f64)
+    irdl.operands(x: %float)
+    irdl.results(result: %float)
+  }
   // %g:k = "diffgpu.autodiff"(...) {callee = @f, activity = ["dup", "active", ...],
   //        diffgpu.target = #nvvm.target<...>, operandSegmentSizes = array<i32: ...>,
   //        resultSegmentSizes = array<i32: ...>}

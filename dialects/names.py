@@ -26,6 +26,8 @@ BLOCK_REDUCE = "diffgpu.block_reduce"
 BLOCK_SCAN = "diffgpu.block_scan"
 SHUFFLE = "diffgpu.shuffle"
 SHARED_ALLOC = "diffgpu.shared_alloc"
+ERFINV = "diffgpu.erfinv"
+ERFCINV = "diffgpu.erfcinv"
 AUTODIFF = "diffgpu.autodiff"
 FWDDIFF = "diffgpu.fwddiff"
 
@@ -38,6 +40,9 @@ ACTIVE_SLOTS_ATTR = "diffgpu.active_slots"
 GEOMETRY = (THREAD_ID, BLOCK_ID, BLOCK_DIM, GRID_DIM)
 #: the differentiation requests (reverse, forward)
 DIFF = (AUTODIFF, FWDDIFF)
+#: elementwise special functions without an upstream math op, `(f) -> f`
+#: (expanded into math ops after autodiff: lowering/common/special_math.py)
+SPECIAL_MATH = (ERFINV, ERFCINV)
 #: the collectives (docs/collectives.md): threads of a warp / block exchange values
 COLLECTIVES = (WARP_REDUCE, BLOCK_REDUCE, BLOCK_SCAN, SHUFFLE)
 #: `kind` of warp_reduce / block_reduce, `mode` of shuffle, `kind` of atomic_rmw
@@ -47,7 +52,8 @@ RMW_KINDS = ("max", "min", "exch")
 #: lanes of a warp (NVIDIA); a warp is 32 consecutive linear thread indices
 WARP_SIZE = 32
 #: every op of the dialect, in the order of dialects/diffgpu.irdl.mlir
-ALL = GEOMETRY + (BARRIER, ATOMIC_ADD) + (ATOMIC_RMW,) + COLLECTIVES + (SHARED_ALLOC,) + DIFF
+ALL = (GEOMETRY + (BARRIER, ATOMIC_ADD) + (ATOMIC_RMW,) + COLLECTIVES + (SHARED_ALLOC,)
+       + SPECIAL_MATH + DIFF)
 
 #: argument groups of diffgpu.autodiff / diffgpu.fwddiff (the IRDL definition
 #: has one variadic operand group per callee argument, arg0 .. arg15)

@@ -187,6 +187,24 @@ class SharedAllocOp(ir.OpView):
         return list(self.memref_type.shape)
 
 
+class SpecialMathOp(ir.OpView):
+    """Base of the elementwise special functions: `%y = "diffgpu.erfinv"(%x) : (f32) -> f32`."""
+
+    @property
+    def x(self):
+        return self.operation.operands[0]
+
+
+@_op(names.ERFINV)
+class ErfinvOp(SpecialMathOp):
+    """Inverse error function."""
+
+
+@_op(names.ERFCINV)
+class ErfcinvOp(SpecialMathOp):
+    """Inverse complementary error function."""
+
+
 class DiffOp(ir.OpView):
     """Base of `diffgpu.autodiff` / `diffgpu.fwddiff` (docs/IR.md)."""
 
@@ -297,6 +315,12 @@ def atomic_add(memref, value, indices):
 def shared_alloc(memref_type):
     """A block-shared array of static shape (`memref<... , workgroup>`)."""
     return ir.Operation.create(names.SHARED_ALLOC, results=[memref_type]).results[0]
+
+
+def special_math(name: str, x):
+    """`diffgpu.erfinv` / `diffgpu.erfcinv` of the float `x` (names.SPECIAL_MATH)."""
+    assert name in names.SPECIAL_MATH, name
+    return ir.Operation.create(name, results=[x.type], operands=[x]).results[0]
 
 
 def differentiate(name: str, callee: str, activity, args, target, *,

@@ -38,6 +38,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.host.to_host",
     "diffgpu.lowering.common.llvm_flags",
     "diffgpu.lowering.common.chunk_blocks",
+    "diffgpu.lowering.common.special_math",
     "diffgpu.lowering.checks.lowered_check",
 )
 

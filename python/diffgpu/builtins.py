@@ -49,6 +49,27 @@ MATH_FUNCTIONS = {
     "pow": 2, "atan2": 2, "copysign": 2, "fma": 3,
 }
 
+#: scalar builtins with their own lowering (frontend/scalar_builtins.py) -> doc
+SCALAR_FUNCTIONS = {
+    "sign": "sign(x): -1 if x < 0, else 1 (as in Warp; np.sign gives 0 at 0). "
+            "Derivative 0.",
+    "step": "step(x): 1 if x < 0, else 0 (as in Warp). Derivative 0.",
+    "clamp": "clamp(x, lo, hi): min(max(lo, x), hi); the gradient goes to the "
+             "operand that is returned (x on ties).",
+    "lerp": "lerp(a, b, t): a * (1 - t) + b * t.",
+    "smoothstep": "smoothstep(e0, e1, x): t = clamp((x - e0) / (e1 - e0), 0, 1), "
+                  "then t * t * (3 - 2 * t).",
+    "frac": "frac(x): x - trunc(x), the fractional part with the sign of x. "
+            "Derivative 1.",
+    "rint": "rint(x): the nearest integer as a float, ties to even. Derivative 0.",
+    "mod": "mod(a, b): remainder of truncated division, with the sign of a (C fmod; "
+           "Python's % floors instead).",
+    "erfinv": "erfinv(x): inverse error function on [-1, 1]; derivative "
+              "sqrt(pi)/2 * exp(erfinv(x)**2).",
+    "erfcinv": "erfcinv(x): inverse complementary error function on [0, 2]; "
+               "derivative -sqrt(pi)/2 * exp(erfcinv(x)**2).",
+}
+
 
 def _make(name: str, doc: str):
     def builtin(*args, **kwargs):
@@ -64,8 +85,10 @@ def _make(name: str, doc: str):
 
 for _name, _doc in _DOCS.items():
     globals()[_name] = _make(_name, _doc)
+for _name, _doc in SCALAR_FUNCTIONS.items():
+    globals()[_name] = _make(_name, _doc)
 for _name, _n in MATH_FUNCTIONS.items():
     globals()[_name] = _make(_name, f"{_name}: elementwise math on scalars "
                                     f"({_n} argument{'s' if _n > 1 else ''}).")
 
-__all__ = list(_DOCS) + list(MATH_FUNCTIONS)
+__all__ = list(_DOCS) + list(SCALAR_FUNCTIONS) + list(MATH_FUNCTIONS)

@@ -3,16 +3,30 @@
     "diffgpu.atomic_add"(%A, %v, %i)   reverse: adj(v) += dA[i] (dA[i] kept:
                                        additions do not overwrite)
     "diffgpu.barrier"()                reverse: a barrier at the mirrored point
+    "diffgpu.erfinv"(%x)               d/dx = sqrt(pi)/2 * exp(erfinv(x)^2)
+    "diffgpu.erfcinv"(%x)              d/dx = -sqrt(pi)/2 * exp(erfcinv(x)^2)
 Thread geometry is integer-valued, hence inactive. Shared arrays have no
 shadow yet: an active value stored into one is an error (rules_memref).
 """
 from __future__ import annotations
 
+import math as _pymath
+
 from diffgpu._mlir import memref
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 
+from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff.rules.partials import Rule
+
+_SQRT_PI_2 = _pymath.sqrt(_pymath.pi) / 2.0
+
+#: elementwise ops (partials.py): the inverse of erf / erfc, from the forward
+#: result r: erf'(r) = 2/sqrt(pi) exp(-r^2), so d/dx erfinv(x) = 1 / erf'(r)
+DERIVATIVES = {
+    N.ERFINV: (lambda e: B.exp(e.r * e.r) * _SQRT_PI_2,),
+    N.ERFCINV: (lambda e: B.exp(e.r * e.r) * -_SQRT_PI_2,),
+}
 
 #: ops that carry no derivative -> why
 INACTIVE = {

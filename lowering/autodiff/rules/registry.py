@@ -28,7 +28,8 @@ from diffgpu.lowering.autodiff.rules import scf as rules_scf
 from diffgpu.lowering.autodiff import remat
 from diffgpu.lowering.autodiff.rules import tape as rules_tape
 
-ELEMENTWISE = {**rules_arith.DERIVATIVES, **rules_math.DERIVATIVES}
+ELEMENTWISE = {**rules_arith.DERIVATIVES, **rules_math.DERIVATIVES,
+               **rules_diffgpu.DERIVATIVES}
 STRUCTURED = {**rules_memref.REVERSE, **rules_scf.REVERSE, **rules_diffgpu.REVERSE,
               **rules_func.REVERSE}
 INACTIVE = (rules_arith.INACTIVE | rules_math.INACTIVE | rules_memref.INACTIVE

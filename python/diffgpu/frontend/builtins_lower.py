@@ -15,6 +15,7 @@ from diffgpu import activities
 from diffgpu.dialects import names as N
 from diffgpu.builtins import MATH_FUNCTIONS
 from diffgpu.frontend.emitter import I64, INDEX
+from diffgpu.frontend.scalar_builtins import NUMPY_SCALAR
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import ArrayT, Scalar, promote
 from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
@@ -57,7 +58,7 @@ def numpy_function(obj):
     if type(obj).__name__ not in ("ufunc", "type", "_ArrayFunctionDispatcher"):
         return None
     name = getattr(obj, "__name__", None)
-    if name not in NUMPY_MATH and name not in NUMPY_OTHER:
+    if name not in NUMPY_MATH and name not in NUMPY_OTHER and name not in NUMPY_SCALAR:
         return None
     import numpy as np
     return name if getattr(np, name, None) is obj else None
@@ -217,6 +218,8 @@ class BuiltinMixin:
         from diffgpu.types import DTYPES
         if name in NUMPY_MATH:
             return self.math_call(NUMPY_MATH[name], node, int_result=False)
+        if name in NUMPY_SCALAR:  # np.sign, np.clip, np.rint, np.fmod
+            return getattr(self, NUMPY_SCALAR[name])(node)
         if name in ("abs", "absolute"):
             return self.py_abs(node)
         if name in ("minimum", "maximum"):

@@ -16,6 +16,7 @@ from diffgpu.frontend.emitter import Emitter
 from diffgpu.frontend.expressions import ExprMixin
 from diffgpu.frontend.loops import LoopMixin
 from diffgpu.frontend.operators import OperatorMixin
+from diffgpu.frontend.scalar_builtins import ScalarBuiltinMixin
 from diffgpu.frontend.source import FrontendError, debug
 from diffgpu.frontend.statements import StmtMixin, assigned_in
 from diffgpu.frontend.values import Value
@@ -54,7 +55,7 @@ def construct_name(node) -> str:
 
 
 class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMixin,
-                      CollectiveMixin, DiffMixin, ast.NodeVisitor):
+                      CollectiveMixin, ScalarBuiltinMixin, DiffMixin, ast.NodeVisitor):
     def __init__(self, mb, defn, kind, src, arg_types, symbol, is_entry):
         self.mb, self.defn, self.kind, self.src = mb, defn, kind, src
         self.py_func = defn.py_func
