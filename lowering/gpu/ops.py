@@ -8,6 +8,18 @@ one pattern per op (ir_util.apply_patterns):
                                                                    (a workgroup attribution of the kernel)
     %p = math.ipowi %n, %e : i64                                   %p = func.call @__dg_ipowi_i64(%n, %e)
     func.return (in a kernel)                                      gpu.return
+
+A module whose kernel carries `diffgpu.grid_fold = array<i64: y, z, hy, hz>`
+(`mark_grid_fold`: a launch whose grid y or z exceeds the GPU's 65535 runs
+on the hardware grid (x, hy, hz), runtime/args.py `hardware_grid`) reads its
+y and z geometry from that fold, in every function of the module (`fold_geometry`):
+
+    grid_dim(1), grid_dim(2)        arith.constant y, z
+    block_id(1), block_id(2)        %row = by + bz * hy;  %row % y, %row / y
+                                    (%row itself / 0 when z == 1, 0 / %row when y == 1)
+
+and, when hy * hz > y * z, the kernel's blocks past the last row return at
+entry (`guard_rows`).
 """
 from __future__ import annotations
 
@@ -18,14 +30,18 @@ GEOMETRY = {N.THREAD_ID: "gpu.thread_id", N.BLOCK_ID: "gpu.block_id",
             N.BLOCK_DIM: "gpu.block_dim", N.GRID_DIM: "gpu.grid_dim"}
 #: memref.atomic_rmw kinds (arith::AtomicRMWKind)
 RMW_ADDF, RMW_ADDI = 0, 1
+#: (y, z, hy, hz) of a kernel launched on a folded grid (mark_grid_fold)
+GRID_FOLD = "diffgpu.grid_fold"
+HW_GRID_YZ = 65535
 #: kept on memref.atomic_rmw for diffgpu-warp-atomics (lowering/gpu/atomics.py)
 AGGREGATED = "diffgpu.aggregated"
 
 
-def rewrite_ops(f, kernel, error) -> None:
+def rewrite_ops(f, kernel, error, fold=None) -> None:
     """Rewrite the diffgpu ops of function `f` (now in a gpu.module) to gpu
     ops, one pattern per op (ir_util.apply_patterns); `kernel` is `f` when it
-    is a gpu.func kernel, else None (shared memory was rejected there).
+    is a gpu.func kernel, else None (shared memory was rejected there);
+    `fold`: the module's (y, z, hy, hz) grid fold (module docstring) or None.
     Problems go to `error(op, message)` and leave the op as it was."""
     from diffgpu._mlir import ir
     from diffgpu.dialects import ops
@@ -38,6 +54,10 @@ def rewrite_ops(f, kernel, error) -> None:
         if dim not in (0, 1, 2):
             error(op, f"'{op.operation.name}' needs a 'dim' attribute of 0, 1 or 2")
             return True
+        if fold and dim and op.operation.name in (N.BLOCK_ID, N.GRID_DIM):
+            with rw.ip, op.location:
+                rw.replace_op(op, [fold_geometry(op.operation.name, dim, fold)])
+            return None
         with rw.ip:
             new = ir.Operation.create(
                 GEOMETRY[op.operation.name], results=[index], loc=op.location,
@@ -77,6 +97,111 @@ def rewrite_ops(f, kernel, error) -> None:
     if shared:
         kernel.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(64), len(shared))
+
+
+def read_fold(f, error):
+    """The (y, z, hy, hz) of `f`'s GRID_FOLD, None without one; a fold that is
+    not a hardware grid for its y * z rows (every row once, hy and hz within
+    the GPU's limit, fewer than hz rows to spare) is an error."""
+    from diffgpu._mlir import ir
+
+    if GRID_FOLD not in f.attributes:
+        return None
+    attr = f.attributes[GRID_FOLD]
+    vals = list(ir.DenseI64ArrayAttr(attr)) if isinstance(attr, ir.DenseI64ArrayAttr) else []
+    if len(vals) == 4:
+        y, z, hy, hz = vals
+        rows = y * z
+        if min(vals) >= 1 and hy <= HW_GRID_YZ and hz <= HW_GRID_YZ and \
+                rows <= hy * hz < rows + hz:
+            return tuple(vals)
+    error(f, f"{GRID_FOLD} = {attr} is not (y, z, hy, hz) of a hardware grid hy x hz "
+             "(each at most 65535) covering the y * z rows with fewer than hz spare")
+    return None
+
+
+def fold_geometry(name: str, dim: int, fold):
+    """The index value of `block_id(dim)` / `grid_dim(dim)` (dim 1 or 2) on
+    the folded grid `fold` (module docstring), built at the current
+    insertion point and location."""
+    from diffgpu._mlir import arith, ir
+
+    index = ir.IndexType.get()
+    y, z, hy, _hz = fold
+
+    def const(v):
+        return arith.ConstantOp(index, v).result
+
+    if name == N.GRID_DIM:
+        return const(fold[dim - 1])
+    row = hardware_row(hy)
+    if (dim == 1 and z == 1) or (dim == 2 and y == 1):
+        return row
+    if dim == 1:
+        return const(0) if y == 1 else arith.RemUIOp(row, const(y)).result
+    return const(0) if z == 1 else arith.DivUIOp(row, const(y)).result
+
+
+def hardware_row(hy: int):
+    """`by + bz * hy`: the logical row (y + z * Y) of the hardware block."""
+    from diffgpu._mlir import arith, ir
+
+    index = ir.IndexType.get()
+    by, bz = (ir.Operation.create(
+        "gpu.block_id", results=[index],
+        attributes={"dimension": ir.Attribute.parse(f"#gpu<dim {d}>")}).result for d in "yz")
+    scaled = arith.MulIOp(bz, arith.ConstantOp(index, hy).result).result
+    return arith.AddIOp(by, scaled).result
+
+
+def guard_rows(kernel, fold) -> None:
+    """Blocks of the hardware grid past the fold's y * z rows return at the
+    kernel's entry: a new entry block tests the row and branches to the old
+    one (its arguments, workgroup attributions included, taken over) or to
+    a `gpu.return`. Nothing when the hardware grid has no spare row."""
+    from diffgpu._mlir import arith, ir
+
+    y, z, hy, hz = fold
+    if hy * hz == y * z:
+        return
+    region = kernel.regions[0]
+    old = region.blocks[0]
+    args = list(old.arguments)
+    entry = old.create_before(*[a.type for a in args], arg_locs=[a.location for a in args])
+    for a, b in zip(args, entry.arguments):
+        a.replace_all_uses_with(b)
+    for i in reversed(range(len(args))):
+        old.erase_argument(i)
+    done = old.create_after()
+    loc = kernel.location
+    with ir.InsertionPoint(done), loc:
+        ir.Operation.create("gpu.return")
+    with ir.InsertionPoint(entry), loc:
+        index = ir.IndexType.get()
+        row = hardware_row(hy)
+        inside = arith.CmpIOp(arith.CmpIPredicate.ult, row,
+                              arith.ConstantOp(index, y * z).result).result
+        ir.Operation.create("cf.cond_br", operands=[inside], successors=[old, done],
+                            attributes={"operandSegmentSizes":
+                                        ir.DenseI32ArrayAttr.get([1, 0, 0])})
+
+
+def mark_grid_fold(text: str, entry: str, fold) -> str:
+    """`text` (diffgpu IR) with the kernel `entry` marked GRID_FOLD = `fold`
+    (y, z, hy, hz: runtime/args.py `hardware_grid` of the launch's grid)."""
+    from diffgpu._mlir import ir
+    from diffgpu.lowering.common import session
+
+    with session.context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        for op in module.body.operations:
+            op = op.operation
+            if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == entry:
+                op.attributes[GRID_FOLD] = ir.DenseI64ArrayAttr.get([int(v) for v in fold])
+                break
+        else:
+            raise ValueError(f"no function @{entry} to fold the grid of")
+        return session.hand_over(module)
 
 
 def _atomic(op, ip, error):

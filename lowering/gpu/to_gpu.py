@@ -66,7 +66,8 @@ from typing import ClassVar
 from diffgpu.dialects import names as N
 from diffgpu.lowering.common import targets as T
 from diffgpu.lowering.common.ir_util import callee as callee_of, sym_name, walk
-from diffgpu.lowering.gpu.ops import bad_memref, expand_ipowi, fresh, rewrite_ops
+from diffgpu.lowering.gpu.ops import (bad_memref, expand_ipowi, fresh, guard_rows, read_fold,
+                                      rewrite_ops)
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 DIFF_OPS = N.DIFF
@@ -135,17 +136,21 @@ class LowerToGpu(ModulePass):
         if copies:
             for f in gpu:
                 _rename_calls(f, copies)
+        folds = self._grid_folds(gpu)
+        if self._failed:
+            return
         modules = self._make_modules(module, body, gpu, funcs)
         module.attributes["gpu.container_module"] = ir.UnitAttr.get()
         for f in gpu:
             gm = modules[str(T.get_target(f))]
             block = gm.regions[0].blocks[0]
+            fold = folds.get(str(T.get_target(f)))
             if _is_kernel(f):
-                self._move_kernel(f, block)
+                self._move_kernel(f, block, fold)
             else:
                 f.detach_from_parent()
                 ir.InsertionPoint(block).insert(f)
-                rewrite_ops(f, None, self.error)
+                rewrite_ops(f, None, self.error, fold)
         for gm in modules.values():
             expand_ipowi(gm)
 
@@ -222,7 +227,24 @@ class LowerToGpu(ModulePass):
             out[key] = gm
         return out
 
-    def _move_kernel(self, f, block) -> None:
+    def _grid_folds(self, gpu) -> dict:
+        """Per target, the grid fold of its kernels (lowering/gpu/ops.py: every
+        function of the module reads y and z geometry from it); kernels of one
+        target with different folds (or some without) are an error."""
+        folds, kernels = {}, {}
+        for f in gpu:
+            if _is_kernel(f):
+                kernels.setdefault(str(T.get_target(f)), []).append(f)
+        for key, ks in kernels.items():
+            found = {sym_name(k): read_fold(k, self.error) for k in ks}
+            if len(set(found.values())) > 1:
+                self.error(ks[0], "kernels of one GPU module launch on different grid folds: "
+                           + ", ".join(f"@{n} {v}" for n, v in found.items()))
+            elif found[sym_name(ks[0])] is not None:
+                folds[key] = found[sym_name(ks[0])]
+        return folds
+
+    def _move_kernel(self, f, block, fold=None) -> None:
         from diffgpu._mlir import ir
 
         attrs = {"function_type": f.attributes["function_type"],
@@ -237,7 +259,9 @@ class LowerToGpu(ModulePass):
         for b in list(f.regions[0].blocks):
             b.append_to(g.regions[0])
         f.erase()
-        rewrite_ops(g, g, self.error)
+        rewrite_ops(g, g, self.error, fold)
+        if fold is not None:
+            guard_rows(g, fold)
 
 # ---------------------------------------------------------------------------
 # helpers

@@ -147,6 +147,11 @@ def _launch(spec, arguments: dict, flat: list, written: list, diff=None) -> list
             operands.append(array)
             params += _array_params(array.shape)
     grid, block = spec.geometry(arguments)
+    from diffgpu.runtime.args import grid_fold
+    if grid_fold(_grid(grid)):  # its generic program reads the hardware's y and z
+        from diffgpu.errors import LaunchError
+        raise LaunchError(f"{spec.kernel.name}: grid {_grid(grid)} exceeds the GPU's 65535 "
+                          "along y or z; the JAX bridge launches such grids only on the CPU")
     coarsen = int(program.payload.get("coarsen") or 1)  # 1 for generic programs
     if coarsen > 1:
         g = _grid(grid)

@@ -118,10 +118,9 @@ def program_key(defn, types, target: str, diff=None, facts=None) -> str:
 def run_program(program, args, sig, grid, block) -> None:
     """Run `program` on checked `args` (launches of the fast path run
     through their `fastpath.Ready`)."""
-    if program.kind == "gpu":
-        if program.coarsen > 1:  # each thread covers `coarsen` elements (lowering/coarsen/coarsen.py)
-            grid = (grid[0] // program.coarsen,) + tuple(grid[1:])
-        program.gpu.launch(args, program.flat_types, grid, block, sig.gpu_id or 0)
+    if program.kind == "gpu":  # coarsened x, folded y / z (fastpath.gpu_grid)
+        program.gpu.launch(args, program.flat_types, fastpath.gpu_grid(program, grid), block,
+                           sig.gpu_id or 0)
     else:
         program.host.launch(program.entry, list(args), list(program.flat_types), grid, block,
                             program.payload.get("arg_names"))
@@ -137,6 +136,8 @@ class Program:
         self.entry = payload["entry"]
         self.flat_types = tuple(parse_type(t) for t in payload["flat_types"])
         self.coarsen = int(payload.get("coarsen") or 1)
+        #: () or the logical (y, z) grid extents the program was folded for
+        self.grid_fold = tuple(payload.get("grid_fold") or ())
         self.host = host
         self.gpu = None
         if self.kind == "gpu":
@@ -181,7 +182,12 @@ def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
             except Exception:  # an entry we cannot use (here): rebuild it
                 prog = None
         if prog is None and facts is not None and not compiler_available():
-            prog = get_program(defn, types, target, diff)  # the generic program
+            # the generic program; for a folded grid the one with only its fold
+            fallback = specialize.Facts(grid_fold=facts.grid_fold) if facts.grid_fold \
+                else None
+            if fallback is not None and fallback == facts:
+                _import_compiler()  # its CompileError: not cached, cannot compile
+            prog = get_program(defn, types, target, diff, fallback)
             STATS["generic_fallback"] += 1
         if prog is None:
             payload, host = build_payload(defn, types, target, diff, facts, checked)
@@ -263,10 +269,18 @@ def build_module(defn, types, target: str, diff=None, facts=None):
         src = _compiler_call(
             lambda: frontend.build_diff_module(defn, mode, list(kinds), tuple(types), attr),
             f"the {mode} derivative of {defn.name}")
-    if facts is not None:
+    if facts is not None and not facts.trivial():
         from diffgpu.lowering.coarsen.mark import mark_facts
         import dataclasses
         text = _compiler_call(lambda: mark_facts(src.text, src.entry, facts), defn.name)
+        src = dataclasses.replace(src, text=text)
+    if facts is not None and facts.grid_fold and target != "host":
+        import dataclasses
+        from diffgpu.lowering.gpu.ops import mark_grid_fold
+        from diffgpu.runtime.args import hardware_grid
+        gy, gz = facts.grid_fold
+        fold = (gy, gz) + hardware_grid((1, gy, gz))[1:]
+        text = _compiler_call(lambda: mark_grid_fold(src.text, src.entry, fold), defn.name)
         src = dataclasses.replace(src, text=text)
     return src
 
@@ -333,6 +347,8 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
     if facts is not None:  # did lowering/coarsen/coarsen.py rewrite it?
         from diffgpu.lowering.coarsen.coarsen import factor_in_ptx
         payload["coarsen"] = factor_in_ptx(res.ptx, src.entry)
+    if facts is not None and facts.grid_fold:  # y, z read from the folded grid (gpu/ops.py)
+        payload["grid_fold"] = list(facts.grid_fold)
     return payload, None
 
 

@@ -18,7 +18,8 @@ from diffgpu.frontend.emitter import I64, INDEX
 from diffgpu.frontend.scalar_builtins import NUMPY_SCALAR
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import ArrayT, Scalar, promote
-from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
+from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, VecV, describe
+from diffgpu.frontend.vectors import flat_types
 from diffgpu.lowering.checks.shared_memory import SHARED_LIMIT  # bytes of static shared memory per block
 
 MATH_OPS = {
@@ -338,8 +339,11 @@ class BuiltinMixin:
         if not (isinstance(arr, Value) and arr.is_array):
             raise FrontendError(f"atomic_add() needs an array, got {describe(arr)}", arr_node)
         fake = ast.copy_location(ast.Subscript(arr_node, idx_node, ast.Load()), idx_node)
+        v = self.visit(val_node)
+        if isinstance(v, VecV):  # one atomic add per component (vectors.py)
+            return self.vector_atomic_add(arr, idx_node, v, node)
         idx = self.indices(arr, fake)
-        v = self.eval_scalar(val_node, "atomic_add() value")
+        v = self.scalar(v, val_node, "atomic_add() value")
         et = Scalar(arr.type.elem)
         x = self.em.value(v, et)
         operands = ", ".join([arr.ref, x.ref] + [i.ref for i in idx])
@@ -407,15 +411,16 @@ class BuiltinMixin:
         vals = []
         for a in args:
             v = self.visit(a)
-            if not (isinstance(v, (Value, Const))):
+            if not (isinstance(v, (Value, Const, VecV))):
                 raise FrontendError(f"cannot pass a {describe(v)} to a function", a)
             vals.append(v)
         info = self.mb.specialize(defn, tuple(v.type for v in vals), node)
-        ops = [self.em.value(v, v.type if isinstance(v.type, Scalar) else None) for v in vals]
+        ops = self.call_operands(vals)  # vectors.py: a vector passes its components
         argt = ", ".join(v.type.mlir() for v in vals)
         rett = ", ".join(t.mlir() for t in info.results)
         res = self.em.multi(f"func.call @{info.symbol}({', '.join(o.ref for o in ops)}) : "
-                            f"({argt}) -> ({rett})", list(info.results))
+                            f"({argt}) -> ({rett})", flat_types(info.results))
+        res = self.regroup(res, info.results)
         if not res:
             return PyObj(None)
         return res[0] if len(res) == 1 else TupleV(tuple(res))

@@ -128,7 +128,7 @@ class DiffMixin:
             groups.append(vals)
         types = tuple(g[0].type for g in groups)
         info = self.mb.specialize(defn, types, node)
-        if len(info.results) > 1:
+        if len(info.results) > 1 or any(not isinstance(t, Scalar) for t in info.results):
             raise FrontendError(f"{name}() needs a function returning one scalar or "
                                 "nothing, not a tuple", node)
         seed = None

@@ -12,7 +12,7 @@ import types as pytypes
 from diffgpu.frontend.emitter import I64
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import Scalar
-from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
+from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, VecSlot, VecV, describe
 
 
 def _is_numpy_scalar(obj) -> bool:
@@ -54,7 +54,8 @@ class ExprMixin:
             raise FrontendError(f"unsupported use of name {node.id!r}", node)
         name = node.id
         if name in self.env:
-            return self.env[name]
+            v = self.env[name]
+            return self.read_vector(name, v, node) if isinstance(v, VecSlot) else v
         if name in self.maybe_undefined:
             raise FrontendError(
                 f"variable {name!r} may be undefined here ({self.maybe_undefined[name]})", node)
@@ -125,6 +126,8 @@ class ExprMixin:
                 name = getattr(base.obj, "__name__", type(base.obj).__name__)
                 raise FrontendError(f"unknown attribute {node.attr!r} of {name!r}", node)
             return py_to_val(getattr(base.obj, node.attr), f"attribute {node.attr!r}", node)
+        if isinstance(base, VecV):
+            return self.vector_attribute(base, node.attr, node)
         if isinstance(base, Value) and base.is_array:
             if node.attr == "shape":
                 return ShapeV(base)
@@ -177,6 +180,8 @@ class ExprMixin:
         if isinstance(base, Value) and base.is_array:
             idx = self.indices(base, node)
             return self.load(base, idx)
+        if isinstance(base, VecV):
+            return self.vector_subscript(base, node)
         key = self.visit(node.slice) if not isinstance(node.slice, ast.Slice) else None
         if isinstance(base, (ShapeV, TupleV)):
             if not (isinstance(key, Const) and isinstance(key.value, int)):

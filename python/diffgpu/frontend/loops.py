@@ -72,7 +72,8 @@ class LoopMixin:
 
     def loop_carried(self, node, extra=()):
         names = [n for n in assigned_in(node) + list(extra) if n in self.env]
-        return list(dict.fromkeys(names))
+        names += self.component_targets(node)  # vectors.py: v[k] = ...
+        return list(dict.fromkeys(self.expand_vector_names(names)))  # vectors.py
 
     def run_loop_body(self, carried, body_fn, node):
         """Emit the body until the carried types are stable; returns

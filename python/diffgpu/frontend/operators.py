@@ -11,12 +11,12 @@ import operator
 from diffgpu.frontend.emitter import I1
 from diffgpu.frontend.source import FrontendError, memo_node
 from diffgpu.frontend.types_infer import Scalar, promote, true_div_type
-from diffgpu.frontend.values import Const, Value
+from diffgpu.frontend.values import Const, Value, VecV
 
 BINOPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
     ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
-    ast.LShift: "<<", ast.RShift: ">>",
+    ast.LShift: "<<", ast.RShift: ">>", ast.MatMult: "@",
 }
 FOLD = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -47,7 +47,7 @@ class OperatorMixin:
         while isinstance(chain[-1].left, ast.BinOp):
             chain.append(chain[-1].left)
         first = chain[-1]
-        acc = self.eval_scalar(first.left, f"left operand of '{BINOPS.get(type(first.op))}'")
+        acc = self.eval_operand(first.left, f"left operand of '{BINOPS.get(type(first.op))}'")
         for n in reversed(chain):
             with self.at(n):
                 try:
@@ -55,7 +55,7 @@ class OperatorMixin:
                     if op is None:
                         raise FrontendError(f"operator {type(n.op).__name__} is not "
                                             "supported", n)
-                    b = self.eval_scalar(n.right, f"right operand of '{op}'")
+                    b = self.eval_operand(n.right, f"right operand of '{op}'")
                     acc = self.binop(op, acc, b, n)
                 except FrontendError as e:
                     if e.node is None:
@@ -64,6 +64,8 @@ class OperatorMixin:
         return acc
 
     def binop(self, op, a, b, node):
+        if op == "@" or isinstance(a, VecV) or isinstance(b, VecV):
+            return self.vector_binop(op, a, b, node)  # vectors.py
         if isinstance(a, Const) and isinstance(b, Const) and a.type.weak and b.type.weak:
             try:
                 return Const.of(FOLD[op](a.value, b.value))
@@ -152,7 +154,9 @@ class OperatorMixin:
 
     def visit_UnaryOp(self, node):
         em = self.em
-        v = self.eval_scalar(node.operand)
+        v = self.eval_operand(node.operand)
+        if isinstance(v, VecV):
+            return self.vector_unary(node.op, v, node)
         if isinstance(node.op, ast.Not):
             if isinstance(v, Const) and v.type.weak:
                 return Const.of(not v.value)

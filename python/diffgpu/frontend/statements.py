@@ -22,7 +22,7 @@ from diffgpu.frontend.emitter import I1
 from diffgpu.frontend.operators import BINOPS, em_structured
 from diffgpu.frontend.source import FrontendError, memo_node
 from diffgpu.frontend.types_infer import Scalar, promote
-from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, describe
+from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, VecSlot, VecV, describe
 
 
 
@@ -126,6 +126,7 @@ class StmtMixin:
                 list(v.items if isinstance(v, TupleV) else (v,))
         if items and self.kind == "kernel":
             raise FrontendError("a kernel cannot return a value (use a @dg.func)", node)
+        items = self.flatten_returned(items, node)  # vectors: their components
         for it in items:
             self.scalar(it, node.value, "returned value")
         if self.loop is None:
@@ -227,6 +228,11 @@ class StmtMixin:
 
     def merge_type(self, name, vals, node):
         """Common type of the values a variable takes on merging paths."""
+        if any(isinstance(v, VecSlot) for v in vals):
+            if any(w != vals[0] for w in vals):
+                raise FrontendError(f"{name} holds {describe(vals[0])} on one path and "
+                                    f"{describe(vals[1])} on another; a vector variable "
+                                    "must keep its shape", node)
         for v in vals:
             if isinstance(v, Value) and v.is_array:
                 if any(not isinstance(w, Value) or w.type != v.type for w in vals):
@@ -267,7 +273,11 @@ class StmtMixin:
             if isinstance(v, PyObj) and v.obj is None:
                 raise FrontendError("cannot assign None (does the call return nothing?)",
                                     node.value if hasattr(node, "value") else node)
-            self.env[target.id] = v
+            if isinstance(v, VecV):
+                self.bind_vector(target.id, v)  # vectors.py
+            else:
+                self.unbind_vector(target.id)
+                self.env[target.id] = v
             self.maybe_undefined.pop(target.id, None)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(v, ShapeV):
@@ -279,6 +289,9 @@ class StmtMixin:
                                     f"{len(target.elts)} targets", target)
             for t, item in zip(target.elts, v.items):
                 self.assign_to(t, item, node)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)) and self.vector_target(target):
+            with self.at(target):
+                self.assign_component(target, *self.vector_target(target), v, node)
         elif isinstance(target, ast.Subscript):
             with self.at(target):
                 arr = self.subscript_base(target)
@@ -309,9 +322,14 @@ class StmtMixin:
         t = node.target
         if isinstance(t, ast.Name):
             old = self.visit(ast.copy_location(ast.Name(t.id, ast.Load()), t))
-            old = self.scalar(old, t, f"left operand of '{op}='")
+            if not isinstance(old, VecV):
+                old = self.scalar(old, t, f"left operand of '{op}='")
+            rhs = self.eval_operand(node.value, f"right operand of '{op}='")
+            self.assign_to(t, self.binop(op, old, rhs, node), node)
+        elif isinstance(t, (ast.Subscript, ast.Attribute)) and self.vector_target(t):
             rhs = self.eval_scalar(node.value, f"right operand of '{op}='")
-            self.env[t.id] = self.binop(op, old, rhs, node)
+            with self.at(t):
+                self.assign_component(t, *self.vector_target(t), rhs, node, op)
         elif isinstance(t, ast.Subscript):
             with self.at(t):
                 arr = self.subscript_base(t)

@@ -20,7 +20,12 @@ from diffgpu.types import DTYPES, MAX_NDIM, ArrayType, ScalarType
 #: block limits of NVIDIA GPUs (x, y, z) and on the product
 BLOCK_LIMITS = (1024, 1024, 64)
 BLOCK_THREADS = 1024
-GRID_LIMITS = (2**31 - 1, 65535, 65535)
+#: grid limits of a launch (x, y, z); y and z beyond the hardware's 65535
+#: are folded (`hardware_grid`), so only their product is bounded further
+GRID_LIMITS = (2**31 - 1, 2**31 - 1, 2**31 - 1)
+#: the hardware's grid y / z limit, and the most y * z rows a launch may have
+HW_GRID_YZ = 65535
+GRID_ROWS = HW_GRID_YZ * HW_GRID_YZ
 
 _NUMPY_SCALARS = {np.float32: "float32", np.float64: "float64",
                   np.int32: "int32", np.int64: "int64"}
@@ -245,11 +250,43 @@ def _plain_ints(v) -> bool:
 
 def _check_geometry(grid, block) -> tuple[tuple, tuple]:
     g = _dims(grid, "grid", GRID_LIMITS)
+    if g[1] * g[2] > GRID_ROWS:
+        raise LaunchError(f"grid {g}: y * z = {g[1] * g[2]} exceeds the limit {GRID_ROWS} "
+                          f"({HW_GRID_YZ} * {HW_GRID_YZ}, the GPU's y and z extents)")
     b = _dims(block, "block", BLOCK_LIMITS)
     if b[0] * b[1] * b[2] > BLOCK_THREADS:
         raise LaunchError(f"block {b} has {b[0] * b[1] * b[2]} threads; at most "
                           f"{BLOCK_THREADS} per block")
     return g, b
+
+
+def grid_fold(grid) -> tuple:
+    """() for a grid the GPU runs as it is, else its logical (y, z) extents:
+    a grid with y or z beyond HW_GRID_YZ runs on `hardware_grid(grid)`, its
+    program compiled for those extents (lowering/gpu/ops.py `fold_geometry`).
+
+    >>> grid_fold((2, 70000, 1)), grid_fold((2, 65535, 65535))
+    ((70000, 1), ())
+    """
+    return () if grid[1] <= HW_GRID_YZ and grid[2] <= HW_GRID_YZ else (grid[1], grid[2])
+
+
+def hardware_grid(grid) -> tuple:
+    """The grid a GPU launches for the logical `grid` (a checked 3-tuple):
+    itself when y and z fit, else (x, hy, hz) with hy, hz <= HW_GRID_YZ and
+    hy * hz >= y * z rows, as few extra rows as possible (fewer than hz);
+    hardware block (by, bz) is logical row `by + bz * hy`, i.e. block
+    (row % y, row // y) in y and z, and blocks past the last row return.
+
+    >>> hardware_grid((2, 70000, 1)), hardware_grid((3, 65536, 2))
+    ((2, 35000, 2), (3, 43691, 3))
+    """
+    gx, gy, gz = grid
+    if gy <= HW_GRID_YZ and gz <= HW_GRID_YZ:
+        return grid
+    rows = gy * gz
+    hz = -(-rows // HW_GRID_YZ)
+    return (gx, -(-rows // hz), hz)
 
 
 def parse_type(spec):

@@ -75,6 +75,9 @@ _SCALARS = frozenset((float, int, np.float32, np.float64, np.int32, np.int64))
 #: array types with fast attributes; device types join on first sight
 _ARRAYS: set = {np.ndarray}
 _INT64 = (-(2**63), 2**63 - 1)
+#: the recording dg.Tape's hook (hostdiff/tape/record.py sets it while a tape
+#: records; `launch` and a replayed dg.vjp/dg.autodiff read it): None otherwise
+RECORD = None
 #: launch keys kept per kernel, then all dropped (a loop over ever new
 #: scalars or arrays); a model's layers launching one kernel each on their
 #: own arrays fit (about 2 KB per key)
@@ -211,8 +214,7 @@ class Ready:
 
     def __init__(self, program, sig, grid, block):
         self.program, self.sig, self.block = program, sig, block
-        coarsen = program.coarsen if program.kind == "gpu" else 1
-        self.grid = grid if coarsen == 1 else (grid[0] // coarsen,) + tuple(grid[1:])
+        self.grid = gpu_grid(program, grid) if program.kind == "gpu" else grid
         self.packed = None
         self.seen = False
 
@@ -229,6 +231,28 @@ class Ready:
             if self.seen:
                 self.packed = packed
         host.run_packed(program.entry, packed, args, program.payload.get("arg_names"))
+
+
+def gpu_grid(program, grid) -> tuple:
+    """The hardware grid a GPU `program` runs the logical `grid` on: x
+    divided by its coarsening factor, y and z folded when beyond the GPU's
+    limit (runtime/args.py `hardware_grid`). LaunchError when the program
+    was not compiled for that fold (its `grid_fold`, from the payload): a
+    folded grid never runs a program that reads the hardware's y and z."""
+    from diffgpu.runtime.args import grid_fold, hardware_grid
+
+    fold = grid_fold(grid)
+    if tuple(program.grid_fold) != fold:
+        from diffgpu.errors import LaunchError
+        what = (f"for grids of y, z extents {tuple(program.grid_fold)}" if program.grid_fold
+                else "for grids whose y and z extents fit the GPU (at most 65535)")
+        raise LaunchError(f"grid {grid}: the program of '{program.entry}' was compiled {what}; "
+                          "a grid beyond the GPU's y / z limit needs a program compiled for "
+                          "it (dg.compile(..., grid=...) for a bundle)")
+    if fold:
+        grid = hardware_grid(grid)
+    coarsen = program.coarsen
+    return grid if coarsen == 1 else (grid[0] // coarsen,) + tuple(grid[1:])
 
 
 def remember(kernel, args, sig) -> None:
@@ -280,6 +304,8 @@ def launch(kernel, args, grid, block, bind) -> None:
     compile or load, all outside the runtime) returns the `Ready` it stored
     under the key, or None when it ran the launch itself (the full path); it
     never calls back here."""
+    if RECORD is not None and RECORD.launch(kernel, args, grid, block, bind):
+        return  # recorded (and run) by a dg.Tape
     key = launch_key(args, grid, block)
     fast = kernel.__dict__.get("_fast")
     ready = None

@@ -16,6 +16,7 @@ of the program key (memory and disk cache), like the argument types:
 | `grid_div16` | the grid's x extent is a multiple of REDUCE_COARSEN | GPU: a reduction kernel's thread may sum REDUCE_COARSEN elements before its atomic |
 | `extents`    | per array and dimension: the first array with the same size there | `len(y)` / `memref.dim` read the representative's size (equal guards become one) |
 | `index32`    | every array's element offsets, sizes and strides, and the grid * block extents (per dimension and in total) fit in int32 | GPU: index arithmetic in 32 bits (parameters stay 64-bit) |
+| `grid_fold`  | the grid's y or z extent exceeds the GPU's 65535: its (y, z) extents | GPU: `block_id` / `grid_dim` of y and z computed from the folded hardware grid (runtime/args.py `hardware_grid`); kept with the switch off too: no other program runs such a grid |
 
 No fact holding gives `None`: the generic program, the one every launch
 could use. Overlapping arrays (in-place kernels, the same array passed
@@ -29,7 +30,8 @@ one or a specialisation without that fact.
     False
 
 `DIFFGPU_SPECIALIZE=0` in the environment (or `ENABLED = False`) turns the
-specialisation off: every launch then uses the generic program.
+specialisation off: every launch then uses the generic program (a launch
+with a folded grid the program with `grid_fold` only).
 """
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ class Facts:
     #: is the same (itself when none before it); () for scalars
     extents: tuple = ()
     index32: bool = False   # every index value of the launch fits in int32
+    #: () or the logical (y, z) extents of a grid the GPU runs folded
+    grid_fold: tuple = ()
 
     def key(self) -> str:
         """Stable text for cache keys."""
@@ -74,6 +78,8 @@ class Facts:
             text += " extents=" + ";".join(",".join(map(str, e)) for e in self.extents)
         if self.index32:
             text += " index32=1"
+        if self.grid_fold:
+            text += " grid_fold=%d,%d" % tuple(self.grid_fold)
         return text
 
     def for_target(self, target: str) -> "Facts | None":
@@ -81,13 +87,13 @@ class Facts:
         `noalias`, `unit_dims` and `extents`, so host programs are not split
         by the others."""
         f = self if target != "host" else Facts(self.noalias, (), self.unit_dims,
-                                               extents=self.extents)
+                                               extents=self.extents)  # no grid_fold
         return None if f.trivial() else f
 
     def trivial(self) -> bool:
         return not (self.noalias or any(self.contiguous) or self.unit_dims
                     or any(self.aligned) or self.grid_div or self.shared_extents()
-                    or self.index32)
+                    or self.index32 or self.grid_fold)
 
     def shared_extents(self) -> bool:
         """Does some array share a size with an earlier one?"""
@@ -251,14 +257,14 @@ def launch_facts(args, types, grid=None, block=None) -> Facts | None:
     from diffgpu.types import ArrayType
 
     if not ENABLED:
-        return None
+        return fold_facts(grid)
     arrays = []
     for x, t in zip(args, types):
         if isinstance(t, ArrayType):
             ext = array_extent(x)
             lay = _layout(x)
             if ext is None or lay is None:
-                return None
+                return fold_facts(grid)
             strides = None if lay[1] is None else tuple(lay[1])  # hashable: facts_of's memo
             arrays.append((ext[3], tuple(lay[0]), strides, lay[2], ext[2]))
         else:
@@ -286,7 +292,7 @@ def fact_values(arrays, grid=None, block=None) -> tuple | None:
     shapes, strides and the geometry only is computed once per layout
     (`_shaped`): launches repeat their layouts, not their pointers."""
     if not ENABLED:
-        return None
+        return _fold_only(grid)
     layouts = tuple([None if a is None else a[1:] for a in arrays])
     shaped = _SHAPED.get((layouts, grid, block))
     if shaped is None:
@@ -303,7 +309,30 @@ def fact_values(arrays, grid=None, block=None) -> tuple | None:
         if span is not None:  # empty arrays cover no byte
             ranges.append((ptr + span[0], ptr + span[1]))
     noalias = any_array and (len(ranges) < 2 or disjoint(ranges))
-    return (noalias, contiguous, unit, tuple(aligned), grid_div, grid_div16, extents, index32)
+    return (noalias, contiguous, unit, tuple(aligned), grid_div, grid_div16, extents, index32,
+            _fold(grid))
+
+
+def _fold(grid) -> tuple:
+    """The `grid_fold` fact: runtime/args.py `grid_fold` (() for None)."""
+    if grid is None:
+        return ()
+    from diffgpu.runtime.args import grid_fold
+    return grid_fold(grid)
+
+
+def fold_facts(grid) -> Facts | None:
+    """The facts of a launch about which nothing but its `grid` is known:
+    None (generic) or only its `grid_fold`."""
+    values = _fold_only(grid)
+    return None if values is None else Facts(*values)
+
+
+def _fold_only(grid):
+    """The fact values with the specialisation off: None, or only the
+    `grid_fold` of a grid the GPU cannot run as it is."""
+    fold = _fold(grid)
+    return (False, (), (), (), False, False, (), False, fold) if fold else None
 
 
 #: (layouts, grid, block) -> `_shaped` of them
