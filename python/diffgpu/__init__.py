@@ -29,6 +29,7 @@ _API = [
     "compile", "CompiledKernel", "save_bundle", "load_bundle", "BundleError", "synchronize",
     "CompileError", "DiffgpuError", "LaunchError", "RaceError", "OutOfBoundsError",
     "DivergentBarrierError", "racecheck",
+    "Tape", "TapeError", "copy", "fill",
 ]
 
 #: names loaded on first use: name -> (module, attribute)
@@ -45,6 +46,10 @@ _LAZY = {
     "synchronize": ("diffgpu.runtime.gpu", "synchronize"),
     "racecheck": ("diffgpu.runtime.racecheck", "racecheck"),
     "OutOfBoundsError": ("diffgpu.runtime.cpu", "OutOfBoundsError"),
+    "Tape": ("diffgpu.hostdiff.tape.tape", "Tape"),
+    "TapeError": ("diffgpu.hostdiff.tape.errors", "TapeError"),
+    "copy": ("diffgpu.hostdiff.tape.ops", "copy"),
+    "fill": ("diffgpu.hostdiff.tape.ops", "fill"),
 }
 
 #: submodules imported on first use: the framework bridges (they import

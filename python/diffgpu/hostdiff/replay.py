@@ -151,6 +151,8 @@ class Recipe:
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
         alignment assumption (only when not `first`: the caller plans again)."""
+        if fastpath.RECORD is not None:  # a dg.Tape records: refused (tape/record.py)
+            fastpath.RECORD.host_diff(self.mode)
         if first:
             self._resolve(args, seeds)
         scope = self._scope

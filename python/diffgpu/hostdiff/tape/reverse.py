@@ -1,0 +1,213 @@
+"""The reverse of a recorded program: adjoints per buffer, the reverse of
+one operation, the forward recomputation of one (checkpointing), and the
+two sweeps (every version kept; Revolve).
+
+A launch's reverse is one `dg.vjp` of the launch on the versions it read
+(the same key and replay table as the user's `dg.vjp`: a repeated layout
+replays its recipe), with the adjoints of the arrays it wrote as
+cotangents; float scalars are held constant (`dg.Const`). Its results
+update the adjoints: an input's gradient is added, an in-out array's
+replaces the adjoint (vjp's gradient of the initial value includes what
+passes through unwritten elements), an output written whole (plan.Call
+`written_once`) gets a zero adjoint. A launch with an output it may write
+only in part runs `dg.autodiff` instead (Enzyme's convention on the
+adjoints themselves: the written elements' adjoints are consumed, the rest
+pass through). A launch none of whose written arrays has an adjoint yet is
+skipped: it cannot reach the seeds.
+"""
+from __future__ import annotations
+
+from diffgpu.activities import Const, Duplicated
+from diffgpu.hostdiff import buffers as M
+from diffgpu.hostdiff.tape import revolve
+from diffgpu.hostdiff.tape.arrays import copy_root
+from diffgpu.hostdiff.tape.record import Item
+from diffgpu.runtime.fastpath import launch_key
+
+
+class Adjoints:
+    """Per buffer its adjoint, laid out like the buffer (None: zero)."""
+
+    def __init__(self):
+        self.roots: dict = {}
+
+    def has(self, item) -> bool:
+        return item.view.buf.index in self.roots
+
+    def root(self, buf):
+        r = self.roots.get(buf.index)
+        if r is None:
+            r = self.roots[buf.index] = M.xp_of(buf.root).zeros_like(buf.root)
+        return r
+
+    def view(self, item):
+        return item.view.on(self.root(item.view.buf))
+
+    def add(self, item, g) -> None:
+        buf = item.view.buf
+        if (buf.index not in self.roots and item.view.whole() and type(g) is type(buf.root)
+                and g.strides == buf.root.strides and g.dtype == buf.root.dtype):
+            self.roots[buf.index] = g  # a fresh result: adopted, no add
+            return
+        v = self.view(item)
+        v += g
+
+    def set(self, item, g) -> None:
+        self.view(item)[...] = g
+
+    def zero(self, item) -> None:
+        if self.has(item):
+            self.view(item)[...] = 0
+
+
+def vjp(launcher, args, consts, seeds) -> dict:
+    """`dg.vjp(launcher, *args, cotangents=seeds)` with the positions in
+    `consts` held constant: functional.py's call, through the same replay
+    table (replay.py) and planning (plan.py)."""
+    from diffgpu.hostdiff import replay
+    from diffgpu.hostdiff.plan import Call
+
+    kernel = launcher.kernel
+    names = tuple(sorted(seeds))
+    key = launch_key(args, launcher.grid, launcher.block)
+    skey = launch_key([seeds[n] for n in names], (), ()) if key is not None else None
+    key = ("vjp", False, names, key, skey, (consts, None)) if skey is not None else None
+    recipe = replay.lookup(kernel, key) if key is not None else None
+    if recipe is not None:
+        out = recipe.run(args, seeds, first=False)
+        if out is not None:
+            return out
+    recipe = Call(launcher, args, "vjp", consts, None).vjp(seeds, False)
+    out = recipe.run(args, seeds, first=True)
+    replay.keep(kernel, key, recipe, args, seeds)
+    return out
+
+
+def _args(op, resolve, copy_written_ints=True) -> list:
+    out = []
+    for a in op.args:
+        if isinstance(a, Item):
+            v = a.view.on(resolve(a))
+            if copy_written_ints and a.write and not a.is_float:
+                v = M.copy(v)  # the derivative kernel runs the primal: keep the version
+            out.append(v)
+        else:
+            out.append(a)
+    return out
+
+
+def reverse_op(op, resolve, adj: Adjoints) -> bool:
+    """Run the reverse of `op` (its read versions from `resolve(item)`, a
+    root array), updating `adj`. False when skipped (no adjoint to pull)."""
+    if op.kind == "fill":
+        adj.zero(op.args[0])
+        return True
+    if op.kind == "copy":
+        src, dst = op.args
+        if not adj.has(dst):
+            return False
+        t = M.copy(adj.view(dst))
+        adj.zero(dst)
+        adj.add(src, t)
+        return True
+    roles, names = op.roles, op.kernel.arg_names
+    written = [g for g in op.groups if any(roles[i] in ("output", "inout") for i in g)]
+    if not any(adj.has(op.args[g[0]]) for g in written):
+        return False
+    args = _args(op, resolve)
+    launcher = op.kernel[op.grid, op.block]
+    if any(roles[i] == "output" and i not in op.full for g in written for i in g
+           if not any(roles[j] == "inout" for j in g)):
+        _enzyme(op, launcher, args, adj)
+        return True
+    consts = tuple(i for i, r in enumerate(roles) if r == "scalar")
+    seeds = {names[g[0]]: adj.view(op.args[g[0]]) for g in written}
+    res = vjp(launcher, args, consts, seeds)
+    for g in op.groups:
+        item = op.args[g[0]]
+        w = any(roles[i] in ("output", "inout") for i in g)
+        r = any(roles[i] in ("input", "inout") for i in g)
+        if w and r:
+            adj.set(item, res[names[g[0]]])
+        elif w:
+            adj.zero(item)
+        else:
+            adj.add(item, res[names[g[0]]])
+    return True
+
+
+def _enzyme(op, launcher, args, adj) -> None:
+    """Enzyme's convention on the adjoints: `dg.autodiff` with every float
+    array Duplicated(primal, its adjoint view); written primals are copies."""
+    from diffgpu.hostdiff.diff import autodiff
+
+    acts, made = [], {}
+    for i, (a, v) in enumerate(zip(op.args, args)):
+        if not isinstance(a, Item) or not a.is_float:
+            acts.append(Const(v) if op.roles[i] == "scalar" else v)
+            continue
+        k = a.view.key
+        if k not in made:
+            writes = any(b.write for b in op.items() if b.view.key == k)
+            reads = any(b.read for b in op.items() if b.view.key == k)
+            p = (M.copy(v) if reads else M.empty_like(v)) if writes else v
+            made[k] = Duplicated(p, adj.view(a))
+        acts.append(made[k])
+    autodiff(launcher, *acts)
+
+
+def forward_op(op, resolve) -> None:
+    """Run `op` again on the arrays `resolve(item)` gives (checkpointing)."""
+    if op.kind == "fill":
+        op.args[0].view.on(resolve(op.args[0]))[...] = op.value
+    elif op.kind == "copy":
+        src, dst = op.args
+        dst.view.on(resolve(dst))[...] = src.view.on(resolve(src))
+    else:
+        op.kernel[op.grid, op.block](*_args(op, resolve, copy_written_ints=False))
+
+
+def sweep_versions(tape, adj) -> None:
+    """The reverse with every version kept (no checkpointing)."""
+    def resolve(item):
+        v = item.version
+        return v.array if v is not None and v.array is not None else item.view.buf.root
+    for op in reversed(tape.ops):
+        tape.stats["reversed"] += reverse_op(op, resolve, adj)
+
+
+def sweep_revolve(tape, adj) -> None:
+    """The reverse with at most `tape.checkpoints` states (revolve.py):
+    state 0 is the initial contents kept at recording; the working state
+    is one more."""
+    bufs = [b for b in tape.reg.buffers if b.written]
+    work = {b.index: copy_root(b.first) for b in bufs}
+    slots = {0: {b.index: b.first for b in bufs}}
+    state = [work]
+
+    def resolve(item):
+        return state[0].get(item.view.buf.index, item.view.buf.root)
+
+    acts = revolve.schedule(len(tape.ops), tape.checkpoints)
+    for act in acts:
+        kind = act[0]
+        if kind == "advance":
+            for j in range(act[1], act[2]):
+                forward_op(tape.ops[j], resolve)
+            tape.stats["recomputed"] += act[2] - act[1]
+        elif kind == "store":
+            slots[act[1]] = {i: copy_root(a) for i, a in work.items()}
+        elif kind == "free":
+            del slots[act[1]]
+        elif kind == "restore":
+            for i, a in work.items():
+                a[...] = slots[act[1]][i]
+            tape.stats["restores"] += 1
+        else:
+            state[0] = slots[act[2]] if act[2] is not None else work
+            tape.stats["reversed"] += reverse_op(tape.ops[act[1]], resolve, adj)
+            state[0] = work
+    tape.stats["peak_states"] = max(tape.stats["peak_states"], revolve.counts(acts)["peak"])
+
+
+__all__ = ["Adjoints", "reverse_op", "forward_op", "sweep_versions", "sweep_revolve", "vjp"]
