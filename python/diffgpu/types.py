@@ -10,7 +10,7 @@ from dataclasses import dataclass
 #: numpy dtype name -> MLIR element type
 DTYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
 FLOAT_DTYPES = ("float32", "float64")
-MAX_NDIM = 3
+MAX_NDIM = 4
 
 
 @dataclass(frozen=True)

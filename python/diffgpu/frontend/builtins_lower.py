@@ -366,8 +366,9 @@ class BuiltinMixin:
                 raise FrontendError(f"shared_array() dimensions must be positive, got "
                                     f"{it.value}", shape_node)
             dims.append(it.value)
-        if not 1 <= len(dims) <= 3:
-            raise FrontendError("shared_array() takes 1 to 3 dimensions", shape_node)
+        from diffgpu.types import MAX_NDIM
+        if not 1 <= len(dims) <= MAX_NDIM:
+            raise FrontendError(f"shared_array() takes 1 to {MAX_NDIM} dimensions", shape_node)
         dt = self.visit(dtype_node)
         if not isinstance(dt, PyObj):
             raise FrontendError(f"shared_array() dtype must be a numpy dtype such as "

@@ -56,7 +56,7 @@ def bad_stride_array():
     ((np.ones(4, np.float16), np.ones(4, np.float32), 1.0), ["argument 0 ('A')", "float16"]),
     ((np.ones(4, bool), np.ones(4, np.float32), 1.0), ["dtype bool"]),
     ((np.ones(4, np.complex64), np.ones(4, np.float32), 1.0), ["complex64"]),
-    ((np.ones((2,) * 4, np.float32), np.ones(4, np.float32), 1.0), ["4-d array"]),
+    ((np.ones((2,) * 5, np.float32), np.ones(4, np.float32), 1.0), ["5-d array"]),
     ((np.array(1.0, np.float32), np.ones(4, np.float32), 1.0), ["0-d arrays"]),
     ((np.ones(4, np.float32), np.ones(4, np.float32), True), ["argument 2 ('a')", "bool"]),
     ((np.ones(4, np.float32), np.ones(4, np.float32), "1"), ["unsupported argument", "str"]),
