@@ -29,6 +29,7 @@ from typing import Callable, ClassVar
 _PASS_MODULES = (
     "diffgpu.lowering.checks.verify_targets",
     "diffgpu.lowering.checks.barriers",
+    "diffgpu.lowering.checks.collectives",
     "diffgpu.lowering.autodiff",
     "diffgpu.lowering.gpu.to_gpu",
     "diffgpu.lowering.gpu.atomics",
@@ -37,6 +38,8 @@ _PASS_MODULES = (
     "diffgpu.lowering.reduce.stencil_adjoint",
     "diffgpu.lowering.host.to_host",
     "diffgpu.lowering.common.llvm_flags",
+    "diffgpu.lowering.host.collectives",
+    "diffgpu.lowering.gpu.collectives",
     "diffgpu.lowering.common.chunk_blocks",
     "diffgpu.lowering.common.special_math",
     "diffgpu.lowering.checks.lowered_check",

@@ -388,7 +388,7 @@ def _host_pipeline(opts) -> list[str]:
     # of diffgpu-aggregate-atomics add barriers that could hide its races
     aggregate = [] if opts.racecheck else ["diffgpu-aggregate-atomics"]
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
-            "diffgpu-expand-special-math", "diffgpu-check-barriers", "diffgpu-specialize",
-            "diffgpu-stencil-adjoint",
-            *aggregate, lower,
+            "diffgpu-expand-special-math", "diffgpu-check-barriers", "diffgpu-check-collectives",
+            "diffgpu-specialize", "diffgpu-stencil-adjoint",
+            *aggregate, "diffgpu-expand-collectives", lower,
             *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

@@ -1,7 +1,8 @@
 """The rule registry: what autodiff knows about each op, found by op name.
 
 One table per dialect (rules_arith, rules_math, rules_memref, rules_scf,
-rules_diffgpu, rules_func) feeds three maps, and an op is in at most one:
+rules_diffgpu, rules_func, rules_collectives) feeds three maps, and an op is
+in at most one:
 
 - `STRUCTURED`: ops with memory effects or regions, one `partials.Rule`
   object each (activity, needs, reverse, tangent);
@@ -20,6 +21,7 @@ from __future__ import annotations
 from diffgpu.dialects import names as N
 
 from diffgpu.lowering.autodiff.rules import arith as rules_arith
+from diffgpu.lowering.autodiff.rules import collectives as rules_collectives
 from diffgpu.lowering.autodiff.rules import diffgpu as rules_diffgpu
 from diffgpu.lowering.autodiff.rules import func as rules_func
 from diffgpu.lowering.autodiff.rules import math as rules_math
@@ -31,6 +33,7 @@ from diffgpu.lowering.autodiff.rules import tape as rules_tape
 ELEMENTWISE = {**rules_arith.DERIVATIVES, **rules_math.DERIVATIVES,
                **rules_diffgpu.DERIVATIVES}
 STRUCTURED = {**rules_memref.REVERSE, **rules_scf.REVERSE, **rules_diffgpu.REVERSE,
+              **rules_collectives.REVERSE,
               **rules_func.REVERSE}
 INACTIVE = (rules_arith.INACTIVE | rules_math.INACTIVE | rules_memref.INACTIVE
             | rules_diffgpu.INACTIVE)

@@ -1,0 +1,131 @@
+"""`diffgpu-check-collectives`: no collective under thread-dependent control flow.
+
+A warp or block collective (`dg.warp_sum`, `dg.block_scan`, `dg.shfl_xor`,
+...; docs/collectives.md) combines the values of every thread of the warp or
+block: each of them must reach it, or none. On the GPU a shuffle that some
+lanes skip reads registers of lanes that are not there; on the CPU the
+collective is a barrier. So this pass (after `diffgpu-autodiff`: the
+collectives of derivatives are checked too) rejects, at the op, every
+collective in an `scf.if` whose condition is divergent (computed from the
+thread id: lowering/facts/uniform.py) or in a loop whose trip count is, and
+every call in such a region of a function that reaches a collective; device
+functions are checked with the divergence of their arguments at each call,
+as `diffgpu-check-barriers` does for barriers.
+
+    %c = arith.cmpi slt, %t, %c16 : index      // %t: diffgpu.thread_id
+    scf.if %c {
+      %s = "diffgpu.warp_reduce"(%v) {kind = "sum"} : (f32) -> f32
+      // error: dg.warp_sum under a condition that depends on the thread id ...
+    }
+
+Conditions it cannot prove divergent (`if x[t] > 0`) are caught at run
+time by the race-checked CPU variant, where a collective is a barrier.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from diffgpu.dialects import names as N
+from diffgpu.lowering.common import targets
+from diffgpu.lowering.common.diagnostics import location_text
+from diffgpu.lowering.common.ir_util import sym_name, top_ops, walk
+from diffgpu.lowering.facts.uniform import Divergence
+from diffgpu.lowering.registry import ModulePass, register_pass
+
+COLLECTIVES = N.COLLECTIVES
+_WHY = {"branch": "under a condition that depends on the thread id (the branch at {})",
+        "loop": "in a loop whose trip count depends on the thread id (the loop at {})"}
+_ADVICE = ("every thread of the warp/block must reach a collective, or none; call it where "
+           "all threads pass (give the others a neutral value, e.g. 0 for a sum)")
+
+
+def builtin_name(op) -> str:
+    """How the user wrote `op`: dg.warp_sum, dg.shfl_xor, dg.block_scan, ..."""
+    name = op.name
+    attrs = op.attributes
+    if name == N.SHUFFLE and "mode" in attrs:
+        return f"dg.shfl_{attrs['mode'].value}"
+    if name in (N.WARP_REDUCE, N.BLOCK_REDUCE) and "kind" in attrs:
+        return f"dg.{'warp' if name == N.WARP_REDUCE else 'block'}_{attrs['kind'].value}"
+    return "dg.block_scan" if name == N.BLOCK_SCAN else name
+
+
+def divergent_collectives(module) -> list:
+    """(op, message) for each collective, or call reaching one, that only
+    some threads of a block may reach."""
+    if not walk(module, COLLECTIVES):
+        return []
+    d = Divergence(module)
+    out, seen, reaches = [], set(), {}
+    for k in top_ops(module, ("func.func",)):
+        if targets.KERNEL_ATTR in k.attributes and k.regions[0].blocks:
+            _check(d, k, None, out, seen, reaches)
+    return out
+
+
+def _check(d, fn, flags, out, seen, reaches) -> None:
+    key = (sym_name(fn), tuple(flags or ()))
+    if key in seen:
+        return
+    seen.add(key)
+    div = d.function(fn, flags)[0]
+    for op in walk(fn, COLLECTIVES + ("func.call",)):
+        fn2 = d.callee(op) if op.name == "func.call" else None
+        if op.name == "func.call":
+            found = _first(d, fn2, reaches) if fn2 is not None else None
+            if found is None:
+                continue
+        why = _why(d, op, div)
+        if why is None:
+            if fn2 is not None:
+                _check(d, fn2, [o in div for o in op.operands], out, seen, reaches)
+        elif fn2 is None:
+            out.append((op, f"{builtin_name(op)} {why}: {_ADVICE}"))
+        else:
+            out.append((op, f"this call reaches {builtin_name(found)} (at "
+                            f"{location_text(found.location)}) {why}: {_ADVICE}"))
+
+
+def _why(d, op, div):
+    why = None
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        kind = d.control(parent, div)
+        if kind:
+            why = _WHY[kind].format(location_text(parent.location))
+        parent = parent.parent
+    return why
+
+
+def _first(d, fn, reaches, stack=()):
+    """A collective `fn` reaches (directly or through calls), or None."""
+    name = sym_name(fn)
+    if name in reaches:
+        return reaches[name]
+    if name in stack:
+        return None
+    found = None
+    for op in walk(fn, COLLECTIVES + ("func.call",)):
+        if op.name in COLLECTIVES:
+            found = op
+        elif d.callee(op) is not None:
+            found = _first(d, d.callee(op), reaches, stack + (name,))
+        if found is not None:
+            break
+    reaches[name] = found
+    return found
+
+
+@register_pass
+@dataclass
+class CheckCollectives(ModulePass):
+    """Reject collectives that only some threads of a block reach (module docstring)."""
+
+    name: ClassVar[str] = "diffgpu-check-collectives"
+    summary: ClassVar[str] = ("reject warp/block collectives under a branch or loop that "
+                              "depends on the thread id")
+
+    def run(self, module) -> None:
+        for op, message in divergent_collectives(module):
+            self.error(op, message)
