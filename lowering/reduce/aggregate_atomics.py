@@ -51,6 +51,7 @@ from diffgpu._mlir import ir
 
 from diffgpu.dialects import ops as dg
 from diffgpu.dialects.ops import AtomicAddOp
+from diffgpu.lowering.common import explain
 from diffgpu.lowering.reduce import hoist as H
 from diffgpu.lowering.common import targets as T
 from diffgpu.lowering.reduce import grid_sum
@@ -115,6 +116,13 @@ class AggregateAtomics(ModulePass):
         while self._one(module, sums):
             pass
         grid_sum.record(module)
+        if explain.active():  # DIFFGPU_EXPLAIN: why the adds left did not qualify
+            uniform = Uniformity(module)
+            full = {k for k, n in sums.items() if n >= MAX_BLOCK_SUMS}
+            for op in walk(module):
+                why = why_not(op, uniform, full)
+                if why:
+                    explain.missed(PASS, op, why)
 
     @staticmethod
     def _one(module, sums) -> bool:
@@ -134,3 +142,32 @@ class AggregateAtomics(ModulePass):
 
 def _name(fn) -> str:
     return ir.StringAttr(fn.attributes["sym_name"]).value
+
+
+#: the short name of this pass in remarks (lowering/common/explain.py)
+PASS = "aggregate-atomics"
+
+
+def why_not(op, uniform, full=frozenset()) -> str | None:
+    """The rule (module docstring) an atomic add with a uniform-looking
+    target fails, for remarks; None for other ops and for adds that qualify
+    or were aggregated."""
+    if (not isinstance(op.operation.opview, AtomicAddOp) or AGGREGATED in op.attributes
+            or "diffgpu.stencil" in op.attributes):
+        return None
+    if len(list(op.results[0].uses)):
+        return "the add's old value is used"
+    if str(op.operands[1].type) not in SHUFFLE_TYPES:
+        return f"no block sum for {op.operands[1].type}"
+    if not all(uniform.is_uniform(v) for i, v in enumerate(op.operands) if i != 1):
+        return None  # a per-thread address: not this pass's (stencil-adjoint, vector-red)
+    site = H.site_of(op, uniform)
+    if site is None:
+        return ("not in a kernel's body or a function called once from it, under "
+                "scf.if guards only (a loop or a second call in between)")
+    if _name(site.kernel) in full:
+        return f"the kernel already holds {MAX_BLOCK_SUMS} block sums (rule 5)"
+    if not H.unobserved(op, op.operands[0], site):
+        return ("a later op of the thread may observe the add (a load or store of "
+                "an array not proven disjoint)")
+    return None

@@ -53,6 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from diffgpu import switches
 from diffgpu._mlir import arith, ir, memref, scf
 
 from diffgpu.dialects import names as N
@@ -323,6 +324,8 @@ class StencilAdjoint(ModulePass):
                               "per-block gather; atomics only across block edges")
 
     def run(self, module) -> None:
+        if not switches.on(switches.STENCIL):
+            return
         while self._one(module):
             pass
 

@@ -28,7 +28,7 @@ _API = [
     "autodiff", "fwddiff", "vjp", "jvp", "gradcheck", "GradcheckError",
     "compile", "CompiledKernel", "save_bundle", "load_bundle", "BundleError", "synchronize",
     "CompileError", "DiffgpuError", "LaunchError", "RaceError", "OutOfBoundsError",
-    "DivergentBarrierError", "racecheck",
+    "DivergentBarrierError", "racecheck", "explain",
     "Tape", "TapeError", "copy", "fill",
 ]
 
@@ -45,6 +45,7 @@ _LAZY = {
     "BundleError": ("diffgpu.driver.bundle", "BundleError"),
     "synchronize": ("diffgpu.runtime.gpu", "synchronize"),
     "racecheck": ("diffgpu.runtime.racecheck", "racecheck"),
+    "explain": ("diffgpu.driver.explain", "explain"),
     "OutOfBoundsError": ("diffgpu.runtime.cpu", "OutOfBoundsError"),
     "Tape": ("diffgpu.hostdiff.tape.tape", "Tape"),
     "TapeError": ("diffgpu.hostdiff.tape.errors", "TapeError"),

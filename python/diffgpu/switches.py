@@ -12,7 +12,11 @@ switch off is never served when it is on:
   exactly zero contributes exactly zero through a partial that is infinite
   or NaN (lowering/autodiff/rules/partials.py);
 - `DIFFGPU_COMBINE_ADDS`: a thread's atomic adds into one element of an
-  add-only array are summed in registers first (lowering/reduce/combine_adds.py).
+  add-only array are summed in registers first (lowering/reduce/combine_adds.py);
+- `DIFFGPU_STENCIL`: stencil adjoints without scatter atomics: `dg.vjp`
+  gathers the gradient of a 2-D, 3-D or flattened affine stencil input
+  (lowering/autodiff/functional/gather.py) and `diffgpu-stencil-adjoint`
+  transposes shadow adds per block (docs/stencils.md).
 
 `set_switch(name, on)` sets one from Python (it writes the environment
 variable, so child processes see it too); like the variable, it applies to
@@ -42,7 +46,8 @@ REMAT = "DIFFGPU_REMAT"
 VECTOR_RED = "DIFFGPU_VECTOR_RED"
 STRONG_ZEROS = "DIFFGPU_STRONG_ZEROS"
 COMBINE_ADDS = "DIFFGPU_COMBINE_ADDS"
-CODEGEN_SWITCHES = (REMAT, VECTOR_RED, STRONG_ZEROS, COMBINE_ADDS)
+STENCIL = "DIFFGPU_STENCIL"
+CODEGEN_SWITCHES = (REMAT, VECTOR_RED, STRONG_ZEROS, COMBINE_ADDS, STENCIL)
 
 
 def on(name: str) -> bool:

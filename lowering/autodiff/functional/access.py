@@ -40,6 +40,11 @@ functional API move fewer bytes:
   lowering/autodiff/functional/transpose.py replays, all of whose loads are in the
   kernel's own body at `gid(0) + k` (k constant): the sorted offsets k. Its
   gradient can be gathered (thread j sums what threads j - k gave it).
+- `stencil_dims`: an input whose loads, once the kernel's constant-trip
+  loops are unrolled, are all at other affine stencil indices
+  (`x[i + a, j + b]`, `x[i + a * W + b]`: lowering/facts/affine.py) with
+  the same dimension per position: those dimensions. Its gradient is
+  gathered by lowering/autodiff/functional/gather.py, whatever the launch covers.
 - `store_guards`: for a `store_key` output whose key is global ids only
   (`y[i]`, `y[j, i]`) and whose store sits only under `scf.if`s (then
   branches) on conditions `gid(d) < len(A, k)` (`and`-ed, `A` a parameter):
@@ -58,13 +63,14 @@ functional API move fewer bytes:
 """
 from __future__ import annotations
 
+from diffgpu import switches
 from diffgpu._mlir import ir
 
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops
 from diffgpu.lowering.common import targets
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.functional import transpose
+from diffgpu.lowering.autodiff.functional import gather, transpose
 from diffgpu.lowering.autodiff.functional.rows import rows_dim
 from diffgpu.lowering.facts.indices import index_key, offset_of
 
@@ -256,16 +262,25 @@ def analyze_module(module) -> list:
                     load_key = _dims(key)
         stencil = None
         if (info.read and not info.write and not info.nested and not info.opaque
-                and load_key is None and plain):
+                and load_key is None and plain and switches.on(switches.STENCIL)):
             offs = [offset_of(op.operands[1]) if len(op.operands) == 2 else None
                     for op, _, _ in info.loads]
             if offs and all(o is not None and o[0] == 0 for o in offs):
                 stencil = sorted({o[1] for o in offs})
+        stencil_dims = None  # other affine stencils (gather.py): their dims
+        if (stencil is None and info.read and not info.write and not info.nested
+                and not info.opaque and load_key is None and switches.on(switches.STENCIL)):
+            found = gather.stencil_dims(fn, arg)
+            if found is not None and found[0] == [0] and found[1] is not None:
+                stencil = found[1] if plain else None  # 1-D, constant offsets once unrolled
+            elif found is not None:
+                stencil_dims = found[0]
         accumulate_only = bool(info.adds) and not (info.loads or info.stores or info.nested
                                                    or info.opaque)
         out.append({"array": True, "read": info.read, "write": info.write,
                     "atomic": info.atomic, "opaque": info.opaque,
                     "store_key": store_key, "load_key": load_key, "stencil": stencil,
+                    "stencil_dims": stencil_dims,
                     "store_guards": store_guards,
                     "accumulate_only": accumulate_only})
     return out

@@ -54,6 +54,7 @@ from diffgpu.lowering.common.ir_util import walk
 from diffgpu.lowering.facts.indices import global_dim, offset_of
 
 from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff.functional import gather
 
 #: op names a transposed function may contain besides arith./math./scf.
 _ALLOWED = {"memref.load", "memref.store", "memref.alloca", "memref.dim", "func.return",
@@ -121,9 +122,12 @@ def _legal_body(fn) -> bool:
 def transpose(fn, prim, sh) -> bool:
     """Rewrite `fn` (the reverse function, `cot` kinds already applied) so
     that thread j writes the gradient `sh[j]` once; False (nothing changed)
-    when the rules of the module docstring do not hold."""
+    when the rules of the module docstring do not hold. Other affine
+    stencils (2-D, 3-D, flattened, runtime offsets) go to gather.py."""
     adds = _adds(sh)
-    if adds is None or not _legal_body(fn):
+    if adds is None:
+        return gather.transpose(fn, prim, sh) is True
+    if not _legal_body(fn):
         return False
     entry = fn.regions[0].blocks[0]
     offsets = sorted(set(adds.values()))

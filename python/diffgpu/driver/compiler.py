@@ -69,6 +69,8 @@ class Compiled:
     kernels: dict = field(default_factory=dict)
     entries: list = field(default_factory=list)
     module: object = None
+    #: the passes' remarks (lowering/common/explain.py: what they did not do, and why)
+    remarks: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------
@@ -189,16 +191,21 @@ def compile(ir_text, target: str, up_to_stage: str | None = None, *, racecheck: 
                 raise CompileError(str(exc)) from None
         pipeline = full_pipeline(target, racecheck, cancel) if stage == final \
             else stage_pipeline(target, stage)
-        run_pipeline(pipeline, module, ctx)
+        from diffgpu.lowering.common import explain
+        with explain.collect() as remarks:  # an enclosing collect() gets them too
+            run_pipeline(pipeline, module, ctx)
         if not VERIFY_EACH:
             _verify_result(module)
         if stage != "ptx":
-            return Compiled(target, stage, str(module), module=module if host else None)
+            return Compiled(target, stage, str(module), module=module if host else None,
+                            remarks=remarks)
         from diffgpu.lowering.gpu.ptx import extract_ptx
         from diffgpu.lowering.reduce.grid_sum import with_scratch
         ptxs = extract_ptx(module)
         kernels = with_scratch(kernels, module)  # the per-launch scratch arguments
-    return _ptx_result(target, ptxs, kernels)
+    res = _ptx_result(target, ptxs, kernels)
+    res.remarks = remarks
+    return res
 
 
 def compile_ptx(module_text, chip: str):

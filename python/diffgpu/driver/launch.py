@@ -12,6 +12,7 @@ import hashlib
 import os
 import threading
 
+from diffgpu.driver import remarks as explain_remarks
 from diffgpu.errors import CompileError, DiffgpuError
 from diffgpu.runtime import fastpath, specialize
 from diffgpu.runtime.store import cache
@@ -197,6 +198,7 @@ def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
             prog = Program(payload, host=host)
             STATS["compile"] += 1
         defn._programs[mem_key] = prog
+        explain_remarks.report(defn.name, target, diff, prog.payload)  # DIFFGPU_EXPLAIN
         return prog
 
 
@@ -333,13 +335,18 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
                "diff": [diff[0], list(diff[1])] if diff else None,
                "facts": facts.key() if facts is not None else None,
                "arg_names": flat_names(defn.arg_names, diff), "racecheck": racecheck}
+    from diffgpu.lowering.common.explain import collect  # the passes' remarks, kept
     if target == "host":
         from diffgpu.driver.compiler import compile_host
-        host = _compiler_call(lambda: compile_host(src.text, racecheck=racecheck), defn.name)
-        payload.update(kind="host", llvm=host.llvm_text)
+        with collect() as remarks:
+            host = _compiler_call(lambda: compile_host(src.text, racecheck=racecheck),
+                                  defn.name)
+        payload.update(kind="host", llvm=host.llvm_text, remarks=[r.text() for r in remarks])
         return payload, host
     from diffgpu.driver.compiler import compile_ptx
-    res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
+    with collect() as remarks:
+        res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
+    payload["remarks"] = [r.text() for r in remarks]
     abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
     payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))
     if facts is not None:  # the lean ABI of contiguous arrays (lowering/gpu/nvvm.py)

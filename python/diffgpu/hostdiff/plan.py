@@ -325,6 +325,8 @@ class Call:
             return "grad" if self._unique(set(f["load_key"])) else None
         if role == "input" and f.get("stencil") and self._unique({0}) and self.covered(i):
             return "grad"  # gathered (lowering/autodiff/functional/transpose.py)
+        if role == "input" and f.get("stencil_dims") and self._unique(set(f["stencil_dims"])):
+            return "grad"  # gathered, any coverage (lowering/autodiff/functional/gather.py)
         return None
 
     def _gatherable(self, fk) -> list:
@@ -338,6 +340,8 @@ class Call:
     def covered(self, i) -> bool:
         """Every element of array `i` is one thread's global-id index."""
         grid, block = self.launcher.grid, self.launcher.block
+        if self.facts[i].get("stencil_dims"):
+            return True  # gather.py's threads walk every element (grid-stride)
         key, shape = self.facts[i]["load_key"], M.shape_of(self.args[i])
         if key is None and self.facts[i].get("stencil"):
             key = [0]  # a 1-D stencil: x[gid(0) + k]

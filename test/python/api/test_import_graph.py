@@ -133,7 +133,8 @@ def test_abi_facts_are_not_copied():
 FOUNDATION = ("errors", "types", "abi", "_mlir", "_version", "switches", "activities",
               "builtins")
 #: the autodiff modules its rules and functional kinds build on
-AUTODIFF_CORE = ("build", "context", "tape", "locals", "elision", "remat", "spec")
+#: (unroll: the access analysis unrolls a clone's loops as the derivative will)
+AUTODIFF_CORE = ("build", "context", "tape", "locals", "elision", "remat", "spec", "unroll")
 _LOW = {"lowering.registry", "lowering.common", "lowering.passes", "dialects", "foundation"}
 _LOWERING = _LOW | {"lowering." + p for p in (
     "facts", "autodiff.core", "autodiff.rules", "autodiff.functional", "autodiff", "host",
