@@ -126,13 +126,13 @@ def reverse_op(op, resolve, adj: Adjoints) -> bool:
     for g in op.groups:
         item = op.args[g[0]]
         w = any(roles[i] in ("output", "inout") for i in g)
-        r = any(roles[i] in ("input", "inout") for i in g)
-        if w and r:
-            adj.set(item, res[names[g[0]]])
+        read = [names[i] for i in g if roles[i] in ("input", "inout")]
+        if w and read:  # the result is under the names of the reading parameters
+            adj.set(item, res[read[0]])
         elif w:
             adj.zero(item)
         else:
-            adj.add(item, res[names[g[0]]])
+            adj.add(item, res[read[0]])
     return True
 
 

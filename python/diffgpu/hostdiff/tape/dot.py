@@ -1,0 +1,104 @@
+"""`tape.visualize(path)`: the recorded program as a GraphViz graph.
+
+Boxes are operations (launches, `dg.copy`, `dg.fill`) in order; ellipses
+are buffer versions ("u v3": buffer u after its third recorded write).
+An edge version -> operation is a read, operation -> version a write.
+A version the tape copied before an overwrite is filled orange and says
+which operation overwrote it (the reason of the copy); a version read as
+the user's array at gradient time is green ("live, checked"). With
+checkpointing, a note gives the schedule: the slots, the steps recomputed.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from diffgpu.hostdiff.tape import revolve
+
+
+def _q(s: str) -> str:
+    """A quoted dot string (a backslash-n in it is a line break)."""
+    return '"' + str(s).replace('"', "'") + '"'
+
+
+def text(tape) -> str:
+    lines = ["digraph tape {", "  rankdir=TB;", '  node [fontname="Helvetica", fontsize=10];']
+    seen = {}
+    overwrote = {}
+    for op in tape.ops:
+        for v in op.snaps:
+            overwrote[id(v)] = op
+
+    def version(v):
+        k = id(v)
+        if k in seen:
+            return seen[k]
+        name = f"v{len(seen)}"
+        seen[k] = name
+        label = f"{v.buf.name.split(' of ')[0]} v{v.number}"
+        if v.array is not None:
+            why = f"{label}\\ncopied: {overwrote[k]!r} overwrites it"
+            attrs = f'style=filled, fillcolor="orange", label={_q(why)}'
+        elif v.readers and not tape.revolve and v is v.buf.version:
+            attrs = f'style=filled, fillcolor="palegreen", label={_q(label + " (live, checked)")}'
+        else:
+            attrs = f"label={_q(label)}"
+        lines.append(f"  {name} [shape=ellipse, {attrs}];")
+        return name
+
+    last_write = {}
+    for op in tape.ops:
+        node = f"op{op.index}"
+        extra = f"\\nvalue={op.value}" if op.kind == "fill" else ""
+        lines.append(f"  {node} [shape=box, label={_q(repr(op) + extra)}];")
+        for it in op.items():
+            if it.read and it.version is not None:
+                lines.append(f"  {version(it.version)} -> {node} [label={_q(it.name)}];")
+        for it in op.items():
+            if it.write:
+                last_write[it.view.buf.index] = (node, it)
+        if op.index + 1 < len(tape.ops):
+            lines.append(f"  {node} -> op{op.index + 1} [style=dotted, arrowhead=none];")
+    # the version each write created: the next version of the buffer
+    created = {}
+    for op in tape.ops:
+        for it in op.items():
+            if it.read and it.version is not None and it.version.creator is not None:
+                created.setdefault(id(it.version), it.version)
+    for v in list(created.values()) + [b.version for b in tape.reg.buffers if b.version]:
+        if v.creator is not None:
+            w = next(it for it in v.creator.items() if it.write and it.view.buf is v.buf)
+            lines.append(f"  op{v.creator.index} -> {version(v)} [label={_q(w.name)}];")
+    if tape.revolve:
+        k = tape.checkpoints or 1
+        c = revolve.counts(revolve.schedule(len(tape.ops), k)) if tape.ops else {}
+        note = (f"checkpointing: {k} states of {tape.stats['state_bytes']} bytes "
+                f"(state 0 copied at each buffer's first write); the reverse recomputes "
+                f"{c.get('advanced', 0)} steps, restores {c.get('restores', 0)} states")
+        lines.append(f"  note [shape=note, label={_q(note)}];")
+    else:
+        note = (f"{tape.stats['snapshots']} versions copied ({tape.stats['snapshot_bytes']} "
+                "bytes): each read by a recorded operation and then overwritten")
+        lines.append(f"  note [shape=note, label={_q(note)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write(tape, path: str) -> str:
+    """Write `path` (.dot, or .svg/.png through `dot` with the .dot beside)."""
+    base, ext = os.path.splitext(path)
+    dot_path = path if ext in ("", ".dot", ".gv") else base + ".dot"
+    with open(dot_path, "w", encoding="utf-8") as f:
+        f.write(text(tape))
+    if ext in (".svg", ".png", ".pdf"):
+        exe = shutil.which("dot")
+        if exe is None:
+            return dot_path
+        subprocess.run([exe, f"-T{ext[1:]}", dot_path, "-o", path], check=True,
+                       capture_output=True)
+        return path
+    return dot_path
+
+
+__all__ = ["text", "write"]
