@@ -28,6 +28,18 @@ the digests too). `load_bundle` refuses, with a BundleError:
 | fields of the wrong types                    | signature, `"coarsen": "x"`      |
 | anything past a limit, or damaged (bit       | see driver/bundle_zip.py        |
 | flips, bombs, FIFOs): in bounded time/memory |                                  |
+| a malformed variant table (below)            | two variants for one facts key,  |
+|                                              | a key that is no facts key, a    |
+|                                              | variant of another signature     |
+
+Launch-specialised variants (driver/aot.py): a record may list `variants`,
+each `{"facts": key, "file": member, "sha256": digest}`, at most
+aot.MAX_VARIANTS; each member is a payload checked like an entry (digest,
+claims, fields, the code's own argument layout), of the entry's signature,
+whose `facts` is the record's key (runtime/specialize.py `Facts.key`, with
+as many per-argument flags as the kernel has arguments) and whose
+`grid_fold` is the key's. A launch runs the variant whose key equals its
+facts', else the entry's generic program.
 """
 from __future__ import annotations
 
@@ -59,15 +71,22 @@ def save_bundle(path: str, compiled) -> str:
         body = json.dumps(c.payload, sort_keys=True).encode("utf-8")
         records.append({"name": c.name, "target": c.target, "signature": c.signature,
                         "file": f"entries/{i}.json", "sha256": hashlib.sha256(body).hexdigest()})
-        blobs.append(body)
+        blobs.append((records[-1]["file"], body))
+        if c.variants:
+            records[-1]["variants"] = []
+        for k, (key, payload) in enumerate(sorted(c.variants.items())):
+            body = json.dumps(payload, sort_keys=True).encode("utf-8")
+            records[-1]["variants"].append({"facts": key, "file": f"entries/{i}.v{k}.json",
+                                            "sha256": hashlib.sha256(body).hexdigest()})
+            blobs.append((records[-1]["variants"][-1]["file"], body))
     manifest = {"format": FORMAT, "diffgpu": __version__, "entries": records}
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".dgb", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("manifest.json", json.dumps(manifest, indent=1))
-            for rec, body in zip(records, blobs):
-                z.writestr(rec["file"], body)
+            for member, body in blobs:
+                z.writestr(member, body)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -112,21 +131,11 @@ def _load_entry(path: str, z, members: dict, rec):
                                             ("name", "target", "signature", "file", "sha256")):
         raise BundleError(f"{path}: malformed manifest record {rec!r:.200}")
     where = f"{path}: entry {rec['file']:.200} ({rec['name']:.100} for {rec['target']:.20})"
-    if not safe_member(rec["file"]):
-        raise BundleError(f"{where}: unsafe member path")
-    info = members.pop(rec["file"], None)
-    if info is None:
-        raise BundleError(f"{where}: no such member (or one another record names)")
-    body = read_member(z, info)
-    if hashlib.sha256(body).hexdigest() != rec["sha256"]:
-        raise BundleError(f"{where} is corrupt (digest mismatch)")
-    payload = parse_json(where, body)
-    if not isinstance(payload, dict):
-        raise BundleError(f"{where}: not an entry")
-    _check_claims(where, rec, payload)
-    _check_fields(where, payload)
+    payload = _read_payload(where, z, members, rec, rec["file"], rec["sha256"])
+    variants = [_load_variant(f"{where}, variant {k}", z, members, rec, payload, v)
+                for k, v in enumerate(_variant_records(where, rec))]
     try:
-        entry = CompiledKernel(payload)
+        entry = CompiledKernel(payload, variants=variants)
     except (KeyError, TypeError, ValueError) as exc:  # a bad type spec
         raise BundleError(f"{where}: {exc}") from None
     if entry.signature != rec["signature"]:
@@ -139,6 +148,71 @@ def _load_entry(path: str, z, members: dict, rec):
     if problem is not None:
         raise BundleError(f"{where}: {problem}")
     return entry
+
+
+def _read_payload(where: str, z, members: dict, rec: dict, member, digest) -> dict:
+    """The payload in `member` (digest, claims and fields checked)."""
+    if not safe_member(member):
+        raise BundleError(f"{where}: unsafe member path")
+    info = members.pop(member, None)
+    if info is None:
+        raise BundleError(f"{where}: no such member (or one another record names)")
+    body = read_member(z, info)
+    if hashlib.sha256(body).hexdigest() != digest:
+        raise BundleError(f"{where} is corrupt (digest mismatch)")
+    payload = parse_json(where, body)
+    if not isinstance(payload, dict):
+        raise BundleError(f"{where}: not an entry")
+    _check_claims(where, rec, payload)
+    _check_fields(where, payload)
+    return payload
+
+
+def _variant_records(where: str, rec: dict) -> list:
+    """The record's variant table: a list of {facts, file, sha256} strings,
+    at most aot.MAX_VARIANTS, one per facts key."""
+    from diffgpu.driver.aot import MAX_VARIANTS
+
+    table = rec.get("variants", [])
+    if not isinstance(table, list) or len(table) > MAX_VARIANTS or not all(
+            isinstance(v, dict) and set(v) == {"facts", "file", "sha256"}
+            and all(isinstance(x, str) for x in v.values()) for v in table):
+        raise BundleError(f"{where}: malformed variant table (a list of at most "
+                          f"{MAX_VARIANTS} {{facts, file, sha256}} strings)")
+    keys = [v["facts"] for v in table]
+    if len(set(keys)) != len(keys):
+        raise BundleError(f"{where}: two variants for one facts key")
+    return table
+
+
+#: runtime/specialize.py Facts.key() (per-argument flags checked apart)
+_FACTS_KEY = re.compile(r"noalias=[01] contiguous=(?P<c>[01]*) unit_dims=(-|1|2|12)"
+                        r"( aligned=(?P<a>[01]*) grid_div=[01])?( grid_div16=1)?"
+                        r"( extents=(?P<e>[0-9,;]*))?( index32=1)?"
+                        r"( grid_fold=(?P<fy>[1-9][0-9]*),(?P<fz>[1-9][0-9]*))?")
+
+
+def _load_variant(where: str, z, members: dict, rec: dict, generic: dict, v: dict) -> dict:
+    """One variant's payload, checked like an entry and against its key."""
+    payload = _read_payload(where, z, members, rec, v["file"], v["sha256"])
+    nargs = len(generic["arg_types"])
+    m = _FACTS_KEY.fullmatch(v["facts"])
+    if m is None or any(m.group(g) and len(m.group(g)) != nargs for g in "ca"):
+        raise BundleError(f"{where}: {v['facts']!r:.200} is not the launch facts key of "
+                          f"a kernel with {nargs} arguments")
+    fold = [int(m.group("fy")), int(m.group("fz"))] if m.group("fy") else None
+    if payload.get("facts") != v["facts"] or payload.get("grid_fold") != fold:
+        raise BundleError(f"{where}: its facts {payload.get('facts')!r:.200} / grid_fold "
+                          f"{payload.get('grid_fold')!r:.50} are not the table's "
+                          f"{v['facts']!r:.200}")
+    for field in ("arg_types", "flat_types", "diff", "name", "entry"):
+        if payload.get(field) != generic.get(field):
+            raise BundleError(f"{where}: its {field} {payload.get(field)!r:.200} is not "
+                              f"the entry's {generic.get(field)!r:.200}")
+    problem = entry_abi.problem(payload)
+    if problem is not None:
+        raise BundleError(f"{where}: {problem}")
+    return payload
 
 
 def _check_claims(where: str, rec: dict, payload: dict) -> None:
@@ -190,6 +264,7 @@ class Bundle:
 
     def __init__(self, entries):
         self.entries = list(entries)
+        self._kernels: dict = {}  # name -> BundledKernel (its launches' fast-path table)
 
     def names(self) -> list[str]:
         return sorted({e.name for e in self.entries})
@@ -198,32 +273,49 @@ class Bundle:
         return any(e.name == name for e in self.entries)
 
     def __getitem__(self, name: str) -> "BundledKernel":
-        found = [e for e in self.entries if e.name == name]
-        if not found:
+        found = self._kernels.get(name)
+        if found is not None:
+            return found
+        entries = [e for e in self.entries if e.name == name]
+        if not entries:
             raise KeyError(f"no kernel {name!r} in bundle (has: {', '.join(self.names())})")
-        return BundledKernel(name, found)
+        found = self._kernels[name] = BundledKernel(name, entries)
+        return found
 
     def __repr__(self) -> str:
         return f"<diffgpu bundle: {', '.join(repr(e) for e in self.entries)}>"
 
 
 class BundledKernel:
+    """The entries of one kernel name; `kernel[grid, block](*args)` runs the
+    first entry matching the arguments, through the launch fast path
+    (driver/aot.py `_bind`: its variant chosen by the launch facts)."""
+
     def __init__(self, name, entries):
         self.name, self.entries = name, entries
+        self._programs: dict = {}  # entries bound so far (fastpath.launch looks keys up then)
 
     def __getitem__(self, config):
+        from diffgpu.driver.aot import _bind
         from diffgpu.errors import user_facing
+        from diffgpu.runtime import fastpath
+        from diffgpu.runtime.args import check_geometry
 
-        @user_facing
-        def run(*args):
-            for e in self.entries:
-                if e.matches(args):
-                    return e[config](*args)
-            sigs = "; ".join(f"({e.signature}) on {e.target}" for e in self.entries)
-            self.entries[0][config]  # bad grid/block reports first
-            from diffgpu.runtime.args import infer_signature
-            sig = infer_signature(args, None, self.name)  # bad arguments report here
-            got = ", ".join(str(t) for t in sig.types)
-            raise LaunchError(f"{self.name}: no bundled entry for ({got}) on {sig.device}; "
-                              f"the bundle has {sigs}")
-        return run
+        if not isinstance(config, tuple) or len(config) != 2:
+            raise LaunchError(f"launch configuration must be [grid, block], got {config!r}")
+        grid, block = check_geometry(*config)
+        return user_facing(lambda *args: fastpath.launch(self, args, grid, block, _bind))
+
+    def select(self, args):
+        """(entry, signature) of the first entry `args` fit; LaunchError if none."""
+        for e in self.entries:
+            if e.matches(args):
+                sig = e.check(args)
+                self._programs[id(e)] = e
+                return e, sig
+        sigs = "; ".join(f"({e.signature}) on {e.target}" for e in self.entries)
+        from diffgpu.runtime.args import infer_signature
+        sig = infer_signature(args, None, self.name)  # bad arguments report here
+        got = ", ".join(str(t) for t in sig.types)
+        raise LaunchError(f"{self.name}: no bundled entry for ({got}) on {sig.device}; "
+                          f"the bundle has {sigs}")
