@@ -288,11 +288,12 @@ class VectorMixin:
     def lead_indices(self, arr, idx_node, n_lead, what):
         """Index Values of the leading axes of `arr` given by `idx_node` (an int or
         a tuple), the last axes left for the components."""
-        v = self.visit(idx_node)
+        v = TupleV(()) if idx_node is None else self.visit(idx_node)
         vals = list(v.items) if isinstance(v, TupleV) else [v]
         if len(vals) != n_lead:
-            raise FrontendError(f"{what}: a {arr.type} with these components needs "
-                                f"{n_lead} index(es), got {len(vals)}", idx_node)
+            raise FrontendError(f"{what}: a {arr.type} holds the components in its last "
+                                f"{arr.type.ndim - n_lead} axes and needs {n_lead} index(es) "
+                                f"before them, got {len(vals)}", idx_node)
         out = []
         for k, iv in enumerate(vals):
             if isinstance(iv, Const) and isinstance(iv.value, int) and \
@@ -311,9 +312,9 @@ class VectorMixin:
             raise FrontendError(f"{what} needs an array, got {describe(arr)}", arr_node)
         if not arr.type.elem.startswith("f"):
             raise FrontendError(f"{what} needs a float array, got {arr.type}", arr_node)
-        if arr.type.ndim <= len(shape):
-            raise FrontendError(f"{what} needs an array of at least {len(shape) + 1} "
-                                f"dimensions (the last {len(shape)} holding the "
+        if arr.type.ndim < len(shape):
+            raise FrontendError(f"{what} needs an array of at least {len(shape)} "
+                                f"dimension(s) (the last {len(shape)} holding the "
                                 f"components), got a {arr.type}", arr_node)
         if arr.type.shape is not None:
             last = arr.type.shape[-len(shape):]
@@ -338,7 +339,8 @@ class VectorMixin:
     def load_vector(self, name, node):
         kind, shape = SHAPES[name]
         what = f"load_{name}()"
-        arr_node, idx_node = self.call_args(node, 2, 2, f"load_{name}")
+        args = self.call_args(node, 1, 2, f"load_{name}")
+        arr_node, idx_node = args[0], (args[1] if len(args) == 2 else None)
         arr = self.component_arrays(arr_node, shape, what)
         lead = self.lead_indices(arr, idx_node, arr.type.ndim - len(shape), what)
         items = [self.load(arr, lead + off) for off in self.component_offsets(shape)]
