@@ -134,12 +134,13 @@ def fold_geometry(name: str, dim: int, fold):
 
     if name == N.GRID_DIM:
         return const(fold[dim - 1])
+    if (dim == 1 and y == 1) or (dim == 2 and z == 1):
+        return const(0)
     row = hardware_row(hy)
     if (dim == 1 and z == 1) or (dim == 2 and y == 1):
         return row
-    if dim == 1:
-        return const(0) if y == 1 else arith.RemUIOp(row, const(y)).result
-    return const(0) if z == 1 else arith.DivUIOp(row, const(y)).result
+    return arith.RemUIOp(row, const(y)).result if dim == 1 else \
+        arith.DivUIOp(row, const(y)).result
 
 
 def hardware_row(hy: int):
