@@ -50,7 +50,8 @@ def text(tape) -> str:
     last_write = {}
     for op in tape.ops:
         node = f"op{op.index}"
-        extra = f"\\nvalue={op.value}" if op.kind == "fill" else ""
+        extra = (f"\\nvalue={op.value}" if op.kind == "fill" else
+                 f"\\n[{op.grid}, {op.block}]" if op.kind == "launch" else "")
         lines.append(f"  {node} [shape=box, label={_q(repr(op) + extra)}];")
         for it in op.items():
             if it.read and it.version is not None:

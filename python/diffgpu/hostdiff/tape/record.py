@@ -77,7 +77,7 @@ class Op:
         return [a for a in self.args if isinstance(a, Item)]
 
     def __repr__(self) -> str:
-        return f"#{self.index} {self.label}"
+        return f"#{self.index} {self.label}"  # "#3 step", "#4 dg.copy"
 
 
 class _Hook:
@@ -173,8 +173,8 @@ class Recording:
             raise TapeError(f"{what} runs on {where(dev)}, but this tape records on "
                             f"{where(self.device)}; a tape records one device")
 
-    def _item(self, a, name, read, write, op_label):
-        buf, view = self.reg.view(a, f"'{name}' of {op_label}")
+    def _item(self, a, name, read, write, op_label, owner):
+        buf, view = self.reg.view(a, f"'{name}' of {owner}")
         self._device(buf.device, op_label)
         if buf.version is None:
             buf.version = Version(buf, None, 0)
@@ -253,7 +253,7 @@ class Recording:
 
     def _launch(self, kernel, args, grid, block, bind) -> None:
         self._usable()
-        op = Op(len(self.ops), "launch", f"{kernel.name}[{grid[0]}]")
+        op = Op(len(self.ops), "launch", kernel.name)
         try:
             facts, roles, groups, full = self._roles(kernel, args, grid, block)
         except Exception as e:
@@ -273,7 +273,7 @@ class Recording:
         for i, (a, f) in enumerate(zip(args, facts)):
             if f.get("array"):
                 parts.append(self._item(a, names[i], bool(f["read"]), bool(f["write"]),
-                                        repr(op)))
+                                        repr(op), kernel.name))
                 where.append(len(parts) - 1)
             else:
                 where.append(None)
@@ -301,11 +301,11 @@ class Recording:
     def host_op(self, kind: str, dst, src=None, value=None, run=None) -> None:
         """Record `dg.copy(dst, src)` / `dg.fill(dst, value)` and run it."""
         self._usable()
-        op = Op(len(self.ops), kind, kind)
+        op = Op(len(self.ops), kind, f"dg.{kind}")
         parts = []
         if src is not None:
-            parts.append(self._item(src, "src", True, False, f"dg.{kind}"))
-        parts.append(self._item(dst, "dst", False, True, f"dg.{kind}"))
+            parts.append(self._item(src, "src", True, False, repr(op), f"dg.{kind}"))
+        parts.append(self._item(dst, "dst", False, True, repr(op), f"dg.{kind}"))
         written = self._record(op, parts)
         for it, n in zip(op.args, ("src", "dst") if src is not None else ("dst",)):
             it.name = n

@@ -62,13 +62,13 @@ class Tape(Recording):
 
     # -- the reverse ------------------------------------------------------------
     def _ready(self, what: str) -> None:
-        if fastpath.RECORD is not None and current_hook() is not None:
-            raise TapeError(f"tape.{what}() inside a recording dg.Tape; tapes do not nest")
         if self.state == "new":
             raise TapeError(f"tape.{what}() before recording: use `with dg.Tape() as tape:`")
         if self.state == "recording":
             raise TapeError(f"tape.{what}() inside the tape's own `with` block; call it "
                             "after the block")
+        if fastpath.RECORD is not None and current_hook() is not None:
+            raise TapeError(f"tape.{what}() inside a recording dg.Tape; tapes do not nest")
         self._usable()
 
     def _seeds(self, outputs, cotangents) -> list:
