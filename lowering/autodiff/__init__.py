@@ -21,7 +21,8 @@ op that asked for them.
 
 Derivative rules: one table per dialect (rules_arith, rules_math,
 rules_memref, rules_scf, rules_diffgpu, rules_func); the sweep: reverse.py;
-the tape: tape.py; activities: activity.py; forward mode: forward.py;
+the tape: tape.py (recomputation instead: remat.py; checkpoints of
+runtime-length recurrences: checkpoint.py); activities: activity.py; forward mode: forward.py;
 atomic elision (a plain shadow update where the index is provably one
 thread's, e.g. A[global_id] in a whole launch): elision.py; the functional
 kinds `cot` / `grad` of `dg.vjp`: functional/.
@@ -34,7 +35,7 @@ touches an active value without a rule is an error; the ops that carry no
 derivative are listed, each with its reason (the INACTIVE tables).
 
 Layers inside: the core modules (build, context, tape, locals, elision,
-remat, spec) import none of the others; rules/ and functional/ build on
+remat, checkpoint, spec) import none of the others; rules/ and functional/ build on
 them; the pass modules (activity, reverse, forward, generate, inline,
 shared, unroll and this one) on all three.
 

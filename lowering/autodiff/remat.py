@@ -53,9 +53,20 @@ by that block's own tape), a constant or geometry op, the loop's recomputed
 induction variable, an entry argument, a value already recomputed, or
 (recursively) another value recomputed here. The ops that would be newly
 emitted must cost at most BUDGET in total, at most DEPTH levels deep.
-Everything else keeps the tape: loop-carried values, other transcendental
-results, loads of written arrays, tape words of generated derivatives (their
-tags pair a push with its pop: rules/tape.py).
+In the body of a loop (scf.for or scf.while, at any depth) the tape grows
+with the trip count: a runtime-length loop would need local memory and then
+device `malloc` in proportion to it (an all-pairs n-body's inner loop over
+j, 2 GiB of tape against a 1 GiB heap). There every pure float op may be
+recomputed as well (LOOP_OPS: division, sqrt, exp, sin, ...: cost 2 to 4)
+within LOOP_BUDGET, so a body whose values follow from loop-invariant
+values, the induction variable and read-only loads (the n-body's
+`1 / sqrt(dx * dx + dy * dy + eps)` and its powers) needs no tape at all;
+the reverse evaluates the body's forward ops once more instead.
+
+Everything else keeps the tape: loop-carried values and what depends on
+them, loads of written arrays, tape words of generated derivatives (their
+tags pair a push with its pop: rules/tape.py), and outside loops the
+transcendental results.
 
 The recomputed ops are ordinary ops of the reverse function: differentiated
 again (higher order), a recomputed load is a load like any other, and its
@@ -108,6 +119,19 @@ LOAD_COST = 2
 #: one `math.sincos`, so the recomputed value costs almost nothing
 TWINS = ("math.sin", "math.cos")
 TWIN_COST = 2
+#: in a loop body (the tape grows with the trip count): pure float ops that
+#: may be recomputed too, and the budget of one value there
+LOOP_OPS = {
+    "arith.divf": 2, "arith.remf": 4, "arith.minimumf": 1, "arith.maximumf": 1,
+    "arith.minnumf": 1, "arith.maxnumf": 1, "math.absf": 1, "math.copysign": 1,
+    "math.floor": 1, "math.ceil": 1, "math.round": 1, "math.roundeven": 1,
+    "math.trunc": 1, "math.sqrt": 2, "math.rsqrt": 2, "math.fpowi": 4,
+    **{"math." + n: 4 for n in """exp exp2 expm1 log log2 log10 log1p sin cos tan tanh
+       sinh cosh erf erfc atan asin acos asinh acosh atanh cbrt atan2 powf""".split()},
+}
+LOOP_BUDGET = 64
+#: ops whose body runs once per iteration
+_LOOPS = ("scf.for", "scf.while", "scf.parallel")
 #: uses of an array that do not write it
 _READS = ("memref.load", "memref.dim")
 _LOCAL = ("memref.alloca", "memref.alloc", N.SHARED_ALLOC)
@@ -178,6 +202,10 @@ class Remat:
         self.readonly = set(readonly)
         self.on, self.gpu = on, gpu
         self.made = set()  # recomputed values (usable by later recomputations)
+        self._in_loop = {}  # forward block -> whether a loop encloses it
+        #: loop bodies whose every value is recomputed (checkpoint.py checked
+        #: that each one can be)
+        self.force = set()
 
     def _available(self, R, u, frame) -> bool:
         """`u` is usable at the start of `frame`'s reversed block without a pop."""
@@ -194,7 +222,19 @@ class Remat:
             return callable(got) or got in self.made
         return frame is R.frames[0] and B.is_block_arg(u) and R.rev_args is not None
 
-    def _cost(self, R, v, frame, depth, seen) -> int | None:
+    def in_loop(self, block) -> bool:
+        """`block` is (inside) the body of a loop."""
+        if block not in self._in_loop:
+            op, found = block.owner, False
+            while op is not None and not found:
+                op = getattr(op, "operation", op)
+                found = op.name in _LOOPS
+                op = op.block.owner if op.name != "func.func" and op.block is not None \
+                    else None
+            self._in_loop[block] = found
+        return self._in_loop[block]
+
+    def _cost(self, R, v, frame, depth, seen, budget=BUDGET) -> int | None:
         """The cost of the ops newly emitted to recompute `v`, or None."""
         if v in seen or self._available(R, v, frame):
             return 0
@@ -202,6 +242,7 @@ class Remat:
         if op is None or depth > DEPTH or tag_of(op) is not None or len(op.results) != 1:
             return None
         name = op.name
+        loop = budget == LOOP_BUDGET
         if name in INT_OPS:
             cost = INT_OPS[name]
         elif name in FLOAT_OPS or (name == "arith.select" and B.is_float(v.type)):
@@ -212,22 +253,28 @@ class Remat:
             cost = 1  # an argument's extent: read from its descriptor
         elif name in TWINS and self.gpu and R.is_active(v):
             cost = TWIN_COST
+        elif loop and name in LOOP_OPS:
+            cost = LOOP_OPS[name]
         else:
             return None
         seen.add(v)
         operands = list(op.operands)[1:] if name in _MEMREF_OPS else list(op.operands)
         for u in operands:
-            c = self._cost(R, u, frame, depth + 1, seen)
+            c = self._cost(R, u, frame, depth + 1, seen, budget)
             if c is None:
                 return None
             cost += c
-            if cost > BUDGET:
+            if cost > budget:
                 return None
         return cost
 
     def plan(self, R, v, frame) -> bool:
-        return self.on and frame.kind == "tape" and \
-            self._cost(R, v, frame, 0, set()) is not None
+        if not (self.on and frame.kind == "tape"):
+            return False
+        if frame.fwd in self.force:
+            return True
+        budget = LOOP_BUDGET if self.in_loop(frame.fwd) else BUDGET
+        return self._cost(R, v, frame, 0, set(), budget) is not None
 
     def emit(self, R, v, frame):
         """Recompute `v` right before `frame`'s anchor (after the block's

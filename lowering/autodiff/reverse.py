@@ -52,6 +52,9 @@ class ReverseSweep:
         self.elision = {}
         #: tapes of adjoints of tape words (rules_tape), in the reverse function
         self.sides = rules_tape.SideTapes(gen, tape.rev_entry)
+        #: ops the sweep added to the forward code (checkpoint stores): not
+        #: differentiated
+        self.added = set()
         #: which tape-frame values are recomputed instead (set by `prepare`)
         self.remat = Remat(on=False)
 
@@ -125,6 +128,8 @@ class ReverseSweep:
         self.act.ops = walk_ops(entry)
 
     def needs(self, op) -> bool:
+        if op.operation in self.added:
+            return False  # forward code the sweep added (checkpoint.py)
         rule = rule_of(op)
         if rule is not None:
             return rule.needs(self, op)

@@ -7,6 +7,8 @@ sweep, recursively.
       reverse: scf.for %k = 0 to tripcount iter_args(%dx = adj(r)) {
                  %i = lb + (tc - 1 - k) * s; adj(y) += dx; reverse(body);
                  yield adj(x) }; adj(x0) += result
+      (a recurrence whose body can be evaluated again: checkpoints of the
+      carried values instead of the tape, checkpoint.py)
     scf.while: the forward sweep counts the iterations N of the `after`
       region; the reverse runs N + 1 steps backwards: step 0 reverses the
       final `before`, step j > 0 reverses `after` then `before`; a counter
@@ -26,6 +28,7 @@ from __future__ import annotations
 from diffgpu._mlir import arith, ir, memref, scf
 
 from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.autodiff import checkpoint
 from diffgpu.lowering.autodiff.rules.partials import Rule
 from diffgpu.lowering.autodiff.remat import while_counters
 
@@ -105,6 +108,8 @@ def _if_reverse(R, op):
 
 # -- scf.for ----------------------------------------------------------------
 def _for_reverse(R, op):
+    if checkpoint.applies(R, op):
+        return checkpoint.reverse(R, op)
     lb, ub, step = (R.need(op.operands[i]) for i in range(3))
     body = op.regions[0].blocks[0]
     iv, iargs = body.arguments[0], list(body.arguments)[1:]

@@ -112,8 +112,8 @@ def _launch(kernel, args, monkeypatch, remat, grid=3, block=16):
 
 # -- tape words per iteration ---------------------------------------------------
 @pytest.mark.parametrize("name,before,after", [
-    ("wsin", 4, 1),    # x[i]*k, float(k), w[k], sin: only sin stays
-    ("gather", 4, 2),  # j, t[j], s, cos(s): the index and the load are recomputed
+    ("wsin", 4, 0),    # x[i]*k, float(k), w[k], sin: all recomputed (sin: in a loop)
+    ("gather", 4, 0),  # j, t[j] recomputed; s carried: checkpoints (checkpoint.py)
     ("chain", 4, 2),   # k + 1 and x[i] recomputed; a[i, k], loaded twice, is written: taped
     ("wloop", 4, 2),   # the while counter k and w[k] recomputed; s and sin(s) taped
 ])

@@ -71,10 +71,16 @@ def test_constant_loops_use_slots_not_the_stack(kernel, nargs):
     assert STACK not in rev and "scf.for" not in rev
 
 
-def test_long_and_dynamic_loops_keep_the_stack():
+def test_long_and_dynamic_loops_use_checkpoints_not_the_stack(monkeypatch):
+    """Loops that are not unrolled: their carried value s is kept at 64
+    checkpoints (checkpoint.py); with recomputation off, the stack tape."""
     args = [_f32(k) for k in range(4)] + [5]
     rev = _rev(long_loop_grad.ir(*args, stage="autodiff", target="host", grid=3, block=32))
-    assert STACK in rev and rev.count("scf.for") >= 2
+    assert STACK not in rev and rev.count("scf.for") >= 2
+    assert rev.count("memref.alloca() : memref<64xf32>") == 4  # C and B slots, two loops
+    monkeypatch.setenv("DIFFGPU_REMAT", "0")
+    rev = _rev(long_loop_grad.ir(*args, stage="autodiff", target="host", grid=3, block=32))
+    assert STACK in rev and "memref<64xf32>" not in rev
 
 
 @pytest.mark.parametrize("kernel,nargs", [(loop16_grad, 6), (nested_grad, 4)])
@@ -85,6 +91,7 @@ def test_unrolled_equals_stack_tape(kernel, nargs, monkeypatch, tmp_path):
     fresh = dg.kernel(kernel.py_func)
     fresh_args = [a.copy() for a in args]
     monkeypatch.setattr(unroll, "MAX_TRIPS", 0)  # nothing unrolled
+    monkeypatch.setenv("DIFFGPU_REMAT", "0")  # no checkpoints either: the stack
     monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path))  # not the unrolled entries
     fresh[3, 32](*fresh_args)
     rev = _rev(fresh.ir(*args, stage="autodiff", target="host", grid=3, block=32))
