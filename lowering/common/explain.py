@@ -58,14 +58,28 @@ def collect():
     stack = getattr(_local, "stack", None)
     if stack is None:
         stack = _local.stack = []
-    found: list = []
+    found = _Remarks()
     stack.append(found)
     try:
         yield found
     finally:
         stack.pop()
         if stack:
-            stack[-1].extend(r for r in found if r not in stack[-1])
+            for r in found:
+                stack[-1].add(r)
+
+
+class _Remarks(list):
+    """A list of distinct remarks, in the order they were first made."""
+
+    def __init__(self):
+        super().__init__()
+        self._seen = set()
+
+    def add(self, remark) -> None:
+        if remark not in self._seen:
+            self._seen.add(remark)
+            self.append(remark)
 
 
 def active() -> bool:
@@ -97,9 +111,7 @@ def _record(kind: str, pass_name: str, op, message: str) -> None:
             function = _function_of(op)
         except Exception:  # an erased op or a detached one: the message alone
             where, function = "", ""
-    remark = Remark(kind, pass_name, where, function, message)
-    if remark not in stack[-1]:
-        stack[-1].append(remark)
+    stack[-1].add(Remark(kind, pass_name, where, function, message))
 
 
 def missed(pass_name: str, op, reason: str) -> None:
