@@ -35,6 +35,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.gpu.atomics",
     "diffgpu.lowering.reduce.vector_red",
     "diffgpu.lowering.reduce.aggregate_atomics",
+    "diffgpu.lowering.reduce.combine_adds",
     "diffgpu.lowering.reduce.stencil_adjoint",
     "diffgpu.lowering.host.to_host",
     "diffgpu.lowering.common.llvm_flags",

@@ -389,6 +389,6 @@ def _host_pipeline(opts) -> list[str]:
     aggregate = [] if opts.racecheck else ["diffgpu-aggregate-atomics"]
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
             "diffgpu-expand-special-math", "diffgpu-check-barriers", "diffgpu-check-collectives",
-            "diffgpu-specialize", "diffgpu-stencil-adjoint",
+            "diffgpu-specialize", "diffgpu-stencil-adjoint", "diffgpu-combine-adds",
             *aggregate, "diffgpu-expand-collectives", lower,
             *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

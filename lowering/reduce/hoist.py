@@ -178,17 +178,22 @@ def materialize(v, ip, site):
 def yield_value(ifop, region, value):
     """Replace `ifop` by a copy with one more result: `value` from region
     `region` (0: then, 1: else), zero from the other. Returns that result."""
-    t = value.type
+    return yield_values(ifop, region, [value])[0]
+
+
+def yield_values(ifop, region, values):
+    """`yield_value` for several values at once (one copy of `ifop`): their
+    new results, in order."""
     n_old = len(ifop.results)
-    new = scf.IfOp(ifop.operands[0], [r.type for r in ifop.results] + [t], has_else=True,
-                   ip=ir.InsertionPoint(ifop), loc=ifop.location)
+    new = scf.IfOp(ifop.operands[0], [r.type for r in ifop.results] + [v.type for v in values],
+                   has_else=True, ip=ir.InsertionPoint(ifop), loc=ifop.location)
     for r in (0, 1):
         blocks = ifop.regions[r].blocks
         src = [o.operation for o in blocks[0].operations] if len(blocks) else []
         old_args = list(src[-1].operands) if src else []
         with ifop.location, ir.InsertionPoint(new.regions[r].blocks[0]):
-            extra = value if r == region else zero(t)
-            term = scf.YieldOp(old_args + [extra]).operation
+            extra = list(values) if r == region else [zero(v.type) for v in values]
+            term = scf.YieldOp(old_args + extra).operation
         for o in src[:-1]:
             o.move_before(term)
         if src:
@@ -196,7 +201,7 @@ def yield_value(ifop, region, value):
     for old, rep in zip(ifop.results, new.results):
         old.replace_all_uses_with(rep)
     ifop.erase()
-    return new.results[n_old]
+    return list(new.results)[n_old:]
 
 
 def return_value(fn, call, value):

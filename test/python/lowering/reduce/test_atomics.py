@@ -109,12 +109,15 @@ def gpu_cases():
     ]
 
 
-def test_divergent_loop_counts_exactly():
+def test_divergent_loop_counts_exactly(monkeypatch):
     out, cnt = np.zeros(4, np.float32), np.zeros(1, np.int32)
     divergent_loop[300, 64](out, cnt, 19_111)
     ref, rcnt = np.zeros(4, np.float32), np.zeros(1, np.int32)
     divergent_loop_ref(ref, rcnt, 19_111)
     assert cnt[0] == rcnt[0] and np.array_equal(out, ref)  # halves: exact in float32
+    # the loop's adds summed per thread (diffgpu-combine-adds), then per block
+    assert ptx(divergent_loop, out, cnt, 5).count("bar.sync") == 2
+    monkeypatch.setenv("DIFFGPU_COMBINE_ADDS", "0")  # in the loop: per warp
     text = ptx(divergent_loop, out, cnt, 5)
     assert text.count("activemask.b32") == 2 and text.count("bar.sync") == 0
 
