@@ -103,9 +103,15 @@ class AtomicAddOp(ir.OpView):
 
 
 @_op(names.ATOMIC_RMW)
-class AtomicRmwOp(AtomicAddOp):
+class AtomicRmwOp(ir.OpView):
     """`%old = "diffgpu.atomic_rmw"(%A, %v, %i...) {kind = "max"}`: A[i...] = max(A[i...], v)
-    ("min": min, "exch": v) atomically; operands as atomic_add."""
+    ("min": min, "exch": v) atomically; operands as atomic_add (not a subclass
+    of AtomicAddOp: no pass may take it for an addition)."""
+
+    memref = AtomicAddOp.memref
+    value = AtomicAddOp.value
+    indices = AtomicAddOp.indices
+    old = AtomicAddOp.old
 
     @property
     def kind(self) -> str | None:

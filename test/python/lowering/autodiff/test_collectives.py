@@ -1,0 +1,118 @@
+"""The collectives on the CPU: their values (numpy references, block sizes
+that are and are not multiples of 32, 3-D blocks), the GPU's summation
+order reproduced bit for bit, and both derivative modes of every collective
+against central finite differences, float32 and float64 (dg.vjp / dg.jvp
+of the kernels of test/python/kernels_collectives.py)."""
+import numpy as np
+import pytest
+
+import diffgpu as dg
+import kernels_collectives as K
+
+NAMES = sorted(K.OPS)
+#: block shapes: a multiple of 32, a partial last warp, a 3-D block (lin order)
+BLOCKS = [(64, 1, 1), (50, 1, 1), (8, 4, 2)]
+TOL = {np.float64: 1e-6, np.float32: 2e-2}
+
+
+def _x(dt, nb, n, seed=0):
+    # distinct values far from ties, so max/min and FD are smooth
+    rs = np.random.RandomState(seed)
+    return (rs.permutation(nb * n).reshape(nb, n) / (nb * n) + 0.25).astype(dt)
+
+
+def _run(name, X, block):
+    Y = np.zeros_like(X)
+    K.OPS[name][X.shape[0], block](X, Y)
+    return Y
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+@pytest.mark.parametrize("name", NAMES)
+def test_values(name, block):
+    n = int(np.prod(block))
+    X = _x(np.float64, 2, n)
+    np.testing.assert_allclose(_run(name, X, block), K.reference(name, X), rtol=1e-12, atol=1e-12)
+
+
+def test_sums_and_scan_in_gpu_order():
+    """float32: the CPU's warp sum is the GPU's xor butterfly bit for bit, the
+    block sum the butterfly over the warps' sums, the scan Kogge-Stone per
+    warp plus the scan of the warp totals."""
+    rs = np.random.RandomState(3)
+    x = (rs.randn(128) * 1e3).astype(np.float32)
+    Y = np.zeros((3, 128), np.float32)
+    K.sums_raw_k[1, 128](x[None, :].copy(), Y)
+    warps = [x[w * 32:(w + 1) * 32] for w in range(4)]
+    sums = [K.butterfly_sum(u) for u in warps]
+    assert (Y[0] == np.repeat(np.array(sums, np.float32), 32)).all()
+    assert (Y[1] == K.butterfly_sum(sums + [np.float32(-0.0)] * 28)).all()
+    scans = [K.kogge_stone(u) for u in warps]
+    totals = K.kogge_stone([s[31] for s in scans] + [np.float32(-0.0)] * 28)
+    expect = [v if w == 0 else totals[w - 1] + v for w, s in enumerate(scans) for v in s]
+    assert (Y[2] == np.array(expect, np.float32)).all()
+    assert np.abs(Y[2] - np.cumsum(x.astype(np.float64))).max() < 1e-2 * np.abs(x).sum()
+
+
+def _loss(name, X, dY, block):
+    return float((_run(name, X, block).astype(np.float64) * dY).sum())
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("block", [(64, 1, 1), (50, 1, 1)])
+@pytest.mark.parametrize("name", NAMES)
+def test_reverse_against_finite_differences(name, block, dt):
+    n = int(np.prod(block))
+    X = _x(dt, 1, n, seed=1)
+    dY = np.random.RandomState(2).randn(1, n).astype(dt)
+    g = dg.vjp(K.OPS[name][1, block], X, np.zeros_like(X), cotangents={"Y": dY})["X"]
+    eps = 1e-6 if dt == np.float64 else 1e-3
+    rs = np.random.RandomState(4)
+    for _ in range(3):  # directional derivatives along random directions
+        d = rs.randn(1, n).astype(dt)
+        fd = (_loss(name, X + eps * d, dY, block) - _loss(name, X - eps * d, dY, block)) / (2 * eps)
+        an = float((g.astype(np.float64) * d).sum())
+        assert abs(an - fd) <= TOL[dt] * max(1.0, abs(fd)), (an, fd)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("name", NAMES)
+def test_forward_against_finite_differences_and_reverse(name, dt):
+    n = 50
+    X = _x(dt, 1, n, seed=5)
+    tX = np.random.RandomState(6).randn(1, n).astype(dt)
+    t = dg.jvp(K.OPS[name][1, n], X, np.zeros_like(X), tangents={"X": tX})["Y"]
+    eps = 1e-6 if dt == np.float64 else 1e-3
+    fd = (_run(name, X + eps * tX, n).astype(np.float64)
+          - _run(name, X - eps * tX, n).astype(np.float64)) / (2 * eps)
+    np.testing.assert_allclose(t, fd, rtol=TOL[dt], atol=TOL[dt])
+    dY = np.random.RandomState(7).randn(1, n).astype(dt)
+    g = dg.vjp(K.OPS[name][1, n], X, np.zeros_like(X), cotangents={"Y": dY})["X"]
+    lhs, rhs = float((t * dY).sum()), float((g * tX).sum())  # <J t, y> == <t, J^T y>
+    assert abs(lhs - rhs) <= (1e-9 if dt == np.float64 else 1e-3) * max(1.0, abs(lhs))
+
+
+def test_max_tie_goes_to_the_lowest_thread():
+    """block_max and warp_max with ties: the whole adjoint goes to the lowest
+    linear thread index (warp: lane) holding the maximum."""
+    X = np.full((1, 64), 0.5)
+    X[0, [9, 20, 41, 60]] = 2.0
+    dY = np.ones((1, 64))
+    g = dg.vjp(K.OPS["block_max"][1, 64], X, np.zeros_like(X), cotangents={"Y": dY})["X"]
+    # r = m * (1 + v/2) with m = max(v*v): dr/dv_9 = 2 v_9 * sum(1 + v/2) (all of it)
+    expect = np.zeros(64)
+    expect[9] = 2 * 2.0 * (1 + 0.5 * X[0]).sum()
+    expect += 0.5 * 4.0  # the direct term m * 0.5 in every thread
+    np.testing.assert_allclose(g[0], expect)
+    g = dg.vjp(K.OPS["warp_max"][1, 64], X, np.zeros_like(X), cotangents={"Y": dY})["X"]
+    assert g[0, 9] > 10 and g[0, 41] > 10 and g[0, 20] == g[0, 60] == 0.5 * 4.0
+
+
+def test_two_collectives_in_a_loop():
+    """Staging arrays shared by several collectives and loop iterations."""
+    X = _x(np.float64, 1, 64)
+    Y = np.zeros_like(X)
+    K.two_in_loop_k[1, 64](X, Y)
+    v = X[0]
+    down = np.array([v[i + 1] if (i % 32) < 31 else v[i] for i in range(64)])
+    np.testing.assert_allclose(Y[0], sum(v.sum() * i + down for i in range(3)))
