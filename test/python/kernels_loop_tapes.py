@@ -1,0 +1,67 @@
+"""Kernels whose derivatives reverse loops with a runtime trip count
+(lowering/autodiff/remat.py, checkpoint.py), defined once for
+test/python/lowering/autodiff/test_loop_tapes.py and
+scripts/gpu_cases/loop_tapes.py.
+
+- `nbody`: an all-pairs inner loop over j with one accumulator; its body
+  follows from x[i], y[i] and the loads of x[j], y[j]: recomputed, no tape;
+- `recur`: the recurrence s = sin(s) * w[t] + x[i] over n trips: the carried
+  s is kept at checkpoints;
+- `scan_written`: a recurrence that loads an array the loop writes: its
+  body cannot be evaluated again, so it keeps the tape (the heap on a GPU
+  once it outgrows 128 words).
+"""
+from __future__ import annotations
+
+import diffgpu as dg
+
+
+@dg.kernel
+def nbody(f, x, y):
+    i = dg.global_id(0)
+    if i < len(x):
+        xi = x[i]
+        yi = y[i]
+        ax = 0.0
+        for j in range(len(x)):
+            dx = x[j] - xi
+            dy = y[j] - yi
+            inv = 1.0 / dg.sqrt(dx * dx + dy * dy + 0.01)
+            ax += dx * inv * inv * inv
+        f[i] = ax
+
+
+@dg.kernel
+def nbody_grad(f, df, x, dx, y, dy):
+    dg.autodiff(nbody, dg.Duplicated(f, df), dg.Duplicated(x, dx), dg.Duplicated(y, dy))
+
+
+@dg.kernel
+def recur(out, x, w, n):
+    i = dg.global_id(0)
+    if i < len(out):
+        s = x[i]
+        for t in range(n):
+            s = dg.sin(s) * w[t] + x[i]
+        out[i] = s
+
+
+@dg.kernel
+def recur_grad(out, dout, x, dx, w, dw, n):
+    dg.autodiff(recur, dg.Duplicated(out, dout), dg.Duplicated(x, dx), dg.Duplicated(w, dw), n)
+
+
+@dg.kernel
+def scan_written(a, x, n):
+    i = dg.global_id(0)
+    if i < len(x):
+        s = x[i]
+        for t in range(n):
+            s = s * 0.5 + dg.sin(a[i, t])
+            a[i, t + 1] = s
+        x[i] = s
+
+
+@dg.kernel
+def scan_written_grad(a, da, x, dx, n):
+    dg.autodiff(scan_written, dg.Duplicated(a, da), dg.Duplicated(x, dx), n)
