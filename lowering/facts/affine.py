@@ -72,8 +72,9 @@ class Poly(dict):
         if not self:
             return "0"
         parts = []
-        for m, c in sorted(self.items(), key=lambda mc: (len(mc[0]), mc[0])):
-            name = "*".join(_atom_text(a) for a in m)
+        order = lambda mc: (not any(a[0] == "gid" for a in mc[0]), not mc[0], mc[0])  # noqa: E731
+        for m, c in sorted(self.items(), key=order):
+            name = "*".join(_atom_text(a) for a in sorted(m, key=lambda a: a[0] != "gid"))
             if not name:
                 parts.append(str(c))
             else:
@@ -183,8 +184,8 @@ def stencil_index(indices):
             return p
         g = p.gids()
         if len(g) != 1 or len(g[0]) != 1 or p[g[0]] != 1:
-            return Why(f"index {p.text()} not affine in one thread id with coefficient 1"
-                       if g else f"index {p.text()} does not depend on the thread id")
+            return Why(f"index [{p.text()}] not affine in one thread id with coefficient 1"
+                       if g else f"index [{p.text()}] does not depend on the thread id")
         dims.append(g[0][0][1])
         offs.append(p.without(g[0]))
     if len(set(dims)) != len(dims):
