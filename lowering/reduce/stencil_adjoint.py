@@ -59,6 +59,8 @@ from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg
 from diffgpu.lowering.reduce import hoist as H
+from diffgpu.lowering.common import explain
+from diffgpu.lowering.facts.affine import stencil_index
 from diffgpu.lowering.facts.indices import offset_of
 from diffgpu.lowering.reduce.block_sum import MAX_THREADS, zero
 from diffgpu.lowering.registry import ModulePass, register_pass
@@ -66,6 +68,8 @@ from diffgpu.lowering.facts.uniform import Uniformity, walk
 
 #: marks the adds this pass emits (never transformed again)
 STENCIL = "diffgpu.stencil"
+#: this pass's name in remarks (lowering/common/explain.py)
+PASS = "stencil-adjoint"
 #: static shared memory a kernel may use with the transposition's arrays (the
 #: GPU's static limit is 48 KiB per block; the rest stays for the other passes)
 SHARED_BUDGET = 40 * 1024
@@ -83,10 +87,11 @@ def _key(op):
     return dims, tuple(k for _, k in comps)
 
 
-def _adds(fn):
+def _adds(fn, uniform=None):
     """{target memref: [(atomic_add op, offsets)]} of `fn`'s transposable adds,
     all with the same dimension per index position; a target with any other
-    add maps to None."""
+    add maps to None. With `uniform`, a per-thread add that does not qualify
+    is reported (DIFFGPU_EXPLAIN)."""
     groups, dims_of = {}, {}
     for op in walk(fn):
         if op.name != N.ATOMIC_ADD or STENCIL in op.attributes:
@@ -97,10 +102,32 @@ def _adds(fn):
               and isinstance(op.operands[1].type, ir.FloatType)
               and dims_of.setdefault(target, key[0]) == key[0])
         if not ok or groups.get(target, []) is None:
+            if uniform is not None and groups.get(target, []) is not None:
+                _why(op, key, uniform)
             groups[target] = None
             continue
         groups.setdefault(target, []).append((op, key[1]))
     return {t: (g if g is None else (dims_of[t], g)) for t, g in groups.items()}
+
+
+def _why(op, key, uniform) -> None:
+    """Report why the add `op` (not transposable: `key` None, or a mismatch)
+    keeps its atomic, when its index is per-thread (a uniform one is
+    diffgpu-aggregate-atomics')."""
+    indices = list(op.operands)[2:]
+    if not indices or all(uniform.is_uniform(v) for v in indices):
+        return
+    if key is not None:
+        why = ("the array's adds use the thread ids in different positions"
+               if not len(list(op.results[0].uses)) else "the add's old value is used")
+    else:
+        found = stencil_index(indices)
+        if not isinstance(found, tuple):
+            why = found.reason
+        else:
+            text = ", ".join(f"gid{d} + {o.text()}" for d, o in zip(*found))
+            why = f"[{text}]: an offset is not an integer constant"
+    explain.missed(PASS, op, why)
 
 
 def _only_user(target, ops) -> bool:
@@ -114,25 +141,34 @@ def _only_user(target, ops) -> bool:
 
 def plan(fn, uniform):
     """(target, [(op, k)], site) of one transposable group in `fn`, or None."""
-    for target, found in _adds(fn).items():
+    for target, found in _adds(fn, uniform if explain.active() else None).items():
         if found is None:
             continue
         dims, group = found
         if not any(any(k) for _, k in group):
             continue
+        first_op = group[0][0]
         if not _only_user(target, [op for op, _ in group]):
+            explain.missed(PASS, first_op, "the shadow array has other uses than these adds")
             continue
         sites = [H.site_of(op, uniform) for op, _ in group]
         if any(s is None for s in sites):
+            explain.missed(PASS, first_op, "an add is in a loop or a function called more "
+                           "than once (no barrier can follow it)")
             continue
         first = sites[0]
         if any(s.kernel != first.kernel or s.fn != first.fn or s.call != first.call
                for s in sites):
+            explain.missed(PASS, first_op, "the adds are in different functions")
             continue
         if not all(H.unobserved(op, target, s) for (op, _), s in zip(group, sites)):
+            explain.missed(PASS, first_op, "a later op of the thread may observe an add")
             continue
         need = len(group) * MAX_THREADS * (_bytes(group[0][0].operands[1].type) + 1)
         if shared_bytes(first.kernel) + need > SHARED_BUDGET:
+            explain.missed(PASS, first_op, (
+                f"{len(group)} offsets need {need // 1024} KiB of shared memory, over the "
+                f"{SHARED_BUDGET // 1024} KiB budget (dg.vjp gathers without it)"))
             continue  # would not fit in a block's static shared memory
         return target, dims, group
     return None
