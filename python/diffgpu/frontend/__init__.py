@@ -28,7 +28,9 @@ Semantics worth knowing (see types_infer.py for the typing rules):
 
 Modules: source (AST, locations, errors), values / types_infer (what an
 expression is, promotion), emitter (MLIR text), expressions / operators /
-statements / loops / builtins_lower / diff_lower (the visitor's mixins),
+statements / loops / builtins_lower / diff_lower / vectors / vector_builtins
+(the visitor's mixins; vectors, matrices and quaternions are register tuples
+of scalars, see docs/vectors.md),
 lowerer (one function), module (specializations of all callees), diff_kernel
 (the host API's derivative kernels).
 

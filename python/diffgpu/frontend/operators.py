@@ -271,16 +271,20 @@ class OperatorMixin:
             return self.visit(node.body if cond.value else node.orelse)
         c = self.boolean(cond, node.test)
         if not has_effects(node.body) and not has_effects(node.orelse):
-            a = self.eval_scalar(node.body, "value of the conditional expression")
-            b = self.eval_scalar(node.orelse, "value of the conditional expression")
+            a = self.eval_operand(node.body, "value of the conditional expression")
+            b = self.eval_operand(node.orelse, "value of the conditional expression")
+            if isinstance(a, VecV) or isinstance(b, VecV):  # vectors.py
+                return self.vector_conditional(c, a, b, None, node)
             t = promote(a.type, b.type)
             x, y = self.em.value(a, t), self.em.value(b, t)
             return self.em.op(f"arith.select {c.ref}, {x.ref}, {y.ref} : {t.ty}", t)
         em = self.em
         with em.capture() as l1:
-            a = self.eval_scalar(node.body, "value of the conditional expression")
+            a = self.eval_operand(node.body, "value of the conditional expression")
         with em.capture() as l2:
-            b = self.eval_scalar(node.orelse, "value of the conditional expression")
+            b = self.eval_operand(node.orelse, "value of the conditional expression")
+        if isinstance(a, VecV) or isinstance(b, VecV):  # vectors.py
+            return self.vector_conditional(c, a, b, (l1, l2), node)
         t = promote(a.type, b.type)
         for lines, v in ((l1, a), (l2, b)):
             with em.into(lines):

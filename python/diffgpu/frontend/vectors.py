@@ -148,6 +148,22 @@ class VectorMixin:
         raise FrontendError(f"unary operator {type(op).__name__} is not defined on "
                             f"{describe(v)}", node)
 
+    def vector_conditional(self, c, a, b, regions, node):
+        """`a if c else b` of two vectors of one shape: per component, an
+        arith.select, or (`regions`: each side's lines, when one loads or calls)
+        one scf.if yielding the components."""
+        if not (isinstance(a, VecV) and isinstance(b, VecV)) or a.kind != b.kind \
+                or a.shape != b.shape:
+            raise FrontendError(f"the two values of the conditional expression differ: "
+                                f"{describe(a)} and {describe(b)}", node)
+        types = [promote(x.type, y.type) for x, y in zip(a.items, b.items)]
+        if regions is None:
+            return self.like(a, [self.s_select(c, x, y) for x, y in zip(a.items, b.items)])
+        from diffgpu.frontend.operators import em_structured
+        self.yield_into(list(regions), [a.items, b.items], types)
+        head = f"scf.if {c.ref} -> ({', '.join(t.ty for t in types)})"
+        return self.like(a, em_structured(self.em, head, list(regions), types, "} else {"))
+
     def rows(self, m):
         r, c = m.shape
         return [m.items[i * c:(i + 1) * c] for i in range(r)]

@@ -52,6 +52,8 @@ CASES = [
     ("p = dg.load_vec3(x, i)\nq = p.w", "unknown attribute 'w'"),
     ("p = dg.vec3()\nq = p[0:2]", "slicing"),
     ("dg.store(out, i, dg.identity(2))", "size 2x2"),
+    ("q = dg.vec3() if i > 0 else dg.vec2()", "values of the conditional expression differ"),
+    ("q = dg.load_vec3(x, i) if i > 0 else 1.0", "values of the conditional expression differ"),
 ]
 
 

@@ -165,3 +165,70 @@ def test_ir_is_scalar_ops_with_the_guarded_sqrt():
     assert body.count("math.sqrt") == 2  # length's and normalize's (CSE'd later)
     assert "arith.cmpf une" in body and body.count("arith.select") >= 5
     assert "vector." not in body and "diffgpu.length" not in body
+
+
+@dg.kernel
+def k_select(out, x, s):
+    i = dg.global_id(0)
+    if i < x.shape[0]:
+        p = dg.load_vec3(x, i)
+        q = p * s if p[0] > 0.0 else -p       # no load or call: selects
+        r = dg.load_vec3(x, i) * 2.0 if p[1] > 0.0 else dg.normalize(q)  # an scf.if
+        dg.store(out, i, q + r)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conditional_expression_of_vectors(dtype):
+    x = np.random.default_rng(3).uniform(-1, 1, (8, 3)).astype(dtype)
+    out = np.zeros_like(x)
+    k_select[1, 8](out, x, dtype(1.5))
+    q = np.where(x[:, :1] > 0, x * 1.5, -x)
+    r = np.where(x[:, 1:2] > 0, 2 * x, q / np.linalg.norm(q, axis=1, keepdims=True))
+    np.testing.assert_allclose(out, q + r, rtol=1e-6)
+    if dtype == np.float64:
+        assert dg.gradcheck(k_select[1, 8], dg.Duplicated(out, np.zeros_like(out)),
+                            dg.Duplicated(x, np.zeros_like(x)), dg.Active(1.5))
+
+
+@dg.kernel
+def k_matvec(out, m, v):
+    i = dg.global_id(0)
+    if i < m.shape[0]:
+        dg.store(out, i, dg.load_mat33(m, i) @ dg.load_vec3(v, i))
+
+
+def test_matvec_costs_nine_products_and_six_sums():
+    """Scalarised: a mat33 @ vec3 is 9 mulf and 6 addf, nothing else."""
+    ir = k_matvec.ir(np.zeros((2, 3)), np.zeros((2, 3, 3)), np.zeros((2, 3)))
+    body = ir[ir.index("func.func @k_matvec"):]
+    assert body.count("arith.mulf") == 9 and body.count("arith.addf") == 6
+    assert body.count("memref.load") == 12 and body.count("memref.store") == 3
+
+
+@dg.kernel
+def k_while(out, x):
+    i = dg.global_id(0)
+    if i < x.shape[0]:
+        p = dg.load_vec2(x, i)
+        n = 0
+        while dg.length(p) < 10.0:
+            p = p * 2.0 + dg.vec2(1.0, 0.0)
+            n += 1
+            if n >= 20:
+                break
+        dg.store(out, i, p)
+
+
+def test_vectors_carried_through_while_with_break_float32():
+    x = np.array([[0.5, 0.25], [0.0, 0.0], [20.0, 1.0]], np.float32)
+    out = np.zeros_like(x)
+    k_while[1, 3](out, x)
+    want = []
+    for p in x.astype(np.float64):
+        n = 0
+        while np.linalg.norm(p) < 10 and n < 20:
+            p = p * 2 + [1.0, 0.0]
+            n += 1
+        want.append(p)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    assert out.dtype == np.float32
