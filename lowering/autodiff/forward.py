@@ -171,7 +171,7 @@ def forward_function(gen, callee, acts, target, at, shared=False):
     name = f"__dg_fwd_{callee}_{spec.digest()}"
     touts = [t for t in outs if B.is_float(t)]
     allocs = [op.results[0].type for op in SH.shared_allocs(gen.pas, fn)] if shared else []
-    gen.made[key] = (name, list(outs) + touts, [t for t in allocs for _ in (0, 1)])
+    gen.made[key] = (name, list(outs) + touts, SH.kernel_types(allocs))
     if name in gen.funcs:
         return gen.made[key]
     gen.begin(key, callee, at)

@@ -155,7 +155,7 @@ class Generator:
         grads = [t for a, t in zip(spec.acts, spec.arg_types) if a == "active"]
         callee = self.lookup(spec.callee)
         allocs = [op.results[0].type for op in SH.shared_allocs(self.pas, callee)]
-        self.made[key] = (name, grads, 0, [t for t in allocs for _ in (0, 1)])
+        self.made[key] = (name, grads, 0, SH.kernel_types(allocs))
         if name in self.funcs:
             return self.made[key]
         self.begin(key, spec.callee, at)

@@ -1,11 +1,18 @@
 """Shared memory (dg.shared_array) in a differentiated kernel.
 
 A generated function is no kernel, so it cannot allocate shared memory. Its
-`diffgpu.shared_alloc` ops become arguments instead, each followed by a
-shadow array of the same type; the kernel holding the autodiff/fwddiff op
-allocates both in its entry block and passes them. The shadow starts at zero
-(the adjoint of memory the kernel's end discards, or a zero tangent): thread
-(0, 0, 0) clears it, then a barrier.
+`diffgpu.shared_alloc` ops become arguments instead, each float array
+followed by a shadow array of the same type; the kernel holding the
+autodiff/fwddiff op allocates them in its entry block and passes them. The
+shadow starts at zero (the adjoint of memory the kernel's end discards, or
+a zero tangent): thread (0, 0, 0) clears it, then a barrier.
+
+An integer shared array (indices, counts) carries no derivative: it gets no
+shadow, and its values reach the reverse sweep as the integer values its
+loads gave in the forward code (SSA values, kept like any other: directly,
+in a slot or on the tape; never reloaded, since shared memory is never
+treated as read-only by remat.py), so a later overwrite does not change
+them.
 
     %s = "diffgpu.shared_alloc"() : () -> memref<16xf32, #gpu.address_space<workgroup>>
   in @f becomes arguments %s, %ds of @__dg_rev_f_<h>, and the caller kernel gets
@@ -34,22 +41,30 @@ def shared_allocs(pas, fn):
     return found
 
 
+def kernel_types(types):
+    """The arrays the kernel allocates for shared arrays of `types`: each
+    float array and its shadow, each integer array alone."""
+    return [t for t in types for _ in range(2 if B.is_float(B.memref_elem(t)) else 1)]
+
+
 def hoist(pas, fn, entry, allocs):
-    """Turn `allocs` into (array, shadow) argument pairs of `fn`; returns
-    ({array arg: shadow arg}, indices of the array args, extra arg types)."""
+    """Turn `allocs` into arguments of `fn`, a float array followed by its
+    shadow; returns ({array arg: shadow arg}, indices of the shadowed array
+    args, extra arg types)."""
     shadows, indices, types = {}, [], []
     for op in allocs:
-        t = op.results[0].type
-        if not B.is_float(B.memref_elem(t)):
-            pas.fail(op, "cannot differentiate a kernel with a non-float shared array")
-        a = entry.add_argument(t, op.location)
-        s = entry.add_argument(t, op.location)
+        t, loc = op.results[0].type, op.location
+        a = entry.add_argument(t, loc)
         op.results[0].replace_all_uses_with(a)
         op.operation.erase()
+        types.append(t)
+        if not B.is_float(B.memref_elem(t)):
+            continue  # integer: no derivative, no shadow
+        s = entry.add_argument(t, loc)
         shadows[a] = s
         indices.append(a.arg_number)
-        types += [t, t]
-    if allocs:
+        types.append(t)
+    if shadows:
         with at_begin(entry), fn.location:
             _zero_fill(list(shadows.values()))
     return shadows, indices, types
