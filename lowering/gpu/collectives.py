@@ -36,7 +36,7 @@ from diffgpu.lowering.registry import ModulePass, register_pass
 
 WARP = N.WARP_SIZE
 #: arith::AtomicRMWKind of each atomic_rmw kind: (float, integer)
-RMW = {"max": (3, 4), "min": (6, 7), "exch": (2, 2)}
+RMW = {"max": (4, 6), "min": (8, 10), "exch": (3, 3)}
 STAGING = "__dg_collective_{}_{}"
 
 
