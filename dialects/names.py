@@ -7,8 +7,17 @@ import MLIR) both read it:
 
     %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index      THREAD_ID
     %g = "diffgpu.autodiff"(%seed, %x) {callee = @f, activity = ["active"],
-           operandSegmentSizes = array<i32: 1, 1, 0, ...>,        autodiff_segments(...)
+           groups = array<i32: 1>,                                diff_layout(...)
+           operandSegmentSizes = array<i32: 2, 0, ...>,
            resultSegmentSizes = array<i32: 1, 0, ...>} : (f32, f32) -> f32
+
+The layout of diffgpu.autodiff / diffgpu.fwddiff (docs/IR.md): the operands
+are one list, the seed (autodiff, 0 or 1 value) then the operands of each
+callee argument in order; `groups` gives how many operands each argument has
+(1, or 2 with a shadow). `operandSegmentSizes` / `resultSegmentSizes` exist
+only for IRDL, which binds one type variable per variadic group: they cut the
+list into runs of equal types (MAX_TYPE_RUNS groups). Nothing reads them back;
+`split_diff_operands` decodes an op from `groups` alone.
 """
 from __future__ import annotations
 
@@ -55,9 +64,13 @@ WARP_SIZE = 32
 ALL = (GEOMETRY + (BARRIER, ATOMIC_ADD) + (ATOMIC_RMW,) + COLLECTIVES + (SHARED_ALLOC,)
        + SPECIAL_MATH + DIFF)
 
-#: argument groups of diffgpu.autodiff / diffgpu.fwddiff (the IRDL definition
-#: has one variadic operand group per callee argument, arg0 .. arg15)
-MAX_DIFF_ARGS = 16
+#: variadic groups of the IRDL definition of diffgpu.autodiff / fwddiff
+#: (operands; results of autodiff): runs of equal types, so that any number
+#: of arguments fits as long as their types change at most this many times
+#: (at least MAX_TYPE_RUNS - 1 arguments of any types)
+MAX_TYPE_RUNS = 128
+#: the attribute holding the operand count of each callee argument
+GROUPS_ATTR = "groups"
 #: activities whose argument group holds the primal then its shadow/tangent
 SHADOWED = ("dup", "dupnoneed", "cot", "grad")
 
@@ -78,33 +91,62 @@ def full(short_name: str) -> str:
     return name
 
 
-def _pad(sizes, n):
-    if len(sizes) > n:
-        raise ValueError(f"at most {MAX_DIFF_ARGS} arguments can be differentiated")
-    return list(sizes) + [0] * (n - len(sizes))
+class LayoutError(ValueError):
+    """A diffgpu.autodiff / fwddiff whose operands the layout cannot hold."""
 
 
-def autodiff_segments(group_sizes, has_seed: bool, activities):
-    """(operandSegmentSizes, resultSegmentSizes) of a diffgpu.autodiff.
-
-    Operands: the seed group (0 or 1 value), then one group per argument.
-    Results: one group per argument, one gradient for an "active" one."""
-    ops = [1 if has_seed else 0] + _pad(group_sizes, MAX_DIFF_ARGS)
-    res = _pad([1 if a == "active" else 0 for a in activities], MAX_DIFF_ARGS)
-    return ops, res
-
-
-def fwddiff_segments(group_sizes, n_results: int):
-    """(operandSegmentSizes, resultSegmentSizes) of a diffgpu.fwddiff:
-    one operand group per argument; the optional tangent result."""
-    return _pad(group_sizes, MAX_DIFF_ARGS), [n_results]
+def type_runs(types) -> list[int]:
+    """Lengths of the runs of equal consecutive `types` (strings or MLIR types)."""
+    runs = []
+    prev = object()
+    for t in types:
+        if runs and t == prev:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        prev = t
+    return runs
 
 
-def split_groups(values, segments, first: int = 0):
-    """Cut `values` into the groups given by `segments[first:]` (sizes)."""
-    pos = sum(segments[:first])
-    out = []
-    for n in segments[first:]:
+def _segments(types, what: str) -> list[int]:
+    runs = type_runs(types)
+    if len(runs) > MAX_TYPE_RUNS:
+        raise LayoutError(
+            f"the {what} types change {len(runs) - 1} times along the argument list; "
+            f"a differentiation op holds at most {MAX_TYPE_RUNS} runs of equal types "
+            "(reorder the parameters so that arguments of one type are adjacent)")
+    return runs + [0] * (MAX_TYPE_RUNS - len(runs))
+
+
+def diff_layout(op: str, group_sizes, operand_types, result_types) -> dict:
+    """The layout attributes of a diffgpu.autodiff / fwddiff (`op`: AUTODIFF or
+    FWDDIFF) as lists: `groups`, `operandSegmentSizes` and, for autodiff,
+    `resultSegmentSizes`. `operand_types`: of the whole operand list (seed
+    first); raises LayoutError past MAX_TYPE_RUNS."""
+    out = {GROUPS_ATTR: list(group_sizes),
+           "operandSegmentSizes": _segments(operand_types, "operand")}
+    if op == AUTODIFF:
+        out["resultSegmentSizes"] = _segments(result_types, "gradient")
+    return out
+
+
+def split_diff_operands(values, group_sizes):
+    """(seed, groups) of a diffgpu.autodiff / fwddiff's operand list: the seed
+    is what precedes the argument groups ([] or [value]), each group the
+    operands of one callee argument. Raises LayoutError when `group_sizes`
+    does not fit `values`."""
+    values = list(values)
+    n_seed = len(values) - sum(group_sizes)
+    if n_seed not in (0, 1) or any(n < 0 for n in group_sizes):
+        raise LayoutError(f"'{GROUPS_ATTR}' {list(group_sizes)} does not fit "
+                          f"{len(values)} operands")
+    return values[:n_seed], split_groups(values[n_seed:], group_sizes)
+
+
+def split_groups(values, sizes):
+    """Cut `values` into consecutive groups of the given sizes."""
+    pos, out = 0, []
+    for n in sizes:
         out.append(list(values[pos:pos + n]))
         pos += n
     return out

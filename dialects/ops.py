@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from diffgpu._mlir import ir
 from diffgpu.dialects import names
-from diffgpu.dialects.names import MAX_DIFF_ARGS
 from mlir._mlir_libs import _mlir as _cext
 
 
@@ -212,10 +211,9 @@ class ErfcinvOp(SpecialMathOp):
 
 
 class DiffOp(ir.OpView):
-    """Base of `diffgpu.autodiff` / `diffgpu.fwddiff` (docs/IR.md)."""
-
-    #: index of the first argument group in operandSegmentSizes
-    _FIRST_ARG_GROUP = 0
+    """Base of `diffgpu.autodiff` / `diffgpu.fwddiff` (docs/IR.md): one operand
+    list (the seed, then each argument's operands), cut by the `groups`
+    attribute (names.split_diff_operands, the only decoder)."""
 
     @property
     def callee(self) -> str:
@@ -227,42 +225,51 @@ class DiffOp(ir.OpView):
                 for a in ir.ArrayAttr(self.operation.attributes["activity"])]
 
     @property
-    def operand_segments(self) -> list:
-        return list(ir.DenseI32ArrayAttr(self.operation.attributes["operandSegmentSizes"]))
+    def arg_segments(self) -> list:
+        """Operand count of each callee argument (the `groups` attribute)."""
+        attrs = self.operation.attributes
+        if names.GROUPS_ATTR not in attrs:
+            raise names.LayoutError(f"'{self.operation.name}' has no "
+                                    f"'{names.GROUPS_ATTR}' attribute")
+        return list(ir.DenseI32ArrayAttr(attrs[names.GROUPS_ATTR]))
+
+    def split(self):
+        """(operands before the argument groups, per-argument groups): the seed
+        of an autodiff ([] or [value]); a valid fwddiff has none."""
+        return names.split_diff_operands(self.operation.operands, self.arg_segments)
 
     @property
-    def arg_segments(self) -> list:
-        """Operand count of each argument group (MAX_DIFF_ARGS entries)."""
-        return self.operand_segments[self._FIRST_ARG_GROUP:]
+    def operand_segments(self) -> list:
+        """[number of seed operands] + arg_segments (autodiff); arg_segments (fwddiff)."""
+        seed, _ = self.split()
+        return ([len(seed)] if isinstance(self, AutodiffOp) else []) + self.arg_segments
 
     @property
     def arg_groups(self) -> list:
         """Per callee argument, its operands: the primal, then its shadow if any."""
-        segs = self.operand_segments
-        groups = names.split_groups(list(self.operation.operands), segs, self._FIRST_ARG_GROUP)
-        return groups[:len(self.activities)]
+        return self.split()[1]
 
 
 @_op(names.AUTODIFF)
 class AutodiffOp(DiffOp):
-    """Reverse-mode derivative request: operands seed?, arg0..arg15; results grad0..grad15."""
-    _FIRST_ARG_GROUP = 1
+    """Reverse-mode derivative request: operands seed?, then each argument's;
+    results: the gradient of each "active" argument, in order."""
 
     @property
     def seed(self) -> list:
-        """The seed group: [] or [the adjoint seed of the callee's scalar result]."""
-        return list(self.operation.operands)[:self.operand_segments[0]]
+        """[] or [the adjoint seed of the callee's scalar result]."""
+        return self.split()[0]
 
     @property
     def grads(self) -> list:
         """Per argument, its gradient results ([g] for an "active" one, else [])."""
-        segs = list(ir.DenseI32ArrayAttr(self.operation.attributes["resultSegmentSizes"]))
-        return names.split_groups(list(self.operation.results), segs)
+        res = iter(self.operation.results)
+        return [[next(res)] if a == "active" else [] for a in self.activities]
 
 
 @_op(names.FWDDIFF)
 class FwddiffOp(DiffOp):
-    """Forward-mode derivative request: operands arg0..arg15; optional result tangent."""
+    """Forward-mode derivative request: each argument's operands; optional result tangent."""
 
     @property
     def tangent(self):
@@ -318,30 +325,6 @@ def atomic_add(memref, value, indices):
     return op.results[0]
 
 
-def shared_alloc(memref_type):
-    """A block-shared array of static shape (`memref<... , workgroup>`)."""
-    return ir.Operation.create(names.SHARED_ALLOC, results=[memref_type]).results[0]
-
-
-def special_math(name: str, x):
-    """`diffgpu.erfinv` / `diffgpu.erfcinv` of the float `x` (names.SPECIAL_MATH)."""
-    assert name in names.SPECIAL_MATH, name
-    return ir.Operation.create(name, results=[x.type], operands=[x]).results[0]
-
-
-def differentiate(name: str, callee: str, activity, args, target, *,
-                  seed=None, result_types=()):
-    """`diffgpu.autodiff` (name "autodiff") or `diffgpu.fwddiff` ("fwddiff").
-
-    `args`: one list of operands per callee argument (primal, then shadow for
-    "dup"/"dupnoneed"); `result_types`: per argument for autodiff (a type for
-    "active" arguments, None otherwise), or the single tangent type (or None)
-    for fwddiff. `target` is copied from the enclosing op by the caller.
-    """
-    if len(args) > MAX_DIFF_ARGS or len(args) != len(activity):
-        raise ValueError(f"need one operand group per argument (at most {MAX_DIFF_ARGS})")
-    attrs = {
-        "callee": ir.FlatSymbolRefAttr.get(callee),
 def atomic_rmw(kind: str, memref, value, indices):
     """`memref[indices] = kind(memref[indices], value)` atomically (kind in
     names.RMW_KINDS); returns the old value."""
@@ -376,6 +359,30 @@ def shuffle(mode: str, value, lane):
                                attributes={"mode": ir.StringAttr.get(mode)}).results[0]
 
 
+def shared_alloc(memref_type):
+    """A block-shared array of static shape (`memref<... , workgroup>`)."""
+    return ir.Operation.create(names.SHARED_ALLOC, results=[memref_type]).results[0]
+
+
+def special_math(name: str, x):
+    """`diffgpu.erfinv` / `diffgpu.erfcinv` of the float `x` (names.SPECIAL_MATH)."""
+    assert name in names.SPECIAL_MATH, name
+    return ir.Operation.create(name, results=[x.type], operands=[x]).results[0]
+
+
+def differentiate(name: str, callee: str, activity, args, target, *,
+                  seed=None, result_types=()):
+    """`diffgpu.autodiff` (name "autodiff") or `diffgpu.fwddiff` ("fwddiff").
+
+    `args`: one list of operands per callee argument (primal, then shadow for
+    "dup"/"dupnoneed"); `result_types`: per argument for autodiff (a type for
+    "active" arguments, None otherwise), or the single tangent type (or None)
+    for fwddiff. `target` is copied from the enclosing op by the caller.
+    """
+    if len(args) != len(activity):
+        raise ValueError("need one operand group per argument")
+    attrs = {
+        "callee": ir.FlatSymbolRefAttr.get(callee),
         "activity": ir.ArrayAttr.get([ir.StringAttr.get(a) for a in activity]),
         "diffgpu.target": target,
     }
@@ -383,15 +390,13 @@ def shuffle(mode: str, value, lane):
     sizes = [len(g) for g in args]
     full = f"{names.DIALECT}.{name}"
     if full == names.AUTODIFF:
-        ops, res = names.autodiff_segments(sizes, seed is not None,
-                                           ["active" if t is not None else "" for t in result_types])
         results = [t for t in result_types if t is not None]
         operands = ([seed] if seed is not None else []) + operands
     elif full == names.FWDDIFF:
         results = [result_types] if result_types not in ((), None) else []
-        ops, res = names.fwddiff_segments(sizes, len(results))
     else:
         raise ValueError(f"expected 'autodiff' or 'fwddiff', got {name!r}")
-    attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(ops)
-    attrs["resultSegmentSizes"] = ir.DenseI32ArrayAttr.get(res)
+    layout = names.diff_layout(full, sizes, [v.type for v in operands], results)
+    for key, values in layout.items():
+        attrs[key] = ir.DenseI32ArrayAttr.get(values)
     return ir.Operation.create(full, results=results, operands=operands, attributes=attrs)

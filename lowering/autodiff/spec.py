@@ -20,7 +20,6 @@ from diffgpu.lowering.autodiff import build as B
 KINDS = ("const", "dup", "dupnoneed", "active", "cot", "grad")
 #: functional kinds (reverse mode only): shadowed, differentiated as "dup"
 FUNCTIONAL = ("cot", "grad")
-MAX_ARGS = N.MAX_DIFF_ARGS
 
 
 @dataclass
@@ -89,20 +88,32 @@ def parse(pas, op, gen, mode):
         pas.error(op, f"'{opname}' gives {len(acts)} activities for @{callee}, "
                       f"which takes {len(ins)} arguments")
         return None
-    if len(ins) > MAX_ARGS or len(outs) > 1:
-        pas.error(op, f"cannot differentiate @{callee}: at most {MAX_ARGS} arguments "
-                      "and one result are supported")
+    if len(outs) > 1:
+        pas.error(op, f"cannot differentiate @{callee}: at most one result is supported")
         return None
-    seg, groups = op.arg_segments, op.arg_groups
+    try:
+        seg, groups = op.arg_segments, op.arg_groups
+        seed = op.split()[0]
+    except N.LayoutError as e:
+        pas.error(op, f"'{opname}' of @{callee}: {e}")
+        return None
+    if len(seg) != len(acts):
+        pas.error(op, f"'{opname}' of @{callee}: '{N.GROUPS_ATTR}' has {len(seg)} entries "
+                      f"for {len(acts)} activities")
+        return None
     spec = DiffSpec(mode, callee, acts, ins, outs, target)
     spec.functional = {k: a for k, a in enumerate(acts) if a in FUNCTIONAL}
     if mode == "rev":
         want_seed = 1 if outs else 0
-        if len(op.seed) != want_seed:
+        if len(seed) != want_seed:
             pas.error(op, f"'{opname}' of @{callee} needs {want_seed} seed operand(s), "
-                          f"got {len(op.seed)}")
+                          f"got {len(seed)}")
             return None
-        spec.seed = op.seed
+        spec.seed = seed
+    elif seed:
+        pas.error(op, f"'{opname}' of @{callee}: '{N.GROUPS_ATTR}' covers "
+                      f"{sum(seg)} of its {sum(seg) + 1} operands")
+        return None
     for k, (act, t) in enumerate(zip(acts, ins)):
         bad = _check_act(act, t, mode)
         if bad:

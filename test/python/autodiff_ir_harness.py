@@ -40,7 +40,8 @@ def kernel(name, params, body, attrs="diffgpu.kernel, "):
 def diff_kernel(callee, params, acts, mode="rev"):
     """A kernel @d_<callee> applying diffgpu.autodiff/fwddiff to @callee.
     Gradients of active scalars are summed atomically into %G[k]."""
-    dparams, operands, types, seg = [], [], [], [0] if mode == "rev" else []
+    from diffgpu.dialects import names as N
+    dparams, operands, types, groups = [], [], [], []
     for (n, t), a in zip(params, acts):
         dparams.append((n, t))
         operands.append(f"%{n}")
@@ -49,24 +50,19 @@ def diff_kernel(callee, params, acts, mode="rev"):
             dparams.append((f"d_{n}", t))
             operands.append(f"%d_{n}")
             types.append(t)
-            seg.append(2)
+            groups.append(2)
         else:
-            seg.append(1)
-    seg += [0] * (17 - len(seg) if mode == "rev" else 16 - len(seg))
+            groups.append(1)
     grads = [t for (n, t), a in zip(params, acts) if a == "active"]
-    if mode == "rev":
-        rseg = [1 if a == "active" else 0 for a in acts] + [0] * (16 - len(acts))
-    else:
-        rseg = [0]
     if grads:
         dparams.append(("G", arr("f64")))
     lhs = f"%g:{len(grads)} = " if grads else ""
     acts_s = ", ".join(f'"{a}"' for a in acts)
     op = "diffgpu.autodiff" if mode == "rev" else "diffgpu.fwddiff"
+    layout = N.diff_layout(N.AUTODIFF if mode == "rev" else N.FWDDIFF, groups, types, grads)
+    attrs = "".join(f", {k} = array<i32: {', '.join(map(str, v))}>" for k, v in layout.items())
     body = (f'  {lhs}"{op}"({", ".join(operands)}) {{callee = @{callee}, '
-            f"activity = [{acts_s}], diffgpu.target = {HOST}, "
-            f"operandSegmentSizes = array<i32: {', '.join(map(str, seg))}>, "
-            f"resultSegmentSizes = array<i32: {', '.join(map(str, rseg))}>}} : "
+            f"activity = [{acts_s}], diffgpu.target = {HOST}{attrs}}} : "
             f"({', '.join(types)}) -> ({', '.join(grads)})\n")
     for k, t in enumerate(grads):
         g = f"%g#{k}"

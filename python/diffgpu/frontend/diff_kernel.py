@@ -6,7 +6,7 @@ scalar's gradient is added to a slot of its buffer per block (`BLOCK_INDEX`).
 from __future__ import annotations
 
 from diffgpu.dialects import names as N
-from diffgpu.frontend.diff_lower import FUNCTIONAL, MAX_ARGS, check_activity, diff_op
+from diffgpu.frontend.diff_lower import FUNCTIONAL, check_activity, diff_op
 from diffgpu.frontend.module import ModuleBuilder, from_api_type
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import ArrayT
@@ -39,8 +39,6 @@ def build_diff_text(defn, mode, kinds, arg_types, target):
         raise FrontendError("only @dg.kernel functions can be launched differentiated")
     if len(kinds) != len(arg_types):
         raise FrontendError(f"{len(kinds)} activities for {len(arg_types)} arguments")
-    if len(kinds) > MAX_ARGS:
-        raise FrontendError(f"at most {MAX_ARGS} arguments can be differentiated")
     types = [from_api_type(t) for t in arg_types]
     for k, (kind, t) in enumerate(zip(kinds, types)):
         check_activity(kind, t, mode, k)
@@ -66,7 +64,12 @@ def build_diff_text(defn, mode, kinds, arg_types, target):
     bufs = [param(ArrayT(t.ty, 1)) for kind, t in zip(kinds, types) if kind == "active"]
     rtypes = [t for kind, t in zip(kinds, types) if kind == "active"]
     op = N.AUTODIFF if mode == "reverse" else N.FWDDIFF
-    text = diff_op(op, info.symbol, kinds, groups, None, rtypes, target)
+    try:
+        text = diff_op(op, info.symbol, kinds, groups, None, rtypes, target)
+    except N.LayoutError as e:
+        code = defn.py_func.__code__
+        raise FrontendError(f"cannot differentiate kernel {name!r} ({code.co_filename}:"
+                            f"{code.co_firstlineno}): {e}") from None
     body = []
     if rtypes:
         grads = f"%g:{len(rtypes)}" if len(rtypes) > 1 else "%g"

@@ -8,10 +8,12 @@ groups per callee argument (primal, then shadow for dup/dupnoneed), the
 
 ```mlir
 %g = "diffgpu.autodiff"(%seed, %x) {activity = ["active"], callee = @f,
-       diffgpu.target = #llvm.target<...>,
-       operandSegmentSizes = array<i32: 1, 1, 0, ...>,
+       diffgpu.target = #llvm.target<...>, groups = array<i32: 1>,
+       operandSegmentSizes = array<i32: 2, 0, ...>,
        resultSegmentSizes = array<i32: 1, 0, ...>} : (f32, f32) -> f32
 ```
+(`groups`: the operands of each argument; the segment sizes are runs of
+equal types for IRDL, dialects/names.py `diff_layout`.)
 """
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import ArrayT, Scalar
 from diffgpu.frontend.values import Const, PyObj, TupleV, Value, describe
 
-MAX_ARGS = N.MAX_DIFF_ARGS
 KINDS = {activities.Const: "const", activities.Duplicated: "dup",
          activities.DuplicatedNoNeed: "dupnoneed", activities.Active: "active"}
 CLASS_OF = {"const": "Const", "dup": "Duplicated", "dupnoneed": "DuplicatedNoNeed",
@@ -69,15 +70,12 @@ def diff_op(op, callee, kinds, groups, seed, result_types, target):
 
     groups: per argument a list of Values; seed: a Value or None."""
     operands = ([seed] if seed is not None else []) + [v for g in groups for v in g]
-    sizes = [len(g) for g in groups]
-    if op == N.AUTODIFF:
-        seg, rseg = N.autodiff_segments(sizes, seed is not None, kinds)
-    else:
-        seg, rseg = N.fwddiff_segments(sizes, len(result_types))
+    layout = N.diff_layout(op, [len(g) for g in groups], [v.type.mlir() for v in operands],
+                           [t.mlir() for t in result_types])  # N.LayoutError past its limit
     acts = ", ".join(f'"{k}"' for k in kinds)
-    attrs = (f"activity = [{acts}], callee = @{callee}, diffgpu.target = {target}, "
-             f"operandSegmentSizes = array<i32: {', '.join(map(str, seg))}>, "
-             f"resultSegmentSizes = array<i32: {', '.join(map(str, rseg))}>")
+    attrs = f"activity = [{acts}], callee = @{callee}, diffgpu.target = {target}"
+    for key, sizes in layout.items():
+        attrs += f", {key} = array<i32: {', '.join(map(str, sizes))}>"
     refs = ", ".join(v.ref for v in operands)
     types = ", ".join(v.type.mlir() for v in operands)
     rtypes = ", ".join(t.mlir() for t in result_types)
@@ -107,8 +105,6 @@ class DiffMixin:
         if len(argnodes) != nparams:
             raise FrontendError(f"{name}(): {defn.py_func.__name__!r} takes {nparams} "
                                 f"argument(s), got {len(argnodes)}", node)
-        if nparams > MAX_ARGS:
-            raise FrontendError(f"{name}() supports at most {MAX_ARGS} arguments", node)
         kinds, groups = [], []
         for k, a in enumerate(argnodes):
             kind, vals = self.activity_arg(a)
@@ -144,8 +140,12 @@ class DiffMixin:
             rtypes = [g[0].type for g, k in zip(groups, kinds) if k == "active"]
         else:
             rtypes = list(info.results)
-        text = diff_op(N.AUTODIFF if mode == "reverse" else N.FWDDIFF, info.symbol, kinds,
-                       groups, seed, rtypes, self.target)
+        try:
+            text = diff_op(N.AUTODIFF if mode == "reverse" else N.FWDDIFF, info.symbol,
+                           kinds, groups, seed, rtypes, self.target)
+        except N.LayoutError as e:
+            raise FrontendError(f"{name}() of {defn.py_func.__name__!r} in "
+                                f"{self.py_func.__name__!r}: {e}", node) from None
         res = self.em.multi(text, rtypes)
         if mode == "reverse":
             return TupleV(tuple(res))

@@ -19,7 +19,7 @@ func.func @f(%A: !A, %s: f32, %n: index) attributes {diffgpu.target = #host} {
   return
 }
 func.func @k(%A: !A, %dA: !A, %s: f32, %ds: f32, %n: index) attributes {diffgpu.kernel, diffgpu.target = #host} {
-  "diffgpu.fwddiff"(%A, %dA, %s, %ds, %n) {callee = @f, activity = ["dup", "dup", "const"], diffgpu.target = #host, operandSegmentSizes = array<i32: 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0>} : (!A, !A, f32, f32, index) -> ()
+  "diffgpu.fwddiff"(%A, %dA, %s, %ds, %n) {callee = @f, activity = ["dup", "dup", "const"], diffgpu.target = #host, groups = array<i32: 2, 2, 1>, operandSegmentSizes = array<i32: 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, f32, f32, index) -> ()
   return
 }
 // CHECK-LABEL: func.func @k
@@ -58,7 +58,7 @@ func.func @g(%x: f64) -> f64 attributes {diffgpu.target = #sm90} {
   return %s : f64
 }
 func.func @k(%x: f64, %dx: f64) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
-  %t = "diffgpu.fwddiff"(%x, %dx) {callee = @g, activity = ["dup"], diffgpu.target = #sm90, operandSegmentSizes = array<i32: 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1>} : (f64, f64) -> f64
+  %t = "diffgpu.fwddiff"(%x, %dx) {callee = @g, activity = ["dup"], diffgpu.target = #sm90, groups = array<i32: 2>, operandSegmentSizes = array<i32: 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f64, f64) -> f64
   return
 }
 // CHECK-LABEL: func.func @k

@@ -28,7 +28,7 @@ func.func @f(%x: f32, %w: !A, %n: index) -> f32 attributes {diffgpu.target = #ho
   return %r : f32
 }
 func.func @k(%x: f32, %w: !A, %n: index, %seed: f32, %g: !A) attributes {diffgpu.kernel, diffgpu.target = #host} {
-  %d = "diffgpu.autodiff"(%seed, %x, %w, %n) {callee = @f, activity = ["active", "const", "const"], diffgpu.target = #host, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32, !A, index) -> f32
+  %d = "diffgpu.autodiff"(%seed, %x, %w, %n) {callee = @f, activity = ["active", "const", "const"], diffgpu.target = #host, groups = array<i32: 1, 1, 1>, operandSegmentSizes = array<i32: 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32, !A, index) -> f32
   %c0 = arith.constant 0 : index
   memref.store %d, %g[%c0] : !A
   return
@@ -85,7 +85,7 @@ func.func @kw(%y: !A, %x: !A, %w: !A, %n: index) attributes {diffgpu.target = #h
   return
 }
 func.func @kw_grad(%y: !A, %dy: !A, %x: !A, %dx: !A, %w: !A, %dw: !A, %n: index) attributes {diffgpu.kernel, diffgpu.launch_facts = {contiguous = [true, true, true, true, true, true, false], noalias = true, unit_dims = [1 : i64, 2 : i64], ranks = [1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, 1 : i64, -1 : i64]}, diffgpu.target = #host} {
-  "diffgpu.autodiff"(%y, %dy, %x, %dx, %w, %dw, %n) {callee = @kw, activity = ["dup", "dup", "dup", "const"], diffgpu.target = #host, operandSegmentSizes = array<i32: 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A, !A, !A, index) -> ()
+  "diffgpu.autodiff"(%y, %dy, %x, %dx, %w, %dw, %n) {callee = @kw, activity = ["dup", "dup", "dup", "const"], diffgpu.target = #host, groups = array<i32: 2, 2, 2, 1>, operandSegmentSizes = array<i32: 6, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A, !A, !A, index) -> ()
   return
 }
 // CHECK-LABEL: func.func @__dg_rev_kw_
@@ -137,7 +137,7 @@ func.func @kw(%y: !A, %x: !A, %w: !A, %n: index) attributes {diffgpu.target = #h
   return
 }
 func.func @kw_grad(%y: !A, %dy: !A, %x: !A, %dx: !A, %w: !A, %dw: !A, %n: index) attributes {diffgpu.kernel, diffgpu.target = #host} {
-  "diffgpu.autodiff"(%y, %dy, %x, %dx, %w, %dw, %n) {callee = @kw, activity = ["dup", "dup", "dup", "const"], diffgpu.target = #host, operandSegmentSizes = array<i32: 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A, !A, !A, index) -> ()
+  "diffgpu.autodiff"(%y, %dy, %x, %dx, %w, %dw, %n) {callee = @kw, activity = ["dup", "dup", "dup", "const"], diffgpu.target = #host, groups = array<i32: 2, 2, 2, 1>, operandSegmentSizes = array<i32: 6, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A, !A, !A, index) -> ()
   return
 }
 // CHECK-LABEL: func.func @__dg_rev_kw_
@@ -178,7 +178,7 @@ func.func @chain(%a: !A, %x: f32, %n: index) attributes {diffgpu.target = #host}
   return
 }
 func.func @chain_grad(%a: !A, %da: !A, %x: f32, %n: index, %g: !A) attributes {diffgpu.kernel, diffgpu.target = #host} {
-  %d = "diffgpu.autodiff"(%a, %da, %x, %n) {callee = @chain, activity = ["dup", "active", "const"], diffgpu.target = #host, operandSegmentSizes = array<i32: 0, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, f32, index) -> f32
+  %d = "diffgpu.autodiff"(%a, %da, %x, %n) {callee = @chain, activity = ["dup", "active", "const"], diffgpu.target = #host, groups = array<i32: 2, 1, 1>, operandSegmentSizes = array<i32: 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, f32, index) -> f32
   %c0 = arith.constant 0 : index
   memref.store %d, %g[%c0] : !A
   return
@@ -225,7 +225,7 @@ func.func @wh(%x: f32, %w: !A, %k0: i64, %n: i64) -> f32 attributes {diffgpu.tar
   return %r#0 : f32
 }
 func.func @kh(%x: f32, %w: !A, %k0: i64, %n: i64, %seed: f32, %g: !A) attributes {diffgpu.kernel, diffgpu.target = #host} {
-  %d = "diffgpu.autodiff"(%seed, %x, %w, %k0, %n) {callee = @wh, activity = ["active", "const", "const", "const"], diffgpu.target = #host, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32, !A, i64, i64) -> f32
+  %d = "diffgpu.autodiff"(%seed, %x, %w, %k0, %n) {callee = @wh, activity = ["active", "const", "const", "const"], diffgpu.target = #host, groups = array<i32: 1, 1, 1, 1>, operandSegmentSizes = array<i32: 2, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32, !A, i64, i64) -> f32
   %c0 = arith.constant 0 : index
   memref.store %d, %g[%c0] : !A
   return
@@ -282,7 +282,7 @@ func.func @g(%x: f32, %w: !A, %n: index) -> f32 attributes {diffgpu.target = #sm
   return %r : f32
 }
 func.func @kg(%x: f32, %w: !A, %dw: !A, %n: index, %seed: f32, %out: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
-  %d = "diffgpu.autodiff"(%seed, %x, %w, %dw, %n) {callee = @g, activity = ["active", "dup", "const"], diffgpu.target = #sm90, operandSegmentSizes = array<i32: 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32, !A, !A, index) -> f32
+  %d = "diffgpu.autodiff"(%seed, %x, %w, %dw, %n) {callee = @g, activity = ["active", "dup", "const"], diffgpu.target = #sm90, groups = array<i32: 1, 2, 1>, operandSegmentSizes = array<i32: 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (f32, f32, !A, !A, index) -> f32
   %c0 = arith.constant 0 : index
   memref.store %d, %out[%c0] : !A
   return

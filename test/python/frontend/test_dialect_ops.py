@@ -62,8 +62,11 @@ def test_autodiff_and_fwddiff_segments():
                               result_types=x.type)
         assert len(t.results) == 1
     text = _build(body)
-    assert "operandSegmentSizes = array<i32: 0, 2, 1, 0" in text
-    assert "resultSegmentSizes = array<i32: 0, 1, 0" in text
+    # groups per argument; the segments are runs of equal types (A and dA, then x)
+    assert "groups = array<i32: 2, 1>" in text and "groups = array<i32: 2, 2>" in text
+    assert "operandSegmentSizes = array<i32: 2, 1, 0" in text
+    assert "resultSegmentSizes = array<i32: 1, 0" in text
+    assert "operandSegmentSizes = array<i32: 2, 2, 0" in text  # fwddiff: A dA | x x
 
 
 @pytest.mark.parametrize("bad", [
@@ -101,7 +104,7 @@ def test_ops_come_back_as_their_typed_classes():
         assert isinstance(ad, ops.DiffOp) and not isinstance(ad, ops.FwddiffOp)
         assert ad.callee == "f" and ad.activities == ["dup", "active"]
         assert ad.arg_groups == [[A, dA], [x]] and ad.seed == [x]
-        assert [len(g) for g in ad.grads[:3]] == [0, 1, 0]
+        assert [len(g) for g in ad.grads] == [0, 1]  # one group per argument
         fd = seen[ops.FwddiffOp]
         assert fd.arg_groups == [[A, dA], [x, x]] and not hasattr(fd, "seed")
         assert fd.tangent is not None and str(fd.tangent.type) == "f32"
@@ -115,6 +118,7 @@ def test_names_module_imports_no_mlir():
     import sys
     code = ("import sys; sys.modules['mlir'] = None\n"
             "from diffgpu.dialects import names\n"
-            "assert names.autodiff_segments([2, 1], True, ['dup', 'active'])[0][:4] == [1, 2, 1, 0]\n"
+            "lay = names.diff_layout(names.AUTODIFF, [2, 1], ['f32', 'm', 'm', 'f32'], ['f32'])\n"
+            "assert lay['groups'] == [2, 1] and lay['operandSegmentSizes'][:4] == [1, 2, 1, 0]\n"
             "assert 'mlir' not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]\n")
     subprocess.run([sys.executable, "-c", code], check=True)

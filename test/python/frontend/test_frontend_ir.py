@@ -266,7 +266,8 @@ def test_autodiff_ops_in_kernel():
     t = ir_of(grad_in_kernel, A32, A32, F32, A32, target=target).text
     assert t.count('"diffgpu.autodiff"') == 3 and t.count('"diffgpu.fwddiff"') == 1
     assert 'activity = ["active"]' in t and 'activity = ["dup"]' in t
-    assert "operandSegmentSizes = array<i32: 1, 1, 0," in t
+    # seed and active x: one argument of one operand, one run of two f32 operands
+    assert "groups = array<i32: 1>, operandSegmentSizes = array<i32: 2, 0," in t
     assert f"diffgpu.target = {target}" in t
     assert "func.func @weak_scale(" in t
 
