@@ -89,6 +89,9 @@ def peer_names(case):
 
 def _torch_inputs(be, case, host, g_host):
     import torch
+    # float32 convolutions and matmuls, not TF32 (they must pass the float64 check)
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     dev = "cuda" if isinstance(be, Device) else "cpu"
     ins, diff = [], []
     for p in peer_names(case):
@@ -107,13 +110,23 @@ def _torch_inputs(be, case, host, g_host):
     return torch, ins, diff, g
 
 
+def _torch_values(case, primal, grads):
+    """The peer's results as numpy arrays, by name (cases with `peer_check`)."""
+    if not case.peer_check:
+        return {}
+    names = [p for p in peer_names(case) if p in case.diff]
+    out = {name: v.detach().cpu().numpy() for name, v in zip(names, grads)}
+    out[case.out] = primal.detach().cpu().numpy()
+    return {"values": out}
+
+
 def torch_eager(be, case, host, g_host):
     torch, ins, diff, g = _torch_inputs(be, case, host, g_host)
     f = lambda: case.peer(torch, *ins)  # noqa: E731
     with torch.no_grad():
         p = be.time(f)
     fb = be.time(lambda: torch.autograd.grad(f(), diff, g))
-    return {"P": p, "FB": fb}
+    return {"P": p, "FB": fb, **_torch_values(case, f(), torch.autograd.grad(f(), diff, g))}
 
 
 def torch_compile(be, case, host, g_host):
@@ -128,14 +141,17 @@ def torch_compile(be, case, host, g_host):
     cp, cfb = torch.compile(fwd), torch.compile(lambda *a: fwd(*a))
     with torch.no_grad():
         p = be.time(lambda: cp(*ins))
+        primal = cp(*ins)
     fb = be.time(lambda: torch.autograd.grad(cfb(*ins), diff, g))
-    return {"P": p, "FB": fb}
+    return {"P": p, "FB": fb,
+            **_torch_values(case, primal, torch.autograd.grad(cfb(*ins), diff, g))}
 
 
 def jax_peer(be, case, host, g_host):
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax
     import jax.numpy as jnp
+    jax.config.update("jax_default_matmul_precision", "highest")  # no TF32 (conv2d: HIGHEST too)
     names = peer_names(case)
     vals = [jnp.float32(host[p]) if isinstance(host[p], float) else jnp.asarray(host[p])
             for p in names]
@@ -172,7 +188,12 @@ def jax_peer(be, case, host, g_host):
             ts.append((time.perf_counter() - t) * 1e3 / reps)
         return sorted(ts)[len(ts) // 2]
 
-    return {"P": timed(lambda: fp(*vals)), "FB": timed(lambda: fb(g, *vals))}
+    out = {"P": timed(lambda: fp(*vals)), "FB": timed(lambda: fb(g, *vals))}
+    if case.peer_check:
+        grads = fb(g, *vals)
+        out["values"] = {names[i]: np.asarray(v) for i, v in zip(pos, grads)}
+        out["values"][case.out] = np.asarray(fp(*vals))
+    return out
 
 
 # ---------------------------------------------------------------------------

@@ -23,6 +23,8 @@ def kernels():
                                     "test", "python"))
     # the test suite's kernels, defined once
     from kernels_elementwise import gather, saxpy, square, stencil, sumsq
+    from kernels_rows_collective import layernorm, softmax
+    from kernels_rows_params import layernorm_rows
     from kernels_specialize import loop16
 
     @dg.kernel
@@ -37,8 +39,20 @@ def kernels():
         if i < len(o):
             o[i] = a[i] + b[i] + c[i]
 
+    @dg.kernel
+    def conv5(y, x, w):
+        """5x5 valid cross-correlation; x fastest along a row (coalesced)."""
+        j = dg.global_id(0)
+        i = dg.global_id(1)
+        if i < y.shape[0] and j < y.shape[1]:
+            acc = np.float32(0.0)
+            for a in range(5):
+                for b in range(5):
+                    acc += w[a, b] * x[i + a, j + b]
+            y[i, j] = acc
+
     return {k.name: k for k in (square, saxpy, softplus, stencil, loop16, sumsq, gather,
-                                add4)}
+                                add4, layernorm, layernorm_rows, softmax, conv5)}
 
 
 def _f32(rng, n, scale=1.0):
@@ -47,17 +61,22 @@ def _f32(rng, n, scale=1.0):
 
 class Case:
     """name; params (kernel order); diff: differentiable peer inputs;
-    out: the written array; words: (P, FB, FB_autodiff) bytes / 4, where FB is
-    a functional vjp (read inputs and cotangents, write gradients) and
-    FB_autodiff follows Enzyme's convention (the primal output is written, each
-    shadow is read and written: 6 words for y = x*x)."""
+    out: the written array; words: (P, FB, FB_autodiff) bytes / 4 per element
+    of n, where FB is a functional vjp (read inputs and cotangents, write
+    gradients) and FB_autodiff follows Enzyme's convention (the primal output
+    is written, each shadow is read and written: 6 words for y = x*x).
+    kernel: the diffgpu kernel's name (default: the case's); geometry(n):
+    its (grid, block), None for the 1-D default of bench/peers.py;
+    peer_check: the peers' results are compared with the references too
+    (their outputs have the kernel's shapes)."""
 
     def __init__(self, name, params, diff, out, words, make, peer, primal_ref, grad_ref,
-                 peer_cot=None):
+                 peer_cot=None, kernel=None, geometry=None, peer_check=False):
         self.name, self.params, self.diff, self.out = name, params, diff, out
         self.words, self.make, self.peer = words, make, peer
         self.primal_ref, self.grad_ref = primal_ref, grad_ref
         self.peer_cot = peer_cot or (lambda g: g)
+        self.kernel, self.geometry, self.peer_check = kernel or name, geometry, peer_check
 
 
 def _sig(x):
@@ -97,6 +116,7 @@ def _stencil_y(x, s, n):
 
 
 def cases(n: int) -> list:
+    from peer_rows import row_cases  # layernorm, softmax, conv2d (they use Case)
     m = max(n // REUSE, 1)
 
     def ew(rng):
@@ -143,7 +163,7 @@ def cases(n: int) -> list:
              lambda L, x, idx: x[idx],
              lambda h, s: {"y": (h["x"][h["idx"][s]], s)},
              lambda h, g, s: {"x": (np.bincount(h["idx"], weights=g, minlength=m), None)}),
-    ]
+    ] + row_cases(n)
 
 
 def _peer_loop(L, x, p):

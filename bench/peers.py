@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""diffgpu against PyTorch eager, torch.compile and JAX on 7 computations,
+"""diffgpu against PyTorch eager, torch.compile and JAX on 10 computations,
 primal (P) and forward + backward (FB), same data, same device timer.
 
 Two steps, two machines (the GPU machine has no MLIR):
@@ -87,7 +87,8 @@ def autodiff_acts(case, args, shadows):
 def diffgpu_calls(case, kernels, arrs, g, n, xp):
     """The three diffgpu calls of a case, as --run makes them: (primal,
     vjp, autodiff, activities of the autodiff call, its shadows)."""
-    launch = kernels[case.name][grid_for(n), BLOCK]
+    grid, block = case.geometry(n) if case.geometry else (grid_for(n), BLOCK)
+    launch = kernels[case.kernel][grid, block]
     args = dg_args(case, arrs)
     cot = {case.out: g}
     shadows = {p: xp.zeros_like(arrs[p]) for p in case.params
@@ -98,7 +99,7 @@ def diffgpu_calls(case, kernels, arrs, g, n, xp):
             lambda: dg.autodiff(launch, *acts), acts, shadows)
 
 
-def prepare(directory: str, chip: str, n: int) -> None:
+def prepare(directory: str, chip: str, n: int, only=None) -> None:
     """Compile every program --run needs for `chip`: the same calls on numpy
     arrays of the same shapes inside `diffgpu.interop.compile_only(chip)`
     (the launch path's target is `chip`, nothing runs). The programs (and the
@@ -111,6 +112,8 @@ def prepare(directory: str, chip: str, n: int) -> None:
     rng = np.random.default_rng(0)
     with compile_only(chip):
         for case in PC.cases(n):
+            if only and case.name not in only:
+                continue
             arrs = case.make(rng)
             g = np.ones_like(arrs[case.out])
             t0 = time.perf_counter()
@@ -247,6 +250,10 @@ def run_case(be, case, kernels, n, rng, notes, deadline=math.inf):
             continue
         try:
             res[peer] = fn(be, case, host, g_host)
+            values = res[peer].pop("values", None) or {}
+            for name, (want, idx) in {**case.primal_ref(h64, s), **refs}.items():
+                if name in values:  # the peers' results checked as diffgpu's are
+                    errors[f"{peer} {name}"] = (_err(values[name], want, idx), tol(name, idx))
         except Exception as exc:  # a peer missing or failing: a note, not a crash
             notes.add(f"{peer}: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
                       if str(exc) else f"{peer}: {type(exc).__name__}")
@@ -257,7 +264,7 @@ def run_case(be, case, kernels, n, rng, notes, deadline=math.inf):
 def print_table(dev, n, copy_gbps, results, floors):
     print(f"\n{dev}, N = {n} float32 elements, block {BLOCK}; copy bandwidth "
           f"{copy_gbps:.0f} GB/s; times in ms (median of rounds)")
-    head = (f"{'case':9} {'impl':14} {'P':>8} {'FB':>8} {'FB_autodiff':>11} "
+    head = (f"{'case':12} {'impl':14} {'P':>8} {'FB':>8} {'FB_autodiff':>11} "
             f"{'P/floor':>8} {'FB/floor':>8} {'FB/best peer':>12}")
     print(head)
     print("-" * len(head))
@@ -265,10 +272,10 @@ def print_table(dev, n, copy_gbps, results, floors):
         fl = floors[name]
         peers = [v["FB"] for k, v in res.items() if k != "diffgpu" and "FB" in v]
         best = min(peers) if peers else math.nan
-        print(f"{name:9} {'floor':14} {fl['P']:8.3f} {fl['FB']:8.3f}")
+        print(f"{name:12} {'floor':14} {fl['P']:8.3f} {fl['FB']:8.3f}")
         for impl, v in res.items():
             p, fb, ad = (v.get(k, math.nan) for k in ("P", "FB", "FB_autodiff"))
-            print(f"{'':9} {impl:14} {p:8.3f} {fb:8.3f} "
+            print(f"{'':12} {impl:14} {p:8.3f} {fb:8.3f} "
                   f"{(f'{ad:11.3f}' if impl == 'diffgpu' else ' ' * 11)} "
                   f"{p / fl['P']:8.2f} {fb / fl['FB']:8.2f} {fb / best:12.2f}")
 
@@ -403,8 +410,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     # the disk cache of this run lives next to the prepared programs
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(a.prepare or a.run), "cache")
+    only = set(a.cases.split(",")) if a.cases else None
     if a.prepare:
-        prepare(a.prepare, "host" if a.cpu_smoke else a.chip, SMOKE_N if a.cpu_smoke else N)
+        prepare(a.prepare, "host" if a.cpu_smoke else a.chip, SMOKE_N if a.cpu_smoke else N,
+                only)
         return 0
     smoke = a.cpu_smoke
     # on a lent GPU machine only $OUT comes back: the results go there when it is set
@@ -412,7 +421,6 @@ def main(argv=None) -> int:
     stem = "peers-smoke" if smoke else "peers-h200"
     json_out = a.json or (os.path.join(out_dir, stem + ".json") if out_dir else JSON_OUT)
     png_out = a.png or (os.path.join(out_dir, stem + ".png") if out_dir else PNG_OUT)
-    only = set(a.cases.split(",")) if a.cases else None
     return run(a.run, smoke, json_out, png_out, only, a.budget)
 
 

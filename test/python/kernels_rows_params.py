@@ -1,6 +1,6 @@
 """Row kernels with parameters shared by every row (a layer's weights),
 defined once: test_combine_adds.py, scripts/gpu_cases/row_params.py and
-bench/peer_cases.py import them (with the row softmax of the benchmark).
+bench/peer_cases.py import them.
 
 The reverse of `y[r, c] = g[c] * xhat[r, c] + b[c]` adds into `dg[c]` and
 `db[c]` once per row. A block that handles several rows (a loop over rows,
@@ -96,53 +96,6 @@ def layernorm_rows(y, x, g, b):
         for k in range(PER_THREAD):
             c = t + k * THREADS
             y[r, c] = (x[r, c] - mean) * rs * g[c] + b[c]
-
-
-@dg.kernel
-def softmax_rows(y, x):
-    """Softmax of each row (COLS columns), one row per block of THREADS
-    threads: a shared-memory tree for the row's max, another for its sum."""
-    s = dg.shared_array(THREADS, np.float32)
-    t = dg.thread_id(0)
-    r = dg.block_id(0)
-    m = x[r, t]
-    for k in range(1, PER_THREAD):
-        m = max(m, x[r, t + k * THREADS])
-    s[t] = m
-    dg.syncthreads()
-    for lvl in range(8):
-        h = (THREADS // 2) >> lvl
-        if t < h:
-            s[t] = max(s[t], s[t + h])
-        dg.syncthreads()
-    m = s[0]
-    dg.syncthreads()
-    a = np.float32(0.0)
-    for k in range(PER_THREAD):
-        a += dg.exp(x[r, t + k * THREADS] - m)
-    s[t] = a
-    dg.syncthreads()
-    for lvl in range(8):
-        h = (THREADS // 2) >> lvl
-        if t < h:
-            s[t] += s[t + h]
-        dg.syncthreads()
-    inv = 1.0 / s[0]
-    for k in range(PER_THREAD):
-        c = t + k * THREADS
-        y[r, c] = dg.exp(x[r, c] - m) * inv
-
-
-def softmax_ref(x):
-    x = np.asarray(x, np.float64)
-    e = np.exp(x - x.max(1, keepdims=True))
-    return e / e.sum(1, keepdims=True)
-
-
-def softmax_vjp(x, dy):
-    p = softmax_ref(x)
-    dy = np.asarray(dy, np.float64)
-    return p * (dy - (p * dy).sum(1, keepdims=True))
 
 
 def layernorm_ref(x, g, b):
