@@ -274,3 +274,19 @@ def test_a_flipped_variant_digest_is_refused(tmp_path, with_variants):
 def test_untouched_variant_bundle_loads(with_variants):
     (entry,) = load_bundle(with_variants).entries
     assert len(entry.variants) == 2
+
+
+def test_a_repeated_bundled_launch_is_the_jit_fast_path(tmp_path, launched):
+    sys.path.insert(0, os.path.join(HERE, "..", "runtime"))
+    from test_launch_one_way import returns, stays
+
+    n = 1 << 12
+    c = dg.compile(square, SQ, target="sm_90", grid=n // 256, block=256,
+                   example_args=[np.zeros(n, np.float32), _f32(10, n)])
+    launch = _bundle(tmp_path, [c])["square"][n // 256, 256]
+    y, x = LO.StandinArray(np.zeros(n, np.float32)), LO.StandinArray(_f32(11, n))
+    for _ in range(3):
+        launch(y, x)
+    seq = stays(lambda: launch(y, x))
+    assert returns(seq) == [], seq
+    assert seq == ["driver/bundle.py", "runtime/fastpath.py", "runtime/gpu.py"], seq
