@@ -1,0 +1,73 @@
+"""The collectives in sm_90 PTX (no GPU needed): shuffles and barriers
+counted, every collective kernel of test/python/kernels_collectives.py
+builds, atomic max/min become the right atomics."""
+import re
+
+import numpy as np
+import pytest
+
+import diffgpu as dg
+import kernels_collectives as K
+
+
+@dg.kernel
+def _block_sum(X, Y):
+    t = dg.thread_id(0)
+    Y[t] = dg.block_sum(X[t])
+
+
+@dg.kernel
+def _warp_sum(X, Y):
+    t = dg.thread_id(0)
+    Y[t] = dg.warp_sum(X[t])
+
+
+@dg.kernel
+def _int_atomics(M, X):
+    t = dg.global_id(0)
+    dg.atomic_max(M, 0, X[t])
+    dg.atomic_min(M, 1, X[t])
+
+
+def _count(ptx, pattern):
+    return len(re.findall(pattern, ptx))
+
+
+def _ptx(kernel, *args):
+    return kernel.ir(*args, stage="ptx", target="sm_90")
+
+
+def test_block_sum_is_shuffles_and_two_barriers():
+    """256 threads: 5 shuffles per warp, 5 over the warps' slots, 2 barriers
+    on the shuffle path (the 2 others belong to the shared-memory path of
+    block sizes that are not a multiple of 32), no tree of 8 barriers."""
+    x = np.zeros(256, np.float32)
+    ptx = _ptx(_block_sum, x, x.copy())
+    assert _count(ptx, r"shfl\.sync\.bfly") == 10
+    assert _count(ptx, r"bar\.sync") == 4
+
+
+def test_warp_sum_is_five_shuffles():
+    x = np.zeros(64, np.float64)
+    ptx = _ptx(_warp_sum, x, x.copy())
+    assert _count(ptx, r"shfl\.sync\.bfly\.b32") == 10  # 5 per f64, in two 32-bit halves
+    assert _count(ptx, r"bar\.sync") == 2  # only on the shared-memory path
+
+
+@pytest.mark.parametrize("name", sorted(K.OPS))
+def test_every_collective_builds(name):
+    x = np.zeros((1, 64), np.float32)
+    ptx = _ptx(K.OPS[name], x, x.copy())
+    assert _count(ptx, r"shfl\.sync") >= 1 and ".shared" in ptx
+
+
+def test_float_atomic_max_min_are_compare_and_swap_loops():
+    ptx = _ptx(K.atomics_k, np.zeros(3, np.float32), np.zeros(64, np.float32))
+    assert _count(ptx, r"max\.NaN\.f32") == 1 and _count(ptx, r"min\.NaN\.f32") == 1
+    assert _count(ptx, r"atom\.[a-z_.]*cas\.b32") == 2
+
+
+def test_integer_atomic_max_min():
+    ptx = _ptx(_int_atomics, np.zeros(2, np.int32), np.zeros(64, np.int32))
+    assert _count(ptx, r"atom\.global\.max\.s32") == 1
+    assert _count(ptx, r"atom\.global\.min\.s32") == 1
