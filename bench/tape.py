@@ -1,0 +1,475 @@
+"""dg.Tape against hand-chained dg.vjp, JAX and PyTorch on two simulations.
+
+    python bench/tape.py --cpu-smoke            # here: small sizes, numpy, checks + table
+    python bench/tape.py --prepare DIR          # here: compile what --run needs for sm_90
+    python bench/tape.py --run DIR              # on the GPU (numpy + CuPy, no MLIR)
+
+Programs: `heat`, 64 steps of an explicit 3-point heat equation on 2^24
+float32 points (ping-pong between two arrays), loss = sum(u * w); `spring`,
+1000 steps of a chain of 2^14 masses and springs (force, then semi-implicit
+Euler in place), loss = sum(x^2). Per program and way, the forward plus
+reverse time (ms, median of rounds), the peak device memory (CuPy's pool
+high-water mark after `free_all_blocks`, JAX's `peak_bytes_in_use`,
+`torch.cuda.max_memory_allocated`) in MB, and for the tape the host time per
+recorded launch (the recording loop) and per operation of a captured graph.
+
+| way       | what runs                                                         |
+|-----------|-------------------------------------------------------------------|
+| tape      | `with dg.Tape()`, `tape.gradient`                                  |
+| ckpt      | `dg.Tape(checkpoints=2*sqrt(T))` (T operations), `tape.gradient`   |
+| graph     | `tape.capture(...)`, `graph.launch()` (forward and reverse replayed) |
+| vjp       | the same launches with the states copied by hand, then one `dg.vjp` per launch |
+| jax       | `jax.jit(jax.grad(loss))` of the same update over `lax.scan`       |
+| torch     | the same update in torch ops, `loss.backward()`                    |
+
+`--prepare` runs every program with the tape on the CPU (at sizes with the
+same types, geometry divisibility and launch facts), which caches the read/write
+analyses and makes the same `dg.vjp` plans the GPU run will make, and
+compiles for the chip every program those calls select: the forward
+launches and the reverse recipes, generic and specialised for the launch
+facts a GPU run of those arrays has (DIR/cache, DIFFGPU_CACHE_DIR of
+--run). JAX and PyTorch rows are skipped where they are not installed.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import repo_imports  # noqa: E402
+
+repo_imports.bootstrap()
+import diffgpu as dg  # noqa: E402
+
+B = 256
+SIZES = {"heat": (1 << 24, 64), "spring": (1 << 14, 1000)}
+SMOKE = {"heat": (1 << 12, 16), "spring": (1 << 8, 100)}
+#: --prepare's sizes: the same types, geometry divisibility and launch facts as
+#: SIZES (every program key), less host time and memory
+PREP = {"heat": (1 << 16, 4), "spring": (1 << 14, 4)}
+
+
+@dg.kernel
+def lap_step(dst, src, c):
+    i = dg.global_id(0)
+    n = len(src)
+    if i < n:
+        if i > 0 and i < n - 1:
+            dst[i] = src[i] + c * (src[i - 1] - 2.0 * src[i] + src[i + 1])
+        else:
+            dst[i] = src[i]
+
+
+@dg.kernel
+def dot_loss(u, w, loss):
+    i = dg.global_id(0)
+    if i < len(u):
+        dg.atomic_add(loss, 0, u[i] * w[i])
+
+
+@dg.kernel
+def spring_force(f, x, k):
+    i = dg.global_id(0)
+    n = len(x)
+    if i < n:
+        acc = 0.0
+        if i < n - 1:
+            acc = acc + k[i] * (x[i + 1] - x[i] - 1.0)
+        if i > 0:
+            acc = acc - k[i - 1] * (x[i] - x[i - 1] - 1.0)
+        f[i] = acc
+
+
+@dg.kernel
+def integrate(x, v, f, dt):
+    i = dg.global_id(0)
+    if i < len(x):
+        v[i] = v[i] + dt * f[i]
+        x[i] = x[i] + dt * v[i]
+
+
+@dg.kernel
+def sq_loss(u, loss):
+    i = dg.global_id(0)
+    if i < len(u):
+        dg.atomic_add(loss, 0, u[i] * u[i])
+
+
+def grid(n):
+    return (n + B - 1) // B
+
+
+# -- the programs: inputs, the forward, the hand-chained reverse -----------------
+def inputs(name, n, xp):
+    rng = np.random.default_rng(0)
+    if name == "heat":
+        d = {"u0": rng.uniform(0, 1, n), "w": rng.uniform(-1, 1, n)}
+        d = {k: xp.asarray(v.astype(np.float32)) for k, v in d.items()}
+        d.update(u=xp.zeros(n, np.float32), t=xp.zeros(n, np.float32),
+                 loss=xp.zeros(1, np.float32))
+    else:
+        d = {"x0": np.arange(n) * 1.0 + rng.uniform(0, 0.05, n), "k": rng.uniform(0.5, 1.5, n)}
+        d = {k: xp.asarray(v.astype(np.float32)) for k, v in d.items()}
+        d.update(x=xp.zeros(n, np.float32), v=xp.zeros(n, np.float32),
+                 f=xp.zeros(n, np.float32), loss=xp.zeros(1, np.float32))
+    return d
+
+
+def forward(name, a, steps):
+    """The program (its start set inside: dg.copy / dg.fill)."""
+    g = grid((a["u0"] if name == "heat" else a["x0"]).shape[0])
+    dg.fill(a["loss"], 0.0)
+    if name == "heat":
+        dg.copy(a["u"], a["u0"])
+        for _ in range(steps // 2):
+            lap_step[g, B](a["t"], a["u"], np.float32(0.25))
+            lap_step[g, B](a["u"], a["t"], np.float32(0.25))
+        dot_loss[g, B](a["u"], a["w"], a["loss"])
+        return ["u0", "w"]
+    dg.copy(a["x"], a["x0"])
+    dg.fill(a["v"], 0.0)
+    for _ in range(steps):
+        spring_force[g, B](a["f"], a["x"], a["k"])
+        integrate[g, B](a["x"], a["v"], a["f"], np.float32(0.01))
+    sq_loss[g, B](a["x"], a["loss"])
+    return ["x0", "k"]
+
+
+def by_hand(name, a, steps, xp):
+    """The same gradient with states kept by hand and one dg.vjp per launch."""
+    n = a["u0"].shape[0] if name == "heat" else a["x0"].shape[0]
+    g = grid(n)
+    c, dt = np.float32(0.25), np.float32(0.01)
+    one = xp.ones(1, np.float32)
+    if name == "heat":
+        states = [a["u0"]]
+        u = a["u0"]
+        for _ in range(steps):
+            nxt = xp.empty_like(u)
+            lap_step[g, B](nxt, u, c)
+            states.append(nxt)
+            u = nxt
+        loss = xp.zeros(1, np.float32)
+        dot_loss[g, B](u, a["w"], loss)
+        r = dg.vjp(dot_loss[g, B], u, a["w"], loss, cotangents={"loss": one})
+        gu, gw = r["u"], r["w"]
+        for t in range(steps - 1, -1, -1):
+            gu = dg.vjp(lap_step[g, B], states[t + 1], states[t], dg.Const(c),
+                        cotangents={"dst": gu})["src"]
+        return [gu, gw]
+    x, v = xp.array(a["x0"], copy=True), xp.zeros(n, np.float32)
+    f = xp.zeros(n, np.float32)
+    saved = []  # per step x and v before it, f after the force: what the reverse reads
+    for _ in range(steps):
+        xs, vs = xp.array(x, copy=True), xp.array(v, copy=True)
+        spring_force[g, B](f, x, a["k"])
+        saved.append((xs, vs, xp.array(f, copy=True)))
+        integrate[g, B](x, v, f, dt)
+    loss = xp.zeros(1, np.float32)
+    sq_loss[g, B](x, loss)
+    gx = dg.vjp(sq_loss[g, B], x, loss, cotangents={"loss": one})["u"]
+    gv = xp.zeros(n, np.float32)
+    gk = xp.zeros(n, np.float32)
+    for t in range(steps - 1, -1, -1):
+        xs, vs, fs = saved[t]
+        r = dg.vjp(integrate[g, B], xs, vs, fs, dg.Const(dt), cotangents={"x": gx, "v": gv})
+        gx, gv, gf = r["x"], r["v"], r["f"]
+        r = dg.vjp(spring_force[g, B], fs, xs, a["k"], cotangents={"f": gf})
+        gx = gx + r["x"]
+        gk += r["k"]
+    return [gx, gk]
+
+
+def taped(name, a, steps, **opts):
+    with dg.Tape(**opts) as tape:
+        wrt = forward(name, a, steps)
+    return tape, [a[w] for w in wrt]
+
+
+# -- CPU smoke ------------------------------------------------------------------------
+def cpu_smoke() -> int:
+    rows = []
+    for name, (n, steps) in SMOKE.items():
+        for opts in ({}, {"checkpoints": 3}):  # compile and plan once, untimed
+            w = inputs(name, n, np)
+            t, ws = taped(name, w, steps, **opts)
+            t.gradient(w["loss"], wrt=ws)
+        by_hand(name, inputs(name, n, np), steps, np)
+        a = inputs(name, n, np)
+        t0 = time.perf_counter()
+        tape, wrt = taped(name, a, steps)
+        t1 = time.perf_counter()
+        ref = tape.gradient(a["loss"], wrt=wrt)
+        t2 = time.perf_counter()
+        T = len(tape.operations)
+        k = max(2, int(2 * math.sqrt(T)))
+        b = inputs(name, n, np)
+        ct, cw = taped(name, b, steps, checkpoints=k)
+        t3 = time.perf_counter()
+        cg = ct.gradient(b["loss"], wrt=cw)
+        t4 = time.perf_counter()
+        assert all(np.array_equal(p, q) for p, q in zip(cg, ref)), f"{name}: checkpointed differs"
+        c = inputs(name, n, np)
+        t5 = time.perf_counter()
+        hand = by_hand(name, c, steps, np)
+        t6 = time.perf_counter()
+        for p, q in zip(hand, ref):
+            np.testing.assert_allclose(p, q, rtol=2e-4, atol=1e-5 * float(np.abs(q).max()))
+        rows.append((name, T, (t2 - t0) * 1e3, (t4 - t3) * 1e3, (t6 - t5) * 1e3,
+                     (t1 - t0) / T * 1e6, tape.stats["snapshot_bytes"] / 1e6,
+                     ct.stats["peak_states"] * ct.stats["state_bytes"] / 1e6, k,
+                     ct.stats["recomputed"]))
+    print("CPU smoke (numpy, the kernels run; wall time on a loaded machine: indicative)")
+    print(f"{'program':8} {'ops':>5} {'tape F+B ms':>12} {'ckpt F+B ms':>12} {'vjp F+B ms':>11} "
+          f"{'us/rec.op':>10} {'tape MB':>8} {'ckpt MB':>8} {'k':>4} {'recomp':>7}")
+    for r in rows:
+        print(f"{r[0]:8} {r[1]:5d} {r[2]:12.1f} {r[3]:12.1f} {r[4]:11.1f} {r[5]:10.1f} "
+              f"{r[6]:8.2f} {r[7]:8.2f} {r[8]:4d} {r[9]:7d}")
+    print("checks: checkpointed == tape bitwise, hand-chained dg.vjp == tape (rtol 2e-4)")
+    return 0
+
+
+# -- prepare (here) ------------------------------------------------------------------
+def compile_programs(run, chip: str) -> int:
+    """Run `run()` on the CPU and compile for `chip` every program its
+    launches and dg.vjp / dg.autodiff calls select: generic, and with the
+    launch facts of the same arrays on a GPU (the host's facts drop the
+    GPU-only ones: the full facts are taken where they are computed)."""
+    import diffgpu.driver.launch as L
+    from diffgpu.runtime import specialize
+
+    full, seen = {}, []
+    real_ft, real_get = specialize.Facts.for_target, L.get_program
+
+    def for_target(self, target):
+        out = real_ft(self, target)
+        full[id(out)] = (out, self)
+        return out
+
+    def get_program(defn, types, target, diff=None, facts=None):
+        whole = full.get(id(facts), (None, None))[1] if facts is not None else None
+        seen.append((defn, tuple(types), diff, whole))
+        return real_get(defn, types, target, diff, facts)
+    specialize.Facts.for_target, L.get_program = for_target, get_program
+    try:
+        run()
+    finally:
+        specialize.Facts.for_target, L.get_program = real_ft, real_get
+    done = set()
+    for defn, types, diff, whole in seen:
+        for facts in (None, None if whole is None else whole.for_target(chip)):
+            key = (id(defn), types, diff, None if facts is None else facts.key())
+            if key not in done:
+                done.add(key)
+                real_get(defn, types, chip, diff, facts)
+    return len(done)
+
+
+def prepare(path: str, chip: str = "sm_90") -> None:
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
+
+    def run():
+        for name, (n, steps) in PREP.items():
+            for opts in ({}, {"checkpoints": 2}):
+                a = inputs(name, n, np)
+                tape, wrt = taped(name, a, steps, **opts)
+                tape.gradient(a["loss"], wrt=wrt)
+            by_hand(name, inputs(name, n, np), steps, np)
+    count = compile_programs(run, chip)
+    print(f"prepared {count} programs for {chip} in {path} ({', '.join(SIZES)})")
+
+
+# -- run (the GPU) -----------------------------------------------------------------------
+def _wall_ms(fn, sync, rounds=5):
+    fn()
+    sync()
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - t) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def _peak_cupy(cp, fn):
+    pool = cp.get_default_memory_pool()
+    cp.cuda.runtime.deviceSynchronize()
+    pool.free_all_blocks()
+    base = pool.total_bytes()
+    fn()
+    cp.cuda.runtime.deviceSynchronize()
+    return (pool.total_bytes() - base) / 1e6
+
+
+def run(path: str) -> int:
+    sys.modules["mlir"] = None  # the GPU machine has no MLIR: prove it
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
+    import cupy as cp
+
+    from diffgpu.driver.launch import STATS
+    sync = cp.cuda.runtime.deviceSynchronize
+    rows = []
+    for name, (n, steps) in SIZES.items():
+        a = inputs(name, n, cp)
+        tape, wrt = taped(name, a, steps)
+        ref = [cp.asnumpy(g) for g in tape.gradient(a["loss"], wrt=wrt)]
+        T = len(tape.operations)
+        k = max(2, int(2 * math.sqrt(T)))
+
+        def tape_fb(**opts):
+            b = inputs(name, n, cp)
+            t, w = taped(name, b, steps, **opts)
+            return t.gradient(b["loss"], wrt=w), t
+        got, _ = tape_fb(checkpoints=k)
+        for g, r in zip(got, ref):
+            np.testing.assert_allclose(cp.asnumpy(g), r, rtol=1e-4, atol=1e-6 * np.abs(r).max())
+        hand = by_hand(name, inputs(name, n, cp), steps, cp)
+        for g, r in zip(hand, ref):
+            np.testing.assert_allclose(cp.asnumpy(g), r, rtol=1e-3, atol=1e-5 * np.abs(r).max())
+        row = {"tape": (_wall_ms(lambda: tape_fb(), sync), _peak_cupy(cp, lambda: tape_fb())),
+               "ckpt": (_wall_ms(lambda: tape_fb(checkpoints=k), sync),
+                        _peak_cupy(cp, lambda: tape_fb(checkpoints=k))),
+               "vjp": (_wall_ms(lambda: by_hand(name, inputs(name, n, cp), steps, cp), sync),
+                       _peak_cupy(cp, lambda: by_hand(name, inputs(name, n, cp), steps, cp)))}
+        graph = tape.capture(a["loss"], wrt=wrt)
+        row["graph"] = (_wall_ms(graph.launch, sync), float("nan"))
+        for g, r in zip(graph.launch(), ref):
+            graph.synchronize()
+            np.testing.assert_allclose(cp.asnumpy(g), r, rtol=1e-4, atol=1e-6 * np.abs(r).max())
+        b = inputs(name, n, cp)
+        sync()
+        t0 = time.perf_counter()
+        with dg.Tape():
+            forward(name, b, steps)
+        rec_us = (time.perf_counter() - t0) / T * 1e6
+        t0 = time.perf_counter()
+        forward(name, b, steps)
+        plain_us = (time.perf_counter() - t0) / T * 1e6
+        sync()
+        graph_us = row["graph"][0] * 1e3 / (2 * T)
+        row.update(peers(name, n, steps))
+        rows.append((name, T, row, rec_us, plain_us, graph_us, k))
+    print("H200, wall ms of forward + reverse (median), peak device MB")
+    for name, T, row, rec_us, plain_us, graph_us, k in rows:
+        print(f"\n{name}: {T} operations, checkpoints={k}")
+        print(f"  {'way':6} {'F+B ms':>9} {'peak MB':>9} {'vs vjp':>7}")
+        for way, (ms, mb) in row.items():
+            rel = ms / row["vjp"][0] if row["vjp"][0] else float("nan")
+            print(f"  {way:6} {ms:9.2f} {mb:9.1f} {rel:7.2f}")
+        print(f"  host per recorded launch: {rec_us:.1f} us (plain launch {plain_us:.1f} us); "
+              f"per operation of the captured graph (F+B): {graph_us:.2f} us")
+    print(f"\nprograms: {STATS['disk_hit']} from the cache, {STATS['compile']} compiled, "
+          f"{STATS['generic_fallback']} generic fallbacks")
+    return 0
+
+
+def peers(name, n, steps) -> dict:
+    """JAX and PyTorch rows, where installed with a GPU."""
+    out = {}
+    try:
+        import jax
+        import jax.numpy as jnp
+        if jax.default_backend() == "gpu":
+            out["jax"] = _jax(jax, jnp, name, n, steps)
+    except Exception as e:  # not installed, no GPU backend
+        print(f"  ({name}: no JAX row: {type(e).__name__}: {e})")
+    try:
+        import torch
+        if torch.cuda.is_available():
+            out["torch"] = _torch(torch, name, n, steps)
+    except Exception as e:
+        print(f"  ({name}: no PyTorch row: {type(e).__name__}: {e})")
+    return out
+
+
+def _jax(jax, jnp, name, n, steps):
+    a = {k: jnp.asarray(np.asarray(v.get() if hasattr(v, "get") else v))
+         for k, v in inputs(name, n, np).items()}
+
+    if name == "heat":
+        def step(u, _):
+            mid = u[1:-1] + 0.25 * (u[:-2] - 2 * u[1:-1] + u[2:])
+            return u.at[1:-1].set(mid), None
+
+        def loss(u0, w):
+            u, _ = jax.lax.scan(step, u0, None, length=steps)
+            return jnp.sum(u * w)
+        f = jax.jit(jax.grad(loss, argnums=(0, 1)))
+        args = (a["u0"], a["w"])
+    else:
+        def step(s, _):
+            x, v, k = s
+            d = x[1:] - x[:-1] - 1.0
+            t = k[:-1] * d
+            force = jnp.zeros_like(x).at[:-1].add(t).at[1:].add(-t)
+            v = v + 0.01 * force
+            return (x + 0.01 * v, v, k), None
+
+        def loss(x0, k):
+            (x, _, _), _ = jax.lax.scan(step, (x0, jnp.zeros_like(x0), k), None, length=steps)
+            return jnp.sum(x * x)
+        f = jax.jit(jax.grad(loss, argnums=(0, 1)))
+        args = (a["x0"], a["k"])
+    dev = jax.devices()[0]
+    ms = _wall_ms(lambda: jax.block_until_ready(f(*args)), lambda: None)
+    stats = dev.memory_stats() or {}
+    return ms, stats.get("peak_bytes_in_use", float("nan")) / 1e6
+
+
+def _torch(torch, name, n, steps):
+    a = {k: torch.as_tensor(np.asarray(v), device="cuda") for k, v in inputs(name, n, np).items()}
+
+    def fb():
+        if name == "heat":
+            u0 = a["u0"].clone().requires_grad_(True)
+            w = a["w"].clone().requires_grad_(True)
+            u = u0
+            for _ in range(steps):
+                mid = u[1:-1] + 0.25 * (u[:-2] - 2 * u[1:-1] + u[2:])
+                u = torch.cat([u[:1], mid, u[-1:]])
+            loss = (u * w).sum()
+            loss.backward()
+            return u0.grad, w.grad
+        x0 = a["x0"].clone().requires_grad_(True)
+        k = a["k"].clone().requires_grad_(True)
+        x, v = x0, torch.zeros_like(x0)
+        for _ in range(steps):
+            t = k[:-1] * (x[1:] - x[:-1] - 1.0)
+            force = torch.nn.functional.pad(t, (0, 1)) - torch.nn.functional.pad(t, (1, 0))
+            v = v + 0.01 * force
+            x = x + 0.01 * v
+        (x * x).sum().backward()
+        return x0.grad, k.grad
+    sync = torch.cuda.synchronize
+    ms = _wall_ms(fb, sync, rounds=3)
+    torch.cuda.reset_peak_memory_stats()
+    fb()
+    sync()
+    return ms, torch.cuda.max_memory_allocated() / 1e6
+
+
+def main(argv=None) -> int:
+    import argparse
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--cpu-smoke", action="store_true")
+    g.add_argument("--prepare", metavar="DIR")
+    g.add_argument("--run", metavar="DIR")
+    p.add_argument("--chip", default="sm_90")
+    a = p.parse_args(argv)
+    if a.cpu_smoke:
+        return cpu_smoke()
+    if a.prepare:
+        prepare(a.prepare, a.chip)
+        return 0
+    return run(a.run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Check dg.Tape on a real GPU, from a cache compiled here.
+
+    # here (MLIR, no GPU): run every program of test/python/tape/tape_programs.py
+    # with the tape on the CPU (float64 and float32), keep the gradients, and
+    # compile for the chip every program those launches and reverses select
+    python scripts/gpu_tape_check.py --prepare DIR [--chip sm_90]
+
+    # on the GPU machine (numpy + CuPy, no MLIR): the same programs on CuPy
+    # arrays: the tape's gradients against the CPU's, the checkpointed tape
+    # against the tape, a captured CUDA graph (launched three times) against
+    # the tape, check="launch" catching a CuPy write inside the tape
+    python scripts/gpu_tape_check.py --run DIR
+
+The per-launch GPU cases of scripts/gpu_cases/ are single launches; a tape is
+a program of many, so it has this script. `--run` prints a table and exits 1
+on any mismatch or error; it never imports MLIR (it blocks the import).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __name__ == "__main__" and "--run" in sys.argv:
+    sys.modules["mlir"] = None  # the GPU run must not need MLIR: prove it
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import repo_imports  # noqa: E402
+
+repo_imports.bootstrap()
+sys.path.insert(0, os.path.join(REPO, "test", "python", "tape"))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+import numpy as np  # noqa: E402
+
+import diffgpu as dg  # noqa: E402
+import tape_programs as P  # noqa: E402
+
+DTYPES = {"f64": np.float64, "f32": np.float32}
+TOL = {"f64": (1e-9, 1e-12), "f32": (2e-4, 1e-6)}
+
+
+def _cases():
+    for name in sorted(P.PROGRAMS):
+        for tag in DTYPES:
+            yield name, tag
+
+
+def _grads(tape, a, name):
+    return tape.gradient(a["loss"], wrt=[a[w] for w in P.WRT[name]])
+
+
+def prepare(directory: str, chip: str) -> int:
+    from tape import compile_programs  # bench/tape.py
+
+    os.makedirs(directory, exist_ok=True)
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
+    expected = {}
+
+    def run():
+        for name, tag in _cases():
+            inputs = P.make(name, dtype=DTYPES[tag])
+            tape, a = P.taped(name, inputs)
+            for w, g in zip(P.WRT[name], _grads(tape, a, name)):
+                expected[f"{name}/{tag}/{w}"] = g
+            t2, a2 = P.taped(name, inputs, checkpoints=2)
+            _grads(t2, a2, name)
+    count = compile_programs(run, chip)
+    np.savez(os.path.join(directory, "expected.npz"), **expected)
+    print(f"prepared {len(expected)} gradients of {len(P.PROGRAMS)} programs, {count} programs "
+          f"for {chip} in {directory}")
+    return 0
+
+
+def _on_gpu(inputs, cp):
+    return {k: cp.asarray(v) for k, v in inputs.items()}
+
+
+def _check(got, want, tag):
+    rtol, atol = TOL[tag]
+    scale = max(float(np.abs(want).max()), 1.0)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale)
+
+
+def run(directory: str) -> int:
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
+    import cupy as cp
+
+    expected = dict(np.load(os.path.join(directory, "expected.npz")))
+    rows, bad = [], 0
+    for name, tag in _cases():
+        status = []
+        try:
+            inputs = _on_gpu(P.make(name, dtype=DTYPES[tag]), cp)
+            a = {k: v.copy() for k, v in inputs.items()}
+            with dg.Tape() as tape:
+                P.PROGRAMS[name](a)
+            grads = [cp.asnumpy(g) for g in _grads(tape, a, name)]
+            for w, g in zip(P.WRT[name], grads):
+                _check(g, expected[f"{name}/{tag}/{w}"], tag)
+            status.append("tape")
+            b = {k: v.copy() for k, v in inputs.items()}
+            with dg.Tape(checkpoints=2) as t2:
+                P.PROGRAMS[name](b)
+            for g, r in zip(_grads(t2, b, name), grads):
+                _check(cp.asnumpy(g), r, tag)
+            status.append("ckpt")
+            if name not in ("solver",):  # its iteration count is the host's: not replayed
+                graph = tape.capture(a["loss"], wrt=[a[w] for w in P.WRT[name]])
+                for _ in range(3):
+                    c = {k: v.copy() for k, v in inputs.items()}
+                    for k in c:  # the start of the program, in place
+                        a[k][...] = c[k]
+                    got = graph.launch()
+                    graph.synchronize()
+                    for g, r in zip(got, grads):
+                        _check(cp.asnumpy(g), r, tag)
+                status.append("graph")
+        except Exception as e:  # noqa: BLE001  (reported, the run goes on)
+            bad += 1
+            status.append(f"FAIL {type(e).__name__}: {str(e)[:160]}")
+            traceback.print_exc()
+        rows.append((f"{name} {tag}", ", ".join(status)))
+    try:  # a CuPy write inside a tape, caught with check="launch"
+        x = cp.linspace(0.5, 1.5, 12)
+        y, loss = cp.zeros(12), cp.zeros(1)
+        try:
+            with dg.Tape(check="launch"):
+                P.nonlin_inplace[1, P.B](x, cp.ones(12))
+                x[3] = 5.0
+                P.sq_loss[1, P.B](x, loss)
+            bad += 1
+            rows.append(("check=launch", "FAIL: the CuPy write went unnoticed"))
+        except dg.TapeError as e:
+            rows.append(("check=launch", f"caught: {str(e)[:80]}"))
+    except Exception as e:  # noqa: BLE001
+        bad += 1
+        rows.append(("check=launch", f"FAIL {type(e).__name__}: {e}"))
+    for n, s in rows:
+        print(f"  {n:28} {s}")
+    print(f"{len(rows) - bad} passed, {bad} failed")
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prepare", metavar="DIR")
+    g.add_argument("--run", metavar="DIR")
+    p.add_argument("--chip", default="sm_90")
+    a = p.parse_args(argv)
+    return prepare(a.prepare, a.chip) if a.prepare else run(a.run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
