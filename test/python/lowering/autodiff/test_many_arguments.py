@@ -26,26 +26,10 @@ def _module(tmp_path, name, text):
     return mod, path
 
 
-def _source():
-    ps = [f"A{k}" for k in range(K)]
-    body = " + ".join(f"{(k % 7) + 1}.0 * A{k}[i] * A{k}[i]" for k in range(K))
-    dps = ", ".join(f"A{k}, dA{k}" for k in range(K))
-    acts = ", ".join(f"dg.Duplicated(A{k}, dA{k})" for k in range(K))
-    mixed = ", ".join(f"A{k}, s{k}" for k in range(K // 2))
-    mbody = " + ".join(f"s{k} * A{k}[i]" for k in range(K // 2))
-    return "\n".join([
-        "import diffgpu as dg", "",
-        "@dg.kernel", f"def many({', '.join(ps)}, out):",
-        "    i = dg.global_id()", f"    out[i] = {body}", "",
-        "@dg.kernel", f"def d_many({dps}, out, dout):",
-        f"    dg.autodiff(many, {acts}, dg.Duplicated(out, dout))", "",
-        "@dg.kernel", f"def mixed({mixed}, out):",
-        "    i = dg.global_id()", f"    out[i] = {mbody}", ""])
-
-
 @pytest.fixture(scope="module")
-def kernels(tmp_path_factory):
-    return _module(tmp_path_factory.mktemp("many"), "many_args_kernels", _source())[0]
+def kernels():
+    import kernels_many_args
+    return kernels_many_args
 
 
 def _inputs(seed=0):
