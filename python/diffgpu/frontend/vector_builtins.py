@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.values import Const, VecV, describe
-from diffgpu.frontend.vectors import SHAPES
+from diffgpu.frontend.vector_arrays import SHAPES
 
 ZERO = Const(0.0, Const.of(0.0).type)
 ONE = Const(1.0, Const.of(1.0).type)
