@@ -181,3 +181,43 @@ def test_fill_cuts_the_gradient():
         P.sq_loss[1, 32](y, loss)
     g, = tape.gradient(loss, wrt=[x])
     assert np.array_equal(g, np.zeros(8)) and loss[0] == 32.0
+
+
+def test_check_end_sees_changes_after_recording_only():
+    """check="end" (the GPU's default) fingerprints when recording ends: a
+    write between two launches goes unseen, a change afterwards does not."""
+    x = np.linspace(0.5, 1.5, 8)
+    y, loss = np.zeros(8), np.zeros(1)
+    with dg.Tape(check="end") as tape:
+        square[1, 32](y, x)
+        P.sq_loss[1, 32](y, loss)
+    g, = tape.gradient(loss, wrt=[x])
+    np.testing.assert_allclose(g, 4 * x ** 3)
+    y[0] = 3.0  # y's last version is read by sq_loss: checked at gradient time
+    with pytest.raises(TapeError, match="'y' of square was changed after"):
+        tape.gradient(loss, wrt=[x])
+
+
+def test_gradient_with_respect_to_a_view():
+    buf = np.linspace(0.5, 1.5, 16)
+    y, loss = np.zeros(16), np.zeros(1)
+    with dg.Tape() as tape:
+        square[1, 32](y, buf)
+        P.sq_loss[1, 32](y, loss)
+    part, whole = tape.gradient(loss, wrt=[buf[4:8], buf])
+    np.testing.assert_allclose(whole, 4 * buf ** 3)
+    assert np.array_equal(part, whole[4:8]) and part.shape == (4,)
+
+
+def test_launches_of_other_threads_are_not_recorded():
+    import threading
+
+    x, y = np.linspace(0.5, 1.5, 8), np.zeros(8)
+    other = np.zeros(8)
+    with dg.Tape() as tape:
+        square[1, 32](y, x)
+        t = threading.Thread(target=lambda: square[1, 32](other, x))
+        t.start()
+        t.join()
+    assert [repr(op) for op in tape.operations] == ["#0 square"]
+    np.testing.assert_allclose(other, x * x)
