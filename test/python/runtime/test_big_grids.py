@@ -168,6 +168,8 @@ def test_gradients_launch_on_the_hardware_grid(launched):
     dg.vjp(launcher, y, x, cotangents={"y": ybar})
     dg.autodiff(launcher, dg.Duplicated(y, dy), dg.Duplicated(x, dx))
     dg.jvp(launcher, y, x, tangents={"x": dx})
+    dg.fwddiff(launcher, dg.Duplicated(y, dy), dg.Duplicated(x, dx))
+    assert len(launched) >= 4
     assert launched and all(g == (2, 35000, 2) for g, _ in launched), launched
 
 
@@ -184,3 +186,11 @@ def test_a_program_not_folded_for_the_grid_is_refused():
         fastpath.gpu_grid(Program, (1, 70001, 1))
     with pytest.raises(LaunchError):
         fastpath.gpu_grid(Program, (1, 100, 1))
+
+
+def test_cpu_gradient_over_a_big_grid():
+    n = 70000
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    ybar = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    grads = dg.vjp(rows_square[(1, n), 1], np.zeros(n, np.float32), x, cotangents={"y": ybar})
+    np.testing.assert_allclose(grads["x"], 2 * x * ybar, rtol=1e-6)
