@@ -70,18 +70,11 @@ class ExpandCollectives(ModulePass):
             self._inline(k, reach)
         if self._failed:
             return
-        users = {callee_of(c) for f in host for c in walk(f, ("func.call",))}
-        for name, f in reach.items():
-            if f in kernels:
-                continue
-            if name in users:
-                self.error(f, f"'@{name}' uses warp/block collectives but is called from a "
-                              "function that is not a kernel (on the host target they must "
-                              "be inlined into the kernel)")
-            else:
-                f.erase()  # inlined into every kernel calling it
-        if self._failed:
-            return
+        # every caller of a function in `reach` is in `reach` too, or a kernel
+        # (inlined above): the functions are no longer called
+        for f in reach.values():
+            if f not in kernels:
+                f.erase()
         for k in kernels:
             ops = walk(k, COLLECTIVES)
             if ops:
