@@ -182,6 +182,7 @@ class CompiledKernel:
             self.variants[v["facts"]] = v
         #: facts key or None (generic) -> its loaded Program
         self._programs: dict = {}
+        self._launchers: dict = {}  # [grid, block] of plain ints -> its launcher
 
     @property
     def signature(self) -> str:
@@ -197,10 +198,7 @@ class CompiledKernel:
 
     @user_facing
     def __getitem__(self, config):
-        if not isinstance(config, tuple) or len(config) != 2:
-            raise LaunchError(f"launch configuration must be [grid, block], got {config!r}")
-        grid, block = check_geometry(*config)
-        return user_facing(lambda *args: fastpath.launch(self, args, grid, block, _bind))
+        return launcher(self, config)
 
     def matches(self, args) -> bool:
         try:
@@ -255,6 +253,24 @@ class CompiledKernel:
             prog = self._programs[which] = Program(
                 self.payload if which is None else self.variants[which])
         return prog
+
+
+def launcher(owner, config):
+    """`owner[grid, block]` of a compiled or bundled kernel: a function of
+    the arguments that launches through the fast path (`_bind` on a miss);
+    kept per configuration of plain ints (launch loops repeat theirs)."""
+    plain = type(config) is tuple and len(config) == 2 and all(
+        type(v) is int or type(v) is tuple and all(type(x) is int for x in v) for v in config)
+    found = owner._launchers.get(config) if plain else None
+    if found is not None:
+        return found
+    if not isinstance(config, tuple) or len(config) != 2:
+        raise LaunchError(f"launch configuration must be [grid, block], got {config!r}")
+    grid, block = check_geometry(*config)
+    found = user_facing(lambda *args: fastpath.launch(owner, args, grid, block, _bind))
+    if plain and len(owner._launchers) < 256:
+        owner._launchers[config] = found
+    return found
 
 
 def _bind(owner, args, grid, block, key):

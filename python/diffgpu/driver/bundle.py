@@ -294,17 +294,11 @@ class BundledKernel:
     def __init__(self, name, entries):
         self.name, self.entries = name, entries
         self._programs: dict = {}  # entries bound so far (fastpath.launch looks keys up then)
+        self._launchers: dict = {}  # [grid, block] -> its launcher (aot.launcher)
 
     def __getitem__(self, config):
-        from diffgpu.driver.aot import _bind
-        from diffgpu.errors import user_facing
-        from diffgpu.runtime import fastpath
-        from diffgpu.runtime.args import check_geometry
-
-        if not isinstance(config, tuple) or len(config) != 2:
-            raise LaunchError(f"launch configuration must be [grid, block], got {config!r}")
-        grid, block = check_geometry(*config)
-        return user_facing(lambda *args: fastpath.launch(self, args, grid, block, _bind))
+        from diffgpu.driver.aot import launcher
+        return launcher(self, config)
 
     def select(self, args):
         """(entry, signature) of the first entry `args` fit; LaunchError if none."""

@@ -289,4 +289,4 @@ def test_a_repeated_bundled_launch_is_the_jit_fast_path(tmp_path, launched):
         launch(y, x)
     seq = stays(lambda: launch(y, x))
     assert returns(seq) == [], seq
-    assert seq == ["driver/bundle.py", "runtime/fastpath.py", "runtime/gpu.py"], seq
+    assert seq == ["driver/aot.py", "runtime/fastpath.py", "runtime/gpu.py"], seq
