@@ -290,3 +290,45 @@ def test_a_repeated_bundled_launch_is_the_jit_fast_path(tmp_path, launched):
     seq = stays(lambda: launch(y, x))
     assert returns(seq) == [], seq
     assert seq == ["driver/aot.py", "runtime/fastpath.py", "runtime/gpu.py"], seq
+
+
+def test_host_bundles_run_big_grids_as_they_are(tmp_path):
+    @dg.kernel
+    def rows(y):
+        if dg.thread_id(0) == 0:
+            y[dg.block_id(1)] = dg.grid_dim(1) + dg.block_id(1)
+
+    b = _bundle(tmp_path, [dg.compile(rows, ("int64[:]",))])
+    y = np.zeros(70000, np.int64)
+    b["rows"][(1, 70000), 1](y)
+    np.testing.assert_array_equal(y, 70000 + np.arange(70000))
+
+
+def test_a_variant_bundle_runs_without_mlir(tmp_path):
+    import subprocess
+
+    n = 1 << 12
+    c = dg.compile(square, SQ, target="sm_90", grid=n // 256, block=256,
+                   example_args=[np.zeros(n, np.float32), _f32(12, n)])
+    path = str(tmp_path / "nomlir.dgb")
+    dg.save_bundle(path, [c])
+    code = f"""
+import sys
+sys.modules["mlir"] = None  # any import of MLIR fails
+sys.path.insert(0, {os.path.join(HERE, "..", "..", "..", "bench")!r})
+import numpy as np
+import vjp_overhead as VO, launch_overhead as LO
+VO.install_standin()
+import diffgpu as dg
+from diffgpu.runtime import gpu
+from diffgpu.driver.launch import STATS
+gpu._chips[0] = "sm_90"
+b = dg.load_bundle({path!r})
+y, x = LO.StandinArray(np.zeros({n}, np.float32)), LO.StandinArray(np.ones({n}, np.float32))
+b["square"][{n // 256}, 256](y, x)
+print(STATS["bundle_variant"], STATS["bundle_generic"])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "0"], out.stdout
