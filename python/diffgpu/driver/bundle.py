@@ -132,6 +132,10 @@ def _load_entry(path: str, z, members: dict, rec):
         raise BundleError(f"{path}: malformed manifest record {rec!r:.200}")
     where = f"{path}: entry {rec['file']:.200} ({rec['name']:.100} for {rec['target']:.20})"
     payload = _read_payload(where, z, members, rec, rec["file"], rec["sha256"])
+    if payload.get("facts") is not None or payload.get("grid_fold") is not None:
+        raise BundleError(f"{where}: an entry's own program is the generic one (its facts "
+                          f"{payload.get('facts')!r:.100}, grid_fold "
+                          f"{payload.get('grid_fold')!r:.50}); variants go in its table")
     variants = [_load_variant(f"{where}, variant {k}", z, members, rec, payload, v)
                 for k, v in enumerate(_variant_records(where, rec))]
     try:

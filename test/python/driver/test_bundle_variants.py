@@ -250,6 +250,9 @@ def _set(field, value):
     (_edit_variant(lambda p: p.__setitem__("target", "sm_80")), "target is 'sm_80'"),
     (_edit_variant(lambda p: p.__setitem__("lean", "yes")), "malformed entry"),
     (_swap_in_float64, "variant 0"),
+    (lambda m, f: f.__setitem__("entries/0.json", json.dumps(dict(
+        json.loads(f["entries/0.json"]), grid_fold=[70000, 1])).encode()),
+     "an entry's own program is the generic one"),
 ])
 def test_malformed_variant_tables_are_refused(tmp_path, with_variants, edit, match):
     manifest, files = _read(with_variants)
