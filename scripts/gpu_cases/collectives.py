@@ -23,16 +23,6 @@ BLOCKS = {"64": 64, "50": 50, "8x4x2": (8, 4, 2)}
 NB = 3  # blocks
 
 
-@dg.kernel
-def layernorm_out_first(Y, X, g, b):
-    ROWS.layernorm(X, g, b, Y)
-
-
-@dg.kernel
-def softmax_out_first(Y, X):
-    ROWS.softmax(X, Y)
-
-
 def _f32(r, *shape):
     return r.standard_normal(shape).astype(np.float32)
 
@@ -100,6 +90,15 @@ def cases():
                     None))
     out.append(("collective atomics max/min/sub: launch", K.atomics_k, 8, 128, "launch",
                 lambda r: [np.array([-np.inf, np.inf, 0.0], np.float32), _f32(r, 1024)], None))
+    for n in (64, 50):
+        for dt in (np.int32, np.int64):
+            out.append((f"collective integers {np.dtype(dt).name}: launch, block {n}", K.ints_k, 1,
+                        n, "launch", lambda r, n=n, dt=dt: [
+                            r.integers(-1000, 1000, (1, n)).astype(dt), np.zeros((6, n), dt)],
+                        None))
+    out.append(("collective two in a loop: reverse", K.two_in_loop_k, 1, 64, "reverse",
+                lambda r: [dg.Duplicated(_f32(r, 1, 64), np.zeros((1, 64), np.float32)),
+                           dg.Duplicated(np.zeros((1, 64), np.float32), _f32(r, 1, 64))], None))
     out.append(("collective two in a loop: launch", K.two_in_loop_k, 1, 64, "launch",
                 lambda r: [_f32(r, 1, 64), np.zeros((1, 64), np.float32)], None))
     R, C = 64, 1024
@@ -108,14 +107,14 @@ def cases():
         ("rows layernorm: launch", ROWS.layernorm, grid, block, "launch", _rows(R, C), _ln_ref),
         ("rows layernorm: reverse", ROWS.layernorm, grid, block, "reverse", _rows_reverse(R, C),
          None),
-        ("rows layernorm: vjp", layernorm_out_first, grid, block, "vjp", _rows(R, C, vjp=True),
+        ("rows layernorm: vjp", ROWS.layernorm_out_first, grid, block, "vjp", _rows(R, C, vjp=True),
          None),
-        ("rows layernorm 1000 columns: vjp", layernorm_out_first, (1, 8), (1000, 1), "vjp",
+        ("rows layernorm 1000 columns: vjp", ROWS.layernorm_out_first, (1, 8), (1000, 1), "vjp",
          _rows(8, 1000, vjp=True), None),
         ("rows softmax: launch", ROWS.softmax, grid, block, "launch",
          lambda r: [_f32(r, R, C), np.zeros((R, C), np.float32)],
          lambda X, Y: Y.__setitem__(Ellipsis, ROWS.softmax_ref(X.astype(np.float64)))),
-        ("rows softmax: vjp", softmax_out_first, grid, block, "vjp",
+        ("rows softmax: vjp", ROWS.softmax_out_first, grid, block, "vjp",
          lambda r: [np.zeros((R, C), np.float32), _f32(r, R, C), _f32(r, R, C)], None),
         ("rows layernorm strided 3000 columns: launch", ROWS.layernorm_strided, 16, 256,
          "launch", _rows(16, 3000), _ln_ref),

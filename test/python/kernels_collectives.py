@@ -109,6 +109,18 @@ def sums_raw_k(X, Y):
     Y[2, t] = dg.block_scan(X[0, t])
 
 
+@dg.kernel
+def ints_k(X, Y):
+    t = dg.thread_id(0)
+    v = X[0, t]
+    Y[0, t] = dg.warp_sum(v)
+    Y[1, t] = dg.block_max(v)
+    Y[2, t] = dg.block_min(v)
+    Y[3, t] = dg.block_scan(v)
+    Y[4, t] = dg.shfl_xor(v, 3)
+    Y[5, t] = dg.block_sum(v)
+
+
 OPS = {"warp_sum": warp_sum_k, "warp_max": warp_max_k, "warp_min": warp_min_k,
        "block_sum": block_sum_k, "block_max": block_max_k, "block_min": block_min_k,
        "block_scan": block_scan_k, "shfl_xor": shfl_xor_k, "shfl_up": shfl_up_k,

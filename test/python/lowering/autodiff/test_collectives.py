@@ -116,3 +116,31 @@ def test_two_collectives_in_a_loop():
     v = X[0]
     down = np.array([v[i + 1] if (i % 32) < 31 else v[i] for i in range(64)])
     np.testing.assert_allclose(Y[0], sum(v.sum() * i + down for i in range(3)))
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.int64])
+def test_integer_values(dt):
+    n = 50
+    x = (np.arange(n) * 7919 % 101 - 50).astype(dt)
+    Y = np.zeros((6, n), dt)
+    K.ints_k[1, n](x[None, :].copy(), Y)
+    w = np.arange(n) // 32
+    assert (Y[0] == [x[w == w[i]].sum() for i in range(n)]).all()
+    assert (Y[1] == x.max()).all() and (Y[2] == x.min()).all() and (Y[5] == x.sum()).all()
+    assert (Y[3] == np.cumsum(x)).all()
+    lane = np.arange(n) % 32
+    src = w * 32 + (lane ^ 3)
+    assert (Y[4] == np.where(src < n, x[np.minimum(src, n - 1)], x)).all()
+
+
+def test_gradient_of_collectives_in_a_loop():
+    """The reverse of collectives in a loop (values taped per iteration)."""
+    X = _x(np.float64, 1, 64, seed=8)
+    dY = np.random.RandomState(9).randn(1, 64)
+    g = dg.vjp(K.two_in_loop_k[1, 64], X, np.zeros_like(X), cotangents={"Y": dY})["X"]
+    # Y = sum_i (i * sum(v) + down1(v)): dX = 3 * sum(dY) + up1-transpose of 3 * dY
+    d = 3 * dY[0]
+    own = np.array([(i % 32) == 31 for i in range(64)])
+    moved = np.array([d[i - 1] if (i % 32) >= 1 else 0.0 for i in range(64)])
+    expect = (0 + 1 + 2) * dY.sum() + moved + np.where(own, d, 0.0)
+    np.testing.assert_allclose(g[0], expect, rtol=1e-12)

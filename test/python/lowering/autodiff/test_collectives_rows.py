@@ -103,6 +103,21 @@ def test_layernorm_vjp_against_finite_differences(dt):
         assert abs(an - fd) <= tol * max(1.0, abs(fd)), (name, an, fd)
 
 
+def test_vjp_through_a_called_kernel():
+    """A kernel calling the row kernel: its gradient calls layernorm's split
+    derivative (augmented forward and reverse functions), whose collectives
+    the CPU inlines into the kernel."""
+    X, g, b, dY = _data(np.float64, seed=5)
+    grid, block = K.row_launch(R, C)
+    G = dg.vjp(K.layernorm_out_first[grid, block], np.zeros_like(X), X, g, b,
+               cotangents={"Y": dY})
+    for got, want in zip((G["X"], G["g"], G["b"]), _ln_grads(X, g, dY)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    S = K.softmax_ref(X)
+    G = dg.vjp(K.softmax_out_first[grid, block], np.zeros_like(X), X, cotangents={"Y": dY})
+    np.testing.assert_allclose(G["X"], S * (dY - (S * dY).sum(1, keepdims=True)), atol=1e-12)
+
+
 @pytest.mark.parametrize("kernel", ["layernorm_strided", "softmax_strided"])
 def test_strided_rows_any_width(kernel):
     """Wider rows than threads: each thread strides over its columns."""
