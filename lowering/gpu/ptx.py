@@ -62,7 +62,7 @@ OBJECT_FORMATS = {1: "llvm", 2: "ptx", 3: "cubin", 4: "fatbin"}
 #: CUDA system calls: `.extern` in PTX, resolved by the driver (device heap, printf)
 SYSTEM_CALLS = ("malloc", "free", "vprintf", "__assertfail")
 _DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
-           "index": "int64", "i1": "bool"}
+           "index": "int64", "i1": "bool", "f16": "float16", "bf16": "bfloat16"}
 
 
 @dataclass

@@ -8,8 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: numpy dtype name -> MLIR element type
-DTYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
-FLOAT_DTYPES = ("float32", "float64")
+DTYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64",
+          "float16": "f16", "bfloat16": "bf16"}
+#: 16-bit float dtypes: arrays only, stored in 16 bits and computed in float32
+#: (a load extends, a store rounds to nearest even); no scalars of them
+STORAGE_DTYPES = ("float16", "bfloat16")
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 MAX_NDIM = 4
 
 
@@ -52,8 +56,8 @@ def is_float(t) -> bool:
     return t.dtype in FLOAT_DTYPES
 
 
-#: dtype names that get gradients (dg.torch / dg.jax operators)
-FLOAT_DTYPES = ("float32", "float64")
+#: dtype names that get gradients (dg.torch / dg.jax operators, dg.autodiff)
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def dtype_name(dtype) -> str:

@@ -65,7 +65,7 @@ def numpy_function(obj):
     return name if getattr(np, name, None) is obj else None
 
 
-BYTES = {"f32": 4, "f64": 8, "i32": 4, "i64": 8}
+BYTES = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "f16": 2, "bf16": 2}
 
 
 def dtype_elem(obj, node) -> str:
@@ -82,7 +82,8 @@ def dtype_elem(obj, node) -> str:
         name = None
     if name not in DTYPES:
         raise FrontendError(f"unsupported dtype {getattr(obj, '__name__', obj)!r} for "
-                            "shared_array (use float32, float64, int32 or int64)", node)
+                            "shared_array (use float32, float64, float16, bfloat16, int32 "
+                            "or int64)", node)
     return DTYPES[name]
 
 
@@ -345,10 +346,11 @@ class BuiltinMixin:
         idx = self.indices(arr, fake)
         v = self.scalar(v, val_node, "atomic_add() value")
         et = Scalar(arr.type.elem)
-        x = self.em.value(v, et)
+        x = self.to_storage(v, et.ty)  # f16 / bf16: rounded from f32 (expressions.py)
         operands = ", ".join([arr.ref, x.ref] + [i.ref for i in idx])
         types = ", ".join([arr.type.mlir(), et.ty] + ["index"] * len(idx))
-        return self.em.op(f'"{N.ATOMIC_ADD}"({operands}) : ({types}) -> {et.ty}', et)
+        old = self.em.op(f'"{N.ATOMIC_ADD}"({operands}) : ({types}) -> {et.ty}', et)
+        return self.from_storage(old, et.ty)
 
     def builtin_shared_array(self, node):
         shape_node, dtype_node = self.call_args(node, 2, 2, "shared_array")

@@ -22,7 +22,7 @@ import ast
 from diffgpu import activities
 from diffgpu.dialects import names as N
 from diffgpu.frontend.source import FrontendError
-from diffgpu.frontend.types_infer import ArrayT, Scalar
+from diffgpu.frontend.types_infer import FLOAT_ELEMS, ArrayT, Scalar
 from diffgpu.frontend.values import Const, PyObj, TupleV, Value, describe
 
 KINDS = {activities.Const: "const", activities.Duplicated: "dup",
@@ -44,14 +44,14 @@ def check_activity(kind: str, t, mode: str, k: int) -> None:
     if kind == "const":
         return
     if kind in FUNCTIONAL:
-        if mode != "reverse" or not isinstance(t, ArrayT) or t.elem not in ("f32", "f64"):
+        if mode != "reverse" or not isinstance(t, ArrayT) or t.elem not in FLOAT_ELEMS:
             raise FrontendError(f"{what}: '{kind}' is for float arrays in reverse mode")
         return
     if isinstance(t, ArrayT):
         if kind == "active":
             raise FrontendError(f"{what}: Active is for scalars; use Duplicated(A, dA) "
                                 "for arrays")
-        if t.elem not in ("f32", "f64"):
+        if t.elem not in FLOAT_ELEMS:
             raise FrontendError(f"{what}: integer arrays cannot be differentiated; use Const")
         return
     if not t.is_float:

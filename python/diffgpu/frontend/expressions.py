@@ -11,7 +11,7 @@ import types as pytypes
 
 from diffgpu.frontend.emitter import I64
 from diffgpu.frontend.source import FrontendError
-from diffgpu.frontend.types_infer import Scalar
+from diffgpu.frontend.types_infer import STORAGE, Scalar
 from diffgpu.frontend.values import Const, PyObj, ShapeV, TupleV, Value, VecSlot, VecV, describe
 
 
@@ -198,12 +198,29 @@ class ExprMixin:
 
     def load(self, arr: Value, idx: list[Value]) -> Value:
         refs = ", ".join(i.ref for i in idx)
-        return self.em.op(f"memref.load {arr.ref}[{refs}] : {arr.type.mlir()}",
-                          Scalar(arr.type.elem))
+        elem = arr.type.elem
+        x = self.em.op(f"memref.load {arr.ref}[{refs}] : {arr.type.mlir()}", Scalar(elem))
+        return self.from_storage(x, elem)
+
+    def from_storage(self, x: Value, elem: str) -> Value:
+        """A value read from an `elem` array as the frontend computes it: f16 /
+        bf16 extended to f32 (types_infer.STORAGE), others unchanged."""
+        if elem not in STORAGE:
+            return x
+        return self.em.op(f"arith.extf {x.ref} : {elem} to {STORAGE[elem]}",
+                          Scalar(STORAGE[elem]))
+
+    def to_storage(self, v, elem: str) -> Value:
+        """`v` converted for a store into an `elem` array (f16 / bf16: through
+        f32, then arith.truncf, which rounds to nearest even)."""
+        if elem not in STORAGE:
+            return self.em.value(v, Scalar(elem))
+        x = self.em.value(v, Scalar(STORAGE[elem]))
+        return self.em.op(f"arith.truncf {x.ref} : {STORAGE[elem]} to {elem}", Scalar(elem))
 
     def store(self, arr: Value, idx: list[Value], v, node) -> None:
         v = self.scalar(v, node, "stored value")
-        x = self.em.value(v, Scalar(arr.type.elem))
+        x = self.to_storage(v, arr.type.elem)
         refs = ", ".join(i.ref for i in idx)
         self.em.line(f"memref.store {x.ref}, {arr.ref}[{refs}] : {arr.type.mlir()}")
 

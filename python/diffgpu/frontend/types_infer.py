@@ -21,7 +21,19 @@ from dataclasses import dataclass
 FLOATS = ("f32", "f64")
 INTS = ("i1", "i32", "i64")
 BITS = {"i1": 1, "i32": 32, "i64": 64, "f32": 32, "f64": 64, "index": 64}
-DTYPE_OF = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
+DTYPE_OF = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
+            "f16": "float16", "bf16": "bfloat16"}
+#: 16-bit storage element types -> the type their values are computed in: an
+#: array of them loads into (extends to) f32 and stores back rounded to
+#: nearest even; no scalar value of the frontend has them
+STORAGE = {"f16": "f32", "bf16": "f32"}
+#: element types of arrays that can be differentiated
+FLOAT_ELEMS = FLOATS + tuple(STORAGE)
+
+
+def value_type(elem: str) -> "Scalar":
+    """The scalar type a load of an `elem` array gives (f16 -> f32)."""
+    return Scalar(STORAGE.get(elem, elem))
 
 
 @dataclass(frozen=True)

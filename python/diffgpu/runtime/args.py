@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from diffgpu.errors import LaunchError
-from diffgpu.types import DTYPES, MAX_NDIM, ArrayType, ScalarType
+from diffgpu.types import DTYPES, MAX_NDIM, STORAGE_DTYPES, ArrayType, ScalarType
 
 #: block limits of NVIDIA GPUs (x, y, z) and on the product
 BLOCK_LIMITS = (1024, 1024, 64)
@@ -134,6 +134,9 @@ def scalar_type(x, where: str) -> ScalarType:
     for cls, name in _NUMPY_SCALARS.items():
         if type(x) is cls:
             return ScalarType(name)
+    if isinstance(x, np.generic) and np.dtype(type(x)).name in STORAGE_DTYPES:
+        raise LaunchError(f"{where}: {np.dtype(type(x)).name} scalars are not supported "
+                          "(16-bit floats are for arrays); pass np.float32(x)")
     if isinstance(x, np.generic):
         raise LaunchError(f"{where}: unsupported scalar type {type(x).__name__}; "
                           "use int, float, np.int32, np.int64, np.float32 or np.float64")
@@ -314,4 +317,7 @@ def parse_type(spec):
     if text not in DTYPES:
         raise ValueError(f"bad type spec {spec!r}: expected one of {', '.join(DTYPES)}, "
                          "optionally followed by [:], [:, :] or [:, :, :]")
+    if text in STORAGE_DTYPES:
+        raise ValueError(f"bad type spec {spec!r}: {text} is for arrays only "
+                         f"('{text}[:]'); pass scalars as float32")
     return ScalarType(text)

@@ -295,7 +295,7 @@ def test_bundle_integrity(tmp_path):
 
 @pytest.mark.parametrize("sig, match", [
     (("float32[:]", "float32[:]"), "signature has 2"),
-    (("float16[:]", "float32[:]", "float64"), "dtype must be one of"),
+    (("uint16[:]", "float32[:]", "float64"), "dtype must be one of"),
     (("float32[:,:,:,:,:]", "float32[:]", "float64"), "1 to 4"),
     (("float32[1]", "float32[:]", "float64"), "written ':'"),
     ((np.float32, "float32[:]", "float64"), "type spec must be a string"),
