@@ -377,6 +377,8 @@ def peers(name, n, steps) -> dict:
         import jax.numpy as jnp
         if jax.default_backend() == "gpu":
             out["jax"] = _jax(jax, jnp, name, n, steps)
+        else:
+            print(f"  ({name}: no JAX row: JAX runs on {jax.default_backend()}, not a GPU)")
     except Exception as e:  # not installed, no GPU backend
         print(f"  ({name}: no JAX row: {type(e).__name__}: {e})")
     try:
