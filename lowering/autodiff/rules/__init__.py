@@ -1,5 +1,6 @@
 """What autodiff knows about each op: one table per dialect (`arith`,
-`math`, `memref`, `scf`, `func`, `diffgpu`, and `tape` for the tape words of
+`math`, `memref`, `scf`, `func`, `diffgpu`, `collectives` for the warp/block
+collectives and atomic max/min, and `tape` for the tape words of
 a derivative differentiated again), how the tables are written and applied
 (`partials`), and the registry that finds an op's rule (`registry`).
 
