@@ -120,3 +120,26 @@ def test_visualize_writes_dot(tmp_path):
         assert open(svg).read().lstrip().startswith(("<?xml", "<svg"))
     t2, _ = P.taped("copies", inputs, checkpoints=2)
     assert "checkpointing: 2 states" in open(t2.visualize(str(tmp_path / "c.dot"))).read()
+
+
+def test_device_fingerprint_sees_every_change():
+    """The GPU's fingerprint (arrays.device_fingerprint), computed here with
+    numpy as its array module: equal for equal bytes, different after any
+    one-element change, a swap of two elements or a change of the tail
+    bytes of an odd-sized buffer."""
+    from diffgpu.hostdiff.tape.arrays import device_fingerprint
+
+    rng = np.random.default_rng(0)
+    for dtype, n in ((np.float32, 1001), (np.float64, 64), (np.int8, 7), (np.float32, 1)):
+        a = rng.standard_normal(n).astype(dtype)
+        base = device_fingerprint(a, np)
+        assert device_fingerprint(a.copy(), np) == base
+        for k in {0, n // 2, n - 1}:
+            b = a.copy()
+            b[k] = b[k] + 1 if dtype != np.int8 else b[k] ^ 1
+            assert device_fingerprint(b, np) != base, (dtype, n, k)
+        if n > 1:
+            c = a.copy()
+            c[0], c[-1] = a[-1], a[0]
+            if not np.array_equal(c, a):
+                assert device_fingerprint(c, np) != base

@@ -122,7 +122,11 @@ def fingerprint(root):
     the caller waits for it)."""
     if isinstance(root, np.ndarray):
         return zlib.crc32(root.ravel(order="K").view(np.uint8)), root.nbytes
-    cp = M.xp_of(root)
+    return device_fingerprint(root, M.xp_of(root))
+
+
+def device_fingerprint(root, cp):
+    """`fingerprint` computed with the array module `cp` (CuPy's: on the GPU)."""
     flat = root.ravel(order="K").view(cp.uint8)
     pad = (-flat.size) % 4
     if pad:
