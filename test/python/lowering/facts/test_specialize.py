@@ -96,9 +96,14 @@ def test_contiguity_and_geometry_facts():
     assert f.contiguous == (True, False, False)
     assert f.unit_dims == (2,)  # grid y is 2
     assert "unit_dims=2" in f.key()
-    # nothing proven (no size shared, 2^31 threads in y): the generic program
+    # nothing proven (no size shared, 2^31 threads in y) but the fold of a grid
+    # beyond the GPU's 65535 in y, which the host does not need
+    f = S.launch_facts([a[:, 1::2], a[1:, 1:5:2]], (ArrayType("float32", 2),) * 2,
+                       (1, 2**30, 1), (1, 2, 2))
+    assert f.key() == "noalias=0 contiguous=00 unit_dims=- grid_fold=1073741824,1"
+    assert f.for_target("host") is None
     assert S.launch_facts([a[:, 1::2], a[1:, 1:5:2]], (ArrayType("float32", 2),) * 2,
-                          (1, 2**30, 1), (1, 2, 2)) is None
+                          (1, 2**15, 2**15), (1, 2, 2)) is None  # 2^32 threads, no fold
     # alignment and a grid divisible by the coarsening factor
     f = S.launch_facts([a, a[:, 1:]], (ArrayType("float32", 2),) * 2, (8, 1, 1), (32, 1, 1))
     assert f.aligned == (a.ctypes.data % 16 == 0, False) and f.grid_div
