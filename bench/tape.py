@@ -19,6 +19,7 @@ recorded launch (the recording loop) and per operation of a captured graph.
 | ckpt      | `dg.Tape(checkpoints=2*sqrt(T))` (T operations), `tape.gradient`   |
 | graph     | `tape.capture(...)`, `graph.launch()` (forward and reverse replayed) |
 | vjp       | the same launches with the states copied by hand, then one `dg.vjp` per launch |
+| vjp/new   | heat only: a new array per step instead of ping-pong (nothing to copy) |
 | jax       | `jax.jit(jax.grad(loss))` of the same update over `lax.scan`       |
 | torch     | the same update in torch ops, `loss.backward()`                    |
 
@@ -140,26 +141,32 @@ def forward(name, a, steps):
     return ["x0", "k"]
 
 
-def by_hand(name, a, steps, xp):
-    """The same gradient with states kept by hand and one dg.vjp per launch."""
+def by_hand(name, a, steps, xp, fresh=False):
+    """The same gradient with states kept by hand and one dg.vjp per launch:
+    the same ping-pong program, each array copied before it is overwritten
+    (`fresh`: a new array per step instead, nothing copied)."""
     n = a["u0"].shape[0] if name == "heat" else a["x0"].shape[0]
     g = grid(n)
     c, dt = np.float32(0.25), np.float32(0.01)
     one = xp.ones(1, np.float32)
     if name == "heat":
-        states = [a["u0"]]
-        u = a["u0"]
-        for _ in range(steps):
-            nxt = xp.empty_like(u)
-            lap_step[g, B](nxt, u, c)
-            states.append(nxt)
-            u = nxt
+        cur, nxt = xp.array(a["u0"], copy=True), xp.zeros(n, np.float32)
+        states = []  # states[t]: what step t reads
+        for t in range(steps):
+            if fresh:
+                nxt = xp.empty_like(cur)
+            elif t >= 1:  # nxt is states[t - 1]: keep a copy before overwriting it
+                states[t - 1] = xp.array(nxt, copy=True)
+            states.append(cur)
+            lap_step[g, B](nxt, cur, c)
+            cur, nxt = nxt, cur
         loss = xp.zeros(1, np.float32)
-        dot_loss[g, B](u, a["w"], loss)
-        r = dg.vjp(dot_loss[g, B], u, a["w"], loss, cotangents={"loss": one})
+        dot_loss[g, B](cur, a["w"], loss)
+        r = dg.vjp(dot_loss[g, B], cur, a["w"], loss, cotangents={"loss": one})
         gu, gw = r["u"], r["w"]
+        out = xp.empty_like(cur)  # dst: dg.vjp does not write it
         for t in range(steps - 1, -1, -1):
-            gu = dg.vjp(lap_step[g, B], states[t + 1], states[t], dg.Const(c),
+            gu = dg.vjp(lap_step[g, B], out, states[t], dg.Const(c),
                         cotangents={"dst": gu})["src"]
         return [gu, gw]
     x, v = xp.array(a["x0"], copy=True), xp.zeros(n, np.float32)
@@ -218,7 +225,7 @@ def cpu_smoke() -> int:
         t5 = time.perf_counter()
         hand = by_hand(name, c, steps, np)
         t6 = time.perf_counter()
-        for p, q in zip(hand, ref):
+        for p, q in zip(hand + by_hand(name, inputs(name, n, np), steps, np, fresh=True), ref * 2):
             np.testing.assert_allclose(p, q, rtol=2e-4, atol=1e-5 * float(np.abs(q).max()))
         rows.append((name, T, (t2 - t0) * 1e3, (t4 - t3) * 1e3, (t6 - t5) * 1e3,
                      (t1 - t0) / T * 1e6, tape.stats["snapshot_bytes"] / 1e6,
@@ -337,6 +344,9 @@ def run(path: str) -> int:
                         _peak_cupy(cp, lambda: tape_fb(checkpoints=k))),
                "vjp": (_wall_ms(lambda: by_hand(name, inputs(name, n, cp), steps, cp), sync),
                        _peak_cupy(cp, lambda: by_hand(name, inputs(name, n, cp), steps, cp)))}
+        if name == "heat":  # the same gradient from a program that never overwrites
+            hand_new = lambda: by_hand(name, inputs(name, n, cp), steps, cp, fresh=True)  # noqa
+            row["vjp/new"] = (_wall_ms(hand_new, sync), _peak_cupy(cp, hand_new))
         graph = tape.capture(a["loss"], wrt=wrt)
         row["graph"] = (_wall_ms(graph.launch, sync), float("nan"))
         for g, r in zip(graph.launch(), ref):

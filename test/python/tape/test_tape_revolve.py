@@ -103,6 +103,9 @@ def test_tape_counts_follow_the_schedule():
     assert all(np.array_equal(p, q) for p, q in zip(g, ref))
     # the full tape copies x, v, f before each overwrite: O(T) states' worth
     assert full.stats["snapshots"] >= 2 * 40
+    # each kernel's reverse is planned once for the 40 steps (one layout each)
+    for k in (P.spring_force, P.integrate, P.sq_loss):
+        assert len(k.__dict__["_tape_plans"]) == 1
 
 
 def test_visualize_writes_dot(tmp_path):

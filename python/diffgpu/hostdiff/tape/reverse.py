@@ -2,10 +2,11 @@
 one operation, the forward recomputation of one (checkpointing), and the
 two sweeps (every version kept; Revolve).
 
-A launch's reverse is one `dg.vjp` of the launch on the versions it read
-(the same key and replay table as the user's `dg.vjp`: a repeated layout
-replays its recipe), with the adjoints of the arrays it wrote as
-cotangents; float scalars are held constant (`dg.Const`). Its results
+A launch's reverse is one `dg.vjp` of the launch on the versions it read,
+with the adjoints of the arrays it wrote as cotangents; float scalars are
+held constant (`dg.Const`). It is planned (plan.py) once per kernel and
+layout (`layout_key`: the versions are new memory at every step, so keys
+with pointers would plan every step) and run as a replay.Recipe. Its results
 update the adjoints: an input's gradient is added, an in-out array's
 replaces the adjoint (vjp's gradient of the initial value includes what
 passes through unwritten elements), an output written whole (plan.Call
@@ -22,7 +23,6 @@ from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff.tape import revolve
 from diffgpu.hostdiff.tape.arrays import copy_root
 from diffgpu.hostdiff.tape.record import Item
-from diffgpu.runtime.fastpath import launch_key
 
 
 class Adjoints:
@@ -60,27 +60,45 @@ class Adjoints:
             self.view(item)[...] = 0
 
 
-def vjp(launcher, args, consts, seeds) -> dict:
-    """`dg.vjp(launcher, *args, cotangents=seeds)` with the positions in
-    `consts` held constant: functional.py's call, through the same replay
-    table (replay.py) and planning (plan.py)."""
-    from diffgpu.hostdiff import replay
+#: recipes kept per kernel and layout, then all dropped (as replay.py's table)
+_MAX = 1024
+
+
+def layout_key(op) -> tuple:
+    """What a launch's reverse plan depends on besides pointers: geometry,
+    per parameter its layout in its buffer and which earlier parameter is the
+    same view (an alias), or a scalar's type. The seeds are the adjoints of
+    the written views: laid out like them, never overlapping an argument."""
+    seen, out = {}, [op.grid, op.block]
+    for i, a in enumerate(op.args):
+        if isinstance(a, Item):
+            v = a.view
+            out.append((v.offset, v.shape, v.strides, v.dtype.str, v.buf.nbytes,
+                        seen.setdefault(v.key, i)))
+        else:
+            out.append(type(a))
+    return tuple(out)
+
+
+def planned_vjp(op, launcher, args, consts, seeds) -> dict:
+    """The reverse of a recorded launch: a `dg.vjp` planned once per layout
+    (plan.py) and run on these arguments (replay.Recipe.run with its facts
+    and program looked up for them: snapshots are new memory each step, so
+    pointer-keyed replays would plan every step again)."""
     from diffgpu.hostdiff.plan import Call
 
     kernel = launcher.kernel
-    names = tuple(sorted(seeds))
-    key = launch_key(args, launcher.grid, launcher.block)
-    skey = launch_key([seeds[n] for n in names], (), ()) if key is not None else None
-    key = ("vjp", False, names, key, skey, (consts, None)) if skey is not None else None
-    recipe = replay.lookup(kernel, key) if key is not None else None
-    if recipe is not None:
-        out = recipe.run(args, seeds, first=False)
-        if out is not None:
-            return out
-    recipe = Call(launcher, args, "vjp", consts, None).vjp(seeds, False)
-    out = recipe.run(args, seeds, first=True)
-    replay.keep(kernel, key, recipe, args, seeds)
-    return out
+    table = kernel.__dict__.get("_tape_plans")
+    if table is None or not kernel._programs:
+        table = kernel.__dict__["_tape_plans"] = {}
+    key = layout_key(op)
+    recipe = table.get(key)
+    if recipe is None:
+        recipe = Call(launcher, args, "vjp", consts, None).vjp(seeds, False)
+        if len(table) >= _MAX:
+            table.clear()
+        table[key] = recipe
+    return recipe.run(args, seeds, first=True)
 
 
 def _args(op, resolve, copy_written_ints=True) -> list:
@@ -122,7 +140,7 @@ def reverse_op(op, resolve, adj: Adjoints) -> bool:
         return True
     consts = tuple(i for i, r in enumerate(roles) if r == "scalar")
     seeds = {names[g[0]]: adj.view(op.args[g[0]]) for g in written}
-    res = vjp(launcher, args, consts, seeds)
+    res = planned_vjp(op, launcher, args, consts, seeds)
     for g in op.groups:
         item = op.args[g[0]]
         w = any(roles[i] in ("output", "inout") for i in g)
@@ -210,4 +228,5 @@ def sweep_revolve(tape, adj) -> None:
     tape.stats["peak_states"] = max(tape.stats["peak_states"], revolve.counts(acts)["peak"])
 
 
-__all__ = ["Adjoints", "reverse_op", "forward_op", "sweep_versions", "sweep_revolve", "vjp"]
+__all__ = ["Adjoints", "reverse_op", "forward_op", "sweep_versions", "sweep_revolve",
+           "planned_vjp", "layout_key"]
