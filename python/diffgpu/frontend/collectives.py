@@ -19,7 +19,7 @@ import ast
 
 from diffgpu.dialects import names as N
 from diffgpu.frontend.source import FrontendError
-from diffgpu.frontend.types_infer import Scalar
+from diffgpu.frontend.types_infer import DTYPE_OF, STORAGE, Scalar
 from diffgpu.frontend.values import Const, Value, describe
 
 I32 = Scalar("i32")
@@ -114,6 +114,10 @@ class CollectiveMixin:
         arr = self.visit(arr_node)
         if not (isinstance(arr, Value) and arr.is_array):
             raise FrontendError(f"{name}() needs an array, got {describe(arr)}", arr_node)
+        if arr.type.elem in STORAGE:
+            raise FrontendError(f"{name}() on a {DTYPE_OF[arr.type.elem]} array is not "
+                                "supported (16-bit arrays take dg.atomic_add); use a float32 "
+                                "array", arr_node)
         fake = ast.copy_location(ast.Subscript(arr_node, idx_node, ast.Load()), idx_node)
         idx = self.indices(arr, fake)
         v = self.eval_scalar(val_node, f"{name}() value")

@@ -113,11 +113,12 @@ class VectorArrayMixin:
         et = Scalar(arr.type.elem)
         olds = []
         for it, off in zip(v.items, self.component_offsets(v.shape)):
-            x = self.em.value(it, et)
+            x = self.to_storage(it, et.ty)  # f16 / bf16: rounded (expressions.py)
             idx = lead + off
             operands = ", ".join([arr.ref, x.ref] + [i.ref for i in idx])
             types = ", ".join([arr.type.mlir(), et.ty] + ["index"] * len(idx))
-            olds.append(self.em.op(f'"{N.ATOMIC_ADD}"({operands}) : ({types}) -> {et.ty}', et))
+            old = self.em.op(f'"{N.ATOMIC_ADD}"({operands}) : ({types}) -> {et.ty}', et)
+            olds.append(self.from_storage(old, et.ty))
         return VecV(v.kind, v.shape, tuple(olds))
 
 

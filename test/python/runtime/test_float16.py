@@ -159,3 +159,24 @@ def test_16_bit_scalars_and_type_specs():
     assert y[0] == 0.25
     with pytest.raises(ValueError, match="for arrays only"):
         dg.compile(scale, ["float16[:]", "float16"], target="host")
+
+
+def test_vector_atomics_and_refused_atomics_on_float16():
+    @dg.kernel
+    def vec_add(A, out):
+        i = dg.global_id()
+        dg.atomic_add(out, 0, dg.load_vec3(A, i))
+        A[i, 1] += 1
+
+    @dg.kernel
+    def amax(A, x):
+        i = dg.global_id()
+        dg.atomic_max(A, 0, x[i])
+    a = np.full((4, 3), 0.5, np.float16)
+    out = np.zeros((1, 3), np.float16)
+    vec_add[1, 4](a, out)
+    np.testing.assert_array_equal(out, [[2.0, 2.0, 2.0]])
+    np.testing.assert_array_equal(a[:, 1], 1.5)
+    with pytest.raises(dg.CompileError, match="atomic_max\\(\\) on a float16 array is not "
+                                              "supported"):
+        amax[1, 4](np.zeros(1, np.float16), np.ones(4, np.float16))
