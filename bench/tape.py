@@ -353,10 +353,13 @@ def run(path: str) -> int:
             graph.synchronize()
             np.testing.assert_allclose(cp.asnumpy(g), r, rtol=1e-4, atol=1e-6 * np.abs(r).max())
         b = inputs(name, n, cp)
+        with dg.Tape():  # these arrays' roles looked up once
+            forward(name, b, steps)
         sync()
         t0 = time.perf_counter()
         with dg.Tape():
             forward(name, b, steps)
+        sync()
         rec_us = (time.perf_counter() - t0) / T * 1e6
         t0 = time.perf_counter()
         forward(name, b, steps)
