@@ -129,7 +129,6 @@ class Recording:
         self.device = None
         self.broken = None
         self._hook = None
-        self._calls: dict = {}
         self._last: dict = {}  # id(kernel) -> (launch key, roles) of its latest launch
         self.stats = {"snapshots": 0, "snapshot_bytes": 0, "state_bytes": 0,
                       "recomputed": 0, "reversed": 0, "peak_states": 0, "restores": 0}
@@ -239,12 +238,16 @@ class Recording:
 
     def _roles(self, kernel, args, grid, block):
         """(facts, roles, alias groups, outputs written whole) of a launch,
-        from plan.Call (checked like dg.vjp), kept per launch key."""
+        from plan.Call (checked like dg.vjp), kept per kernel and launch key
+        (every tape's launches of the same arrays find them)."""
         key = fastpath.launch_key(args, grid, block)
         last = self._last.get(id(kernel))  # a loop repeats a kernel's launch: no hashing
         got = last[1] if last is not None and last[0] == key and key is not None else None
+        table = kernel.__dict__.get("_tape_roles")
+        if table is None or not kernel._programs:  # (programs dropped: start over)
+            table = kernel.__dict__["_tape_roles"] = {}
         if got is None and key is not None:
-            got = self._calls.get((kernel, key))
+            got = table.get(key)
         if got is None:
             from diffgpu.hostdiff.plan import Call
 
@@ -253,7 +256,9 @@ class Recording:
                              if r == "output" and call.written_once(i))
             got = (call.facts, tuple(call.role), tuple(tuple(g) for g in call.groups), full)
             if key is not None:
-                self._calls[(kernel, key)] = got
+                if len(table) >= 1024:  # a loop over ever new arrays
+                    table.clear()
+                table[key] = got
         if key is not None:
             self._last[id(kernel)] = (key, got)
         return got
