@@ -19,7 +19,8 @@ the reverse of tape.gradient with the same seeds, and writes the gradients
 into `gradients`. On a GPU the first `launch` is run eagerly (plans,
 programs and buffers made), then the same calls are captured once on a
 stream of their own into a CUDA graph (CuPy's `Stream.begin_capture` /
-`end_capture`); each `launch()` is one graph launch. Every allocation made
+`end_capture`); each `launch()` is one graph launch, on the caller's current
+stream (ordered with the work the caller queues before and after it). Every allocation made
 while capturing is kept for the graph's lifetime (the graph's nodes write
 to them; handed back to CuPy's pool, other arrays would get them). On the
 host `launch()` makes the same calls one after another.
@@ -71,14 +72,17 @@ class TapeGraph:
             elif self.graph is None:
                 self._run()  # eagerly: plans, programs, pools
                 self._capture()
-            else:
-                self.graph.launch(self.stream)
+            else:  # on the caller's stream: ordered with what it runs before and after
+                import cupy
+                self.graph.launch(cupy.cuda.get_current_stream())
         self.launches += 1
         return self.gradients
 
     def synchronize(self) -> None:
-        if self.stream is not None:
-            self.stream.synchronize()
+        """Wait for the latest launch (the current stream, on a GPU)."""
+        if self.on_gpu:
+            import cupy
+            cupy.cuda.get_current_stream().synchronize()
 
     def _run(self) -> None:
         """The recorded operations with their version copies, then the reverse."""
