@@ -5,7 +5,9 @@ arrays kept at recording, fixed result arrays); on a GPU the same calls are
 captured into a CUDA graph (the GPU test skips without one)."""
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -70,14 +72,37 @@ def test_capture_refuses_checkpointed_tapes():
         tape.capture(loss, wrt=[x0])
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+HAS_MLIR = importlib.util.find_spec("mlir") is not None
+#: where `scripts/gpu_tape_check.py --prepare DIR` compiled the tape programs
+CHECK_DIR = os.environ.get("DIFFGPU_TAPE_CHECK_DIR", os.path.join(REPO, ".gputape"))
+
+
+def _gpu_cache(monkeypatch):
+    """Without MLIR (the GPU machine) the programs come from CHECK_DIR."""
+    if not HAS_MLIR:
+        if not os.path.isdir(os.path.join(CHECK_DIR, "cache")):
+            pytest.skip(f"no MLIR and no prepared cache in {CHECK_DIR} "
+                        "(scripts/gpu_tape_check.py --prepare)")
+        monkeypatch.setenv("DIFFGPU_CACHE_DIR", os.path.join(CHECK_DIR, "cache"))
+
+
 @pytest.mark.gpu
-def test_captured_graph_on_the_gpu():
-    cp = pytest.importorskip("cupy")
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no GPU")
-    except Exception:
-        pytest.skip("no GPU")
+def test_gpu_tape_check(monkeypatch):
+    """scripts/gpu_tape_check.py --run on the prepared directory: every
+    program of tape_programs.py on CuPy arrays against the CPU's gradients."""
+    if not os.path.isfile(os.path.join(CHECK_DIR, "expected.npz")):
+        pytest.skip(f"no prepared {CHECK_DIR} (scripts/gpu_tape_check.py --prepare)")
+    res = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "gpu_tape_check.py"),
+                          "--run", CHECK_DIR], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+
+
+@pytest.mark.gpu
+def test_captured_graph_on_the_gpu(monkeypatch):
+    import cupy as cp
+
+    _gpu_cache(monkeypatch)
     host = _arrays()
     dev = [cp.asarray(a) for a in host]
     with dg.Tape() as tape:
