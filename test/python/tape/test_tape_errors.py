@@ -162,3 +162,13 @@ def test_gradient_inside_another_recording_tape():
     with dg.Tape():
         with pytest.raises(dg.TapeError, match="tapes do not nest"):
             tape.gradient(loss, wrt=[x])
+
+
+def test_strided_memory_without_an_owner_is_refused_before_the_launch():
+    raw = bytearray(16 * 8)
+    x = np.ndarray((8,), np.float64, buffer=raw, strides=(16,))  # its base: a bytearray
+    y = np.zeros(8)
+    with dg.Tape() as tape:
+        with pytest.raises(dg.TapeError, match="owns no memory of its own"):
+            square[1, 32](y, x)
+    assert np.array_equal(y, np.zeros(8)) and tape.operations == []
