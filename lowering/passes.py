@@ -33,6 +33,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.autodiff",
     "diffgpu.lowering.gpu.to_gpu",
     "diffgpu.lowering.gpu.atomics",
+    "diffgpu.lowering.gpu.vector_access",
     "diffgpu.lowering.reduce.vector_red",
     "diffgpu.lowering.reduce.aggregate_atomics",
     "diffgpu.lowering.reduce.combine_adds",

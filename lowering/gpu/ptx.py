@@ -82,7 +82,7 @@ def _front(opts: GpuOptions) -> list[str]:
             "diffgpu-coarsen",
             "diffgpu-fuse-sincos", "diffgpu-stencil-adjoint",
             "diffgpu-combine-adds", "diffgpu-aggregate-atomics", lower, "diffgpu-lower-collectives", "diffgpu-index32", "diffgpu-check-shared-memory",
-            "diffgpu-warp-atomics", "diffgpu-vector-red"]
+            "diffgpu-warp-atomics", "diffgpu-vector-red", "diffgpu-vector-access"]
 
 
 @register_pipeline("diffgpu-to-gpu", "differentiate, verify targets, move kernels into "

@@ -70,6 +70,36 @@ SCALAR_FUNCTIONS = {
                "derivative -sqrt(pi)/2 * exp(erfcinv(x)**2).",
 }
 
+#: vector, matrix and quaternion builtins (frontend/vectors.py, vector_builtins.py)
+VECTOR_FUNCTIONS = {
+    **{f"{k}": f"{k}(...): a {k} value (docs/vectors.md) from its components, "
+                "rows, or nothing (zeros)" for k in ("vec2", "vec3", "vec4", "mat22",
+                                                      "mat33", "mat44", "quat")},
+    **{f"load_{k}": f"load_{k}(A, index): the {k} in the last axes of A at index"
+       for k in ("vec2", "vec3", "vec4", "mat22", "mat33", "mat44", "quat")},
+    "store": "store(A, index, v): write vector/matrix v into the last axes of A at index",
+    "identity": "identity(n): the n x n identity matrix (n = 2, 3, 4)",
+    "quat_identity": "quat_identity(): the quaternion (0, 0, 0, 1)",
+    "dot": "dot(a, b): sum of the products of the components",
+    "cross": "cross(a, b): cross product of two vec3",
+    "length": "length(v): sqrt(dot(v, v)); 0 with gradient 0 at v = 0",
+    "length_sq": "length_sq(v): dot(v, v)",
+    "normalize": "normalize(v): v / length(v); the zero vector (gradient 0) at v = 0",
+    "outer": "outer(a, b): the matrix a[i] * b[j]",
+    "transpose": "transpose(m): the transposed matrix",
+    "determinant": "determinant(m): determinant of a square matrix",
+    "inverse": "inverse(m): inverse of a square matrix; zeros where it is singular",
+    "trace": "trace(m): sum of the diagonal",
+    "skew": "skew(v): the matrix of the cross product with vec3 v",
+    "quat_mul": "quat_mul(a, b): the quaternion product",
+    "quat_rotate": "quat_rotate(q, v): vec3 v rotated by unit quaternion q",
+    "quat_rotate_inv": "quat_rotate_inv(q, v): vec3 v rotated by the inverse of q",
+    "quat_inverse": "quat_inverse(q): the conjugate (-x, -y, -z, w) of q",
+    "quat_from_axis_angle": "quat_from_axis_angle(axis, angle): rotation by angle about "
+                            "the (unit) vec3 axis",
+    "quat_to_matrix": "quat_to_matrix(q): the rotation matrix of unit quaternion q",
+}
+
 
 def _make(name: str, doc: str):
     def builtin(*args, **kwargs):
@@ -87,8 +117,10 @@ for _name, _doc in _DOCS.items():
     globals()[_name] = _make(_name, _doc)
 for _name, _doc in SCALAR_FUNCTIONS.items():
     globals()[_name] = _make(_name, _doc)
+for _name, _doc in VECTOR_FUNCTIONS.items():
+    globals()[_name] = _make(_name, _doc)
 for _name, _n in MATH_FUNCTIONS.items():
     globals()[_name] = _make(_name, f"{_name}: elementwise math on scalars "
                                     f"({_n} argument{'s' if _n > 1 else ''}).")
 
-__all__ = list(_DOCS) + list(SCALAR_FUNCTIONS) + list(MATH_FUNCTIONS)
+__all__ = list(_DOCS) + list(SCALAR_FUNCTIONS) + list(VECTOR_FUNCTIONS) + list(MATH_FUNCTIONS)

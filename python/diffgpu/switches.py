@@ -8,6 +8,9 @@ switch off is never served when it is on:
   taping them (lowering/autodiff/remat.py);
 - `DIFFGPU_VECTOR_RED`: sm_90 vector reductions for adjacent atomic adds
   (lowering/reduce/vector_red.py);
+- `DIFFGPU_VECTOR_ACCESS`: GPU vector loads/stores (`ld.v4`, `st.global.v4`)
+  of the rows `dg.load_vec4` etc. read and `dg.store` writes, where a row is
+  aligned (lowering/gpu/vector_access.py);
 - `DIFFGPU_STRONG_ZEROS`: in derivatives, an adjoint or tangent that is
   exactly zero contributes exactly zero through a partial that is infinite
   or NaN (lowering/autodiff/rules/partials.py);
@@ -44,10 +47,11 @@ OPT = "DIFFGPU_OPT"
 DEFAULT_OPT_LEVEL = 2
 REMAT = "DIFFGPU_REMAT"
 VECTOR_RED = "DIFFGPU_VECTOR_RED"
+VECTOR_ACCESS = "DIFFGPU_VECTOR_ACCESS"
 STRONG_ZEROS = "DIFFGPU_STRONG_ZEROS"
 COMBINE_ADDS = "DIFFGPU_COMBINE_ADDS"
 STENCIL = "DIFFGPU_STENCIL"
-CODEGEN_SWITCHES = (REMAT, VECTOR_RED, STRONG_ZEROS, COMBINE_ADDS, STENCIL)
+CODEGEN_SWITCHES = (REMAT, VECTOR_RED, STRONG_ZEROS, COMBINE_ADDS, STENCIL, VECTOR_ACCESS)
 
 
 def on(name: str) -> bool:

@@ -19,7 +19,9 @@ from diffgpu.frontend.operators import OperatorMixin
 from diffgpu.frontend.scalar_builtins import ScalarBuiltinMixin
 from diffgpu.frontend.source import FrontendError, debug
 from diffgpu.frontend.statements import StmtMixin, assigned_in
-from diffgpu.frontend.values import Value
+from diffgpu.frontend.values import Value, VecT
+from diffgpu.frontend.vector_builtins import VectorBuiltinMixin
+from diffgpu.frontend.vectors import VectorMixin
 
 class Deferred(Exception):
     """Raised at a call module.MAX_NESTED lowerings deep whose callee is not lowered
@@ -55,7 +57,8 @@ def construct_name(node) -> str:
 
 
 class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMixin,
-                      CollectiveMixin, ScalarBuiltinMixin, DiffMixin, ast.NodeVisitor):
+                      CollectiveMixin, ScalarBuiltinMixin, VectorMixin, VectorBuiltinMixin,
+                      DiffMixin, ast.NodeVisitor):
     def __init__(self, mb, defn, kind, src, arg_types, symbol, is_entry):
         self.mb, self.defn, self.kind, self.src = mb, defn, kind, src
         self.py_func = defn.py_func
@@ -114,6 +117,9 @@ class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMix
         self.local_names = set(assigned_in(fn)) | {p.arg for p in a.args}
         params = []
         for k, (p, t) in enumerate(zip(a.args, self.arg_types)):
+            if isinstance(t, VecT):  # a vector: one parameter per component
+                params += self.vector_param(k, p, t)
+                continue
             ref = f"%a{k}"
             self.env[p.arg] = Value(ref, t)
             params.append(f"{ref}: {t.mlir()} {self.src.loc(p)}")
@@ -125,7 +131,7 @@ class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMix
                 raise FrontendError("a kernel cannot return a value", ret.node)
             with self.at(ret.node if ret else fn):
                 outs = [self.em.value(v) for v in vals]
-                self.results = [o.type for o in outs]
+                self.results = self.group_results([o.type for o in outs])
                 if outs:
                     self.em.line(f"func.return {', '.join(o.ref for o in outs)} : "
                                  f"{', '.join(o.type.mlir() for o in outs)}")

@@ -14,6 +14,8 @@ from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import Scalar
 from diffgpu.frontend.values import Const, PyObj, TupleV, Value, VecV, describe
 
+#: marks the loads and stores of a vector's components (lowering/gpu/vector_access.py)
+ROW_ATTR = "diffgpu.vector_row"
 #: load names -> (kind, shape)
 SHAPES = {"vec2": ("vec", (2,)), "vec3": ("vec", (3,)), "vec4": ("vec", (4,)),
           "mat22": ("mat", (2, 2)), "mat33": ("mat", (3, 3)), "mat44": ("mat", (4, 4)),
@@ -80,8 +82,25 @@ class VectorArrayMixin:
         arr_node, idx_node = args[0], (args[1] if len(args) == 2 else None)
         arr = self.component_arrays(arr_node, shape, what)
         lead = self.lead_indices(arr, idx_node, arr.type.ndim - len(shape), what)
-        items = [self.load(arr, lead + off) for off in self.component_offsets(shape)]
+        items = [self.row_load(arr, lead + off) for off in self.component_offsets(shape)]
         return VecV(kind, shape, tuple(items))
+
+    def row_load(self, arr, idx):
+        """One component; float32/float64 loads carry ROW_ATTR, which lets the
+        GPU lowering merge a row into one vector load (diffgpu-vector-access)."""
+        if arr.type.elem not in ("f32", "f64"):
+            return self.load(arr, idx)
+        refs = ", ".join(i.ref for i in idx)
+        return self.em.op(f"memref.load {arr.ref}[{refs}] {{{ROW_ATTR}}} : {arr.type.mlir()}",
+                          Scalar(arr.type.elem))
+
+    def row_store(self, arr, idx, v, node):
+        if arr.type.elem not in ("f32", "f64"):
+            return self.store(arr, idx, v, node)
+        x = self.em.value(self.scalar(v, node, "stored value"), Scalar(arr.type.elem))
+        refs = ", ".join(i.ref for i in idx)
+        self.em.line(f"memref.store {x.ref}, {arr.ref}[{refs}] {{{ROW_ATTR}}} : "
+                     f"{arr.type.mlir()}")
 
     def builtin_store(self, node):
         """dg.store(A, index, v): A[index, ...] = the components of v."""
@@ -96,7 +115,7 @@ class VectorArrayMixin:
         arr = self.component_arrays(arr_node, shape, "store()")
         lead = self.lead_indices(arr, idx_node, arr.type.ndim - len(shape), "store()")
         for it, off in zip(v.items, self.component_offsets(shape)):
-            self.store(arr, lead + off, it, node)
+            self.row_store(arr, lead + off, it, node)
         return PyObj(None)
 
     def vector_atomic_add(self, arr, idx_node, v: VecV, node):
