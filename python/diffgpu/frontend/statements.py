@@ -293,6 +293,10 @@ class StmtMixin:
             with self.at(target):
                 self.assign_component(target, *self.vector_target(target), v, node)
         elif isinstance(target, ast.Subscript):
+            if isinstance(v, VecV):
+                raise FrontendError(f"cannot store a {describe(v)} into one array element; "
+                                    "dg.store(A, index, v) writes its components into the "
+                                    "last axis", node)
             with self.at(target):
                 arr = self.subscript_base(target)
                 self.store(arr, self.indices(arr, target), v, node)

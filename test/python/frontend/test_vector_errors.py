@@ -31,7 +31,9 @@ CASES = [
     ("p = dg.load_vec3(x, i)\nq = dg.identity(3) @ dg.vec2(1.0, 2.0)", "shapes differ"),
     ("p = dg.load_vec3(x, i)\nq = p[i]", "constant integer index"),
     ("p = dg.load_vec3(x, i)\nq = p[3]", "out of range"),
-    ("p = dg.load_vec3(x, i)\nout[i, 0] = p", "must be a number, got vec3"),
+    ("p = dg.load_vec3(x, i)\nout[i, 0] = p", "dg.store(A, index, v)"),
+    ("p = dg.load_vec3(x, i)\nout[i] = p", "dg.store(A, index, v)"),
+    ("p = dg.load_vec3(x, i)\ndg.store(out, (i, 0), p)", "needs 1 index(es)"),
     ("p = dg.load_vec3(x, i)\nq = p + 1.0", "no broadcasting"),
     ("p = dg.load_vec3(x, i)\nif p:\n    out[i, 0] = 1.0", "must be a number, got vec3"),
     ("p = dg.load_vec3(x, i)\nq = dg.exp(p)", "must be a number"),
@@ -104,3 +106,15 @@ def test_vector_result_of_an_in_kernel_autodiff():
         out[0] = dg.autodiff(f, dg.Active(x[0]))[0]
     with pytest.raises(dg.CompileError, match="returning one scalar"):
         k[1, 1](np.zeros(1), np.ones(1))
+
+
+def test_in_kernel_autodiff_with_respect_to_a_vector():
+    @dg.func
+    def f(v):
+        return dg.length(v)
+
+    @dg.kernel
+    def k(out, x):
+        out[0] = dg.autodiff(f, dg.Active(dg.load_vec3(x, 0)))[0]
+    with pytest.raises(dg.CompileError, match="cannot differentiate with respect to a vec3"):
+        k[1, 1](np.zeros(1), np.ones((1, 3)))
