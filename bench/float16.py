@@ -9,6 +9,8 @@ accumulator stays float32), against float64 references of the rounded inputs.
     python bench/float16.py --run bench/.hcache
     # anywhere: the same checks on the CPU at a small size (no timing claims)
     python bench/float16.py --cpu-smoke
+    # here: the global loads and stores of each program's PTX, both dtypes
+    python bench/float16.py --ptx [--n N] > bench/float16_ptx.log
 
 Prints one row per computation: P and FB times in float32 and float16 (ms,
 CUDA events, benchlib.cupy_ms), the ratio float16 / float32 (target <= 0.55
@@ -214,6 +216,35 @@ def preload(directory: str, here: str):
     return kernels, data["n"]
 
 
+def ptx_report(chip: str, n: int) -> None:
+    """The global memory instructions of each program (P: the kernel, FB: the
+    dg.vjp derivative) in float32 and float16, from the PTX --prepare makes
+    (no GPU): packed 16-bit accesses show as ld.global.nc.v2.b32 / .v4.b16."""
+    import re
+    from diffgpu.interop import compile_only
+
+    kernels = PC.kernels()
+    rng = np.random.default_rng(0)
+    print(f"PTX for {chip}, N = {n}: global loads / stores / atomics per program")
+    for case in seven(n):
+        for dt in DTYPES:
+            k = kernels[case.kernel]
+            before = set(k._programs)
+            with compile_only(chip):
+                arrs = convert(case, case.make(rng), dt)
+                for call in case_calls(case, kernels, arrs, np.ones_like(arrs[case.out])):
+                    call()
+            for key in sorted(set(k._programs) - before, key=lambda key: key[2] is not None):
+                ptx = k._programs[key].payload.get("ptx") or ""
+                ops = re.findall(r"\b((?:ld|st)\.global[.a-z0-9]*|(?:atom|red)\.[.a-z0-9]+)", ptx)
+                counts = {}
+                for op in ops:
+                    counts[op] = counts.get(op, 0) + 1
+                what = "P " if key[2] is None else "FB"
+                print(f"  {case.name:9s} {np.dtype(dt).name:8s} {what} "
+                      + ", ".join(f"{op} x{c}" for op, c in sorted(counts.items())))
+
+
 def main(argv=None) -> int:
     import argparse
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -221,6 +252,8 @@ def main(argv=None) -> int:
     g.add_argument("--prepare", metavar="DIR")
     g.add_argument("--run", metavar="DIR")
     g.add_argument("--cpu-smoke", action="store_true")
+    g.add_argument("--ptx", action="store_true", help="print the global memory instructions "
+                   "of each program's PTX (compiled here, no GPU)")
     p.add_argument("--chip", default="sm_90")
     p.add_argument("--n", type=int, default=N)
     a = p.parse_args(argv)
@@ -229,6 +262,9 @@ def main(argv=None) -> int:
         return 0
     if a.cpu_smoke:
         return run(Host(), PC.kernels(), SMOKE_N)
+    if a.ptx:
+        ptx_report(a.chip, a.n)
+        return 0
     be = Device()
     kernels, n = preload(a.run, be.chip)
     return run(be, kernels, n)
