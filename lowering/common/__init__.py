@@ -5,8 +5,10 @@ their attribute (`targets`), the diagnostics of a pipeline run
 compile driver's and the text-level helpers'), the LLVM-dialect wrap-flag
 fix both targets run (`llvm_flags`, `diffgpu-drop-wrap-flags`), and the
 nesting of long blocks that keeps `convert-scf-to-cf` linear
-(`chunk_blocks`, `diffgpu-chunk-blocks`), and the shared-memory expansion
-of the collectives both targets build (`collective_ir`).
+(`chunk_blocks`, `diffgpu-chunk-blocks`), the shared-memory expansion
+of the collectives both targets build (`collective_ir`), and the expansion
+of `diffgpu.erfinv` / `erfcinv` into math ops both targets run after
+autodiff (`special_math`, `diffgpu-expand-special-math`).
 
 May import: lowering/passes.py and lowering/pipelines.py (the tables its
 passes register into), diffgpu.dialects and the foundation modules of

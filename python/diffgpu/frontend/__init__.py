@@ -15,6 +15,8 @@ Semantics worth knowing (see types_infer.py for the typing rules):
   is y when x is true, else x), in the operands' common type, so gradients
   flow through the chosen operand; the right operand is evaluated only when
   needed when it loads memory or calls (`i < n and A[i] > 0` is safe);
+- arrays of float16 / bfloat16 load into float32 and store back rounded to
+  nearest even (types_infer.STORAGE): no value of the frontend is 16-bit;
 - math functions come from `dg`, `math` and numpy (`np.exp`, `np.maximum`, ...;
   `np.float32(x)` is a strongly typed conversion); `math.floor/ceil/trunc` and
   `round` return ints (Python), `dg.floor/ceil/trunc`, `np.floor` floats;
@@ -28,8 +30,8 @@ Semantics worth knowing (see types_infer.py for the typing rules):
 
 Modules: source (AST, locations, errors), values / types_infer (what an
 expression is, promotion), emitter (MLIR text), expressions / operators /
-statements / loops / builtins_lower / diff_lower / vectors / vector_builtins
-(the visitor's mixins; vectors, matrices and quaternions are register tuples
+statements / loops / builtins_lower / scalar_builtins / diff_lower / vectors /
+vector_builtins (the visitor's mixins; scalar_builtins: dg.sign ... dg.erfinv; vectors, matrices and quaternions are register tuples
 of scalars, see docs/vectors.md),
 lowerer (one function), module (specializations of all callees), diff_kernel
 (the host API's derivative kernels).
