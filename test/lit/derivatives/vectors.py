@@ -35,6 +35,21 @@ def rotate_x(w, x, v):
     return dg.quat_rotate(dg.quat(x, 0.0, 0.0, w), dg.vec3(0.0, v, 0.0))[1]
 
 
+@dg.func
+def det22(a, b, c, d):
+    return dg.determinant(dg.mat22(a, b, c, d))
+
+
+@dg.func
+def axis_angle_w(x, t):
+    return dg.quat_from_axis_angle(dg.vec3(x, 0.0, 0.0), t)[3]
+
+
+@dg.func
+def dot2(a, b):
+    return dg.dot(dg.vec2(a, b), dg.vec2(b, a))
+
+
 def case(f, n):
     args = ", ".join(f"dg.Active(a[{k}])" for k in range(n))
     tangents = ", ".join(f"dg.Duplicated(a[{k}], 1.0)" for k in range(n))
@@ -150,3 +165,55 @@ case(cross_z, 4)
 # CHECK-NOT: arith.divf
 # CHECK: return
 case(rotate_x, 3)
+
+# -----
+
+# determinant (2x2): a d - b c, whose partials are the cofactors: the seed
+# times d, -c, -b, a.
+# CHECK-LABEL: func.func @__dg_rev_det22_
+# CHECK-SAME: (%[[A:.+]]: f64, %[[B:.+]]: f64, %[[C:.+]]: f64, %[[D:.+]]: f64, %[[S:.+]]: f64)
+# CHECK: %[[NS:.+]] = arith.negf %[[S]] : f64
+# CHECK-NEXT: %[[GB:.+]] = arith.mulf %[[NS]], %[[C]] : f64
+# CHECK-NEXT: %[[GC:.+]] = arith.mulf %[[NS]], %[[B]] : f64
+# CHECK-NEXT: %[[GA:.+]] = arith.mulf %[[S]], %[[D]] : f64
+# CHECK-NEXT: %[[GD:.+]] = arith.mulf %[[S]], %[[A]] : f64
+# CHECK-NEXT: return %[[GA]], %[[GB]], %[[GC]], %[[GD]]
+# CHECK-LABEL: func.func @__dg_fwd_det22_
+# CHECK: arith.subf
+# CHECK: return
+case(det22, 4)
+
+# -----
+
+# quat_from_axis_angle: w = cos(angle / 2), so d w / d angle = -sin(angle / 2) / 2
+# (math.cos's rule), and w does not depend on the axis (gradient 0).
+# CHECK-LABEL: func.func @__dg_rev_axis_angle_w_
+# CHECK-SAME: (%[[X:.+]]: f64, %[[T:.+]]: f64, %[[S:.+]]: f64)
+# CHECK: %[[HALF:.+]] = arith.constant 5.0{{0*}}e-01 : f64
+# CHECK-NEXT: %[[H:.+]] = arith.mulf %[[T]], %[[HALF]] : f64
+# CHECK: math.cos %[[H]] : f64
+# CHECK: %[[SIN:.+]] = math.sin %[[H]] : f64
+# CHECK-NEXT: %[[NSIN:.+]] = arith.negf %[[SIN]] : f64
+# CHECK-NEXT: %[[G:.+]] = arith.mulf %[[S]], %[[NSIN]] : f64
+# CHECK-NEXT: %[[GT:.+]] = arith.mulf %[[G]], %[[HALF]] : f64
+# CHECK-NEXT: %[[Z:.+]] = arith.constant 0.0{{0*}}e+00 : f64
+# CHECK-NEXT: return %[[Z]], %[[GT]]
+# CHECK-LABEL: func.func @__dg_fwd_axis_angle_w_
+# CHECK: math.sin
+# CHECK: return
+case(axis_angle_w, 2)
+
+# -----
+
+# dot: a sum of products; d/da of dot((a, b), (b, a)) = 2 b, the seed times b
+# twice, summed.
+# CHECK-LABEL: func.func @__dg_rev_dot2_
+# CHECK-SAME: (%[[A:.+]]: f64, %[[B:.+]]: f64, %[[S:.+]]: f64)
+# CHECK: %[[P1:.+]] = arith.mulf %[[S]], %[[B]] : f64
+# CHECK-NEXT: %[[P2:.+]] = arith.mulf %[[S]], %[[B]] : f64
+# CHECK-NEXT: %[[GA:.+]] = arith.addf %[[P1]], %[[P2]] : f64
+# CHECK: return %[[GA]], %{{.+}}
+# CHECK-LABEL: func.func @__dg_fwd_dot2_
+# CHECK-NOT: arith.select
+# CHECK: return
+case(dot2, 2)
