@@ -36,6 +36,7 @@ _PASS_MODULES = (
     "diffgpu.lowering.gpu.vector_access",
     "diffgpu.lowering.reduce.vector_red",
     "diffgpu.lowering.reduce.aggregate_atomics",
+    "diffgpu.lowering.reduce.block_sums",
     "diffgpu.lowering.reduce.combine_adds",
     "diffgpu.lowering.reduce.stencil_adjoint",
     "diffgpu.lowering.host.to_host",

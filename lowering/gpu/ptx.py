@@ -81,7 +81,7 @@ def _front(opts: GpuOptions) -> list[str]:
             "diffgpu-expand-special-math", "diffgpu-check-barriers", "diffgpu-check-collectives", "diffgpu-specialize",
             "diffgpu-coarsen",
             "diffgpu-fuse-sincos", "diffgpu-stencil-adjoint",
-            "diffgpu-combine-adds", "diffgpu-aggregate-atomics", lower, "diffgpu-lower-collectives", "diffgpu-index32", "diffgpu-check-shared-memory",
+            "diffgpu-combine-adds", "diffgpu-block-sums", "diffgpu-aggregate-atomics", lower, "diffgpu-lower-collectives", "diffgpu-index32", "diffgpu-check-shared-memory",
             "diffgpu-warp-atomics", "diffgpu-vector-red", "diffgpu-vector-access"]
 
 

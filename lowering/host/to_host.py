@@ -386,7 +386,7 @@ def _host_pipeline(opts) -> list[str]:
     lower = "diffgpu-lower-to-host" + (f"{{{flags}}}" if flags else "")
     # the race-checked variant checks the program as written: the block sums
     # of diffgpu-aggregate-atomics add barriers that could hide its races
-    aggregate = [] if opts.racecheck else ["diffgpu-aggregate-atomics"]
+    aggregate = [] if opts.racecheck else ["diffgpu-block-sums", "diffgpu-aggregate-atomics"]
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
             "diffgpu-expand-special-math", "diffgpu-check-barriers", "diffgpu-check-collectives",
             "diffgpu-specialize", "diffgpu-stencil-adjoint", "diffgpu-combine-adds",

@@ -119,8 +119,9 @@ class AggregateAtomics(ModulePass):
         if explain.active():  # DIFFGPU_EXPLAIN: why the adds left did not qualify
             uniform = Uniformity(module)
             full = {k for k, n in sums.items() if n >= MAX_BLOCK_SUMS}
+            walks = [EXPLAIN_WALKS]  # rule 4's check walks the ops after the add
             for op in walk(module):
-                why = why_not(op, uniform, full)
+                why = why_not(op, uniform, full, walks)
                 if why:
                     explain.missed(PASS, op, why)
 
@@ -148,10 +149,14 @@ def _name(fn) -> str:
 PASS = "aggregate-atomics"
 
 
-def why_not(op, uniform, full=frozenset()) -> str | None:
+#: adds whose rule 4 the remarks check (each check walks the ops after the add)
+EXPLAIN_WALKS = 16
+
+
+def why_not(op, uniform, full=frozenset(), walks=None) -> str | None:
     """The rule (module docstring) an atomic add with a uniform-looking
     target fails, for remarks; None for other ops and for adds that qualify
-    or were aggregated."""
+    or were aggregated. `walks`: [how many rule-4 checks may still run]."""
     if (not isinstance(op.operation.opview, AtomicAddOp) or AGGREGATED in op.attributes
             or "diffgpu.stencil" in op.attributes):
         return None
@@ -167,6 +172,10 @@ def why_not(op, uniform, full=frozenset()) -> str | None:
                 "scf.if guards only (a loop or a second call in between)")
     if _name(site.kernel) in full:
         return f"the kernel already holds {MAX_BLOCK_SUMS} block sums (rule 5)"
+    if walks is not None:
+        if walks[0] <= 0:
+            return None
+        walks[0] -= 1
     if not H.unobserved(op, op.operands[0], site):
         return ("a later op of the thread may observe the add (a load or store of "
                 "an array not proven disjoint)")

@@ -108,26 +108,38 @@ def launch_uniform(v, kernel) -> bool:
     return True
 
 
+def _eligible(kernel, target, value_type) -> bool:
+    if not ENABLED or FACTS_ATTR not in kernel.attributes \
+            or not isinstance(value_type, ir.F32Type):
+        return False
+    mem = target[0]
+    if not isinstance(mem.owner, ir.Block) or mem.owner != kernel.regions[0].blocks[0]:
+        return False
+    return all(launch_uniform(i, kernel) for i in target[1:])
+
+
 def plan(kernel, target, value_type):
     """A GridSum finishing the block sums of an add to `target` (memref,
     indices: values of the kernel's body), or None where the per-block add
     stays."""
-    if not ENABLED or FACTS_ATTR not in kernel.attributes \
-            or not isinstance(value_type, ir.F32Type):
+    return GridSum(kernel, target) if _eligible(kernel, target, value_type) else None
+
+
+def plan_many(kernel, targets, value_type):
+    """A GridSum finishing the block sums of adds to each of `targets`
+    (consecutive scratch slots; `add(total, "block", k)` with k the index
+    value of the target, lowering/reduce/block_sums.py), or None."""
+    if not all(_eligible(kernel, t, value_type) for t in targets):
         return None
-    mem = target[0]
-    if not isinstance(mem.owner, ir.Block) or mem.owner != kernel.regions[0].blocks[0]:
-        return None
-    if not all(launch_uniform(i, kernel) for i in target[1:]):
-        return None
-    return GridSum(kernel, target)
+    return GridSum(kernel, targets[0], targets)
 
 
 class GridSum:
     """One grid sum: slot `k` of the kernel's scratch (added on first use)."""
 
-    def __init__(self, kernel, target):
+    def __init__(self, kernel, target, targets=None):
         self.kernel, self.target = kernel, target
+        self.targets = targets  # several: slots slot .. slot + len - 1, picked by `k`
         self.gpu = T.is_gpu(T.get_target(kernel))
         used = ir.IntegerAttr(kernel.attributes[SLOTS_ATTR]).value \
             if SLOTS_ATTR in kernel.attributes else 0
@@ -135,16 +147,20 @@ class GridSum:
             _add_scratch_args(kernel)
         self.slot = used
         kernel.attributes[SLOTS_ATTR] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(64), used + 1)
+            ir.IntegerType.get_signless(64), used + (len(targets) if targets else 1))
+        self.k = None
         args = kernel.regions[0].blocks[0].arguments
         self.acc, self.count = args[len(args) - 2], args[len(args) - 1]
 
-    def add(self, total, how: str = "block") -> None:
+    def add(self, total, how: str = "block", k=None) -> None:
         """At the insertion point: the block's share `total`; `how` "block"
         (one thread of the block runs this) or "thread" (every thread, with
-        its own value)."""
+        its own value); `k`: for several targets, which one (an index value:
+        its slot's atomics are the same code for every target, so the lanes
+        holding different targets' sums run them side by side)."""
+        self.k = k
         g = arith.remui(_linear_block(), _index(GROUPS))
-        acc = arith.addi(_index(self.slot * ACC_WORDS), arith.muli(g, _index(STRIDE)))
+        acc = arith.addi(self._base(ACC_WORDS), arith.muli(g, _index(STRIDE)))
         wide = arith.extf(ir.F64Type.get(), total)
         _mark(dg.atomic_add(self.acc, wide, [acc]), how)
         self._fence()
@@ -162,8 +178,8 @@ class GridSum:
         counts the group at the top counter; the block completing the top
         finishes."""
         i64 = ir.IntegerType.get_signless(64)
-        base = self.slot * COUNT_WORDS
-        cnt = arith.addi(_index(base), arith.muli(g, _index(STRIDE)))
+        base = self._base(COUNT_WORDS)
+        cnt = arith.addi(base, arith.muli(g, _index(STRIDE)))
         old = dg.atomic_add(self.count, arith.constant(i64, 1), [cnt])
         _mark(old, "block")
         gd = [dg.grid_dim(d) for d in range(3)]
@@ -181,12 +197,12 @@ class GridSum:
             _mark(dg.atomic_add(self.count, arith.subi(arith.constant(i64, 0), size), [cnt]),
                   "block")
             self._fence()
-            acc = arith.addi(_index(self.slot * ACC_WORDS), arith.muli(g, _index(STRIDE)))
-            top_acc = _index(self.slot * ACC_WORDS + GROUPS * STRIDE)
+            acc = arith.addi(self._base(ACC_WORDS), arith.muli(g, _index(STRIDE)))
+            top_acc = arith.addi(self._base(ACC_WORDS), _index(GROUPS * STRIDE))
             part = self._take(acc)
             _mark(dg.atomic_add(self.acc, part, [top_acc]), "block")
             self._fence()
-            top = _index(base + GROUPS * STRIDE)
+            top = arith.addi(base, _index(GROUPS * STRIDE))
             old_top = dg.atomic_add(self.count, arith.constant(i64, 1), [top])
             _mark(old_top, "block")
             groups = arith.index_cast(i64, arith.minui(blocks, _index(GROUPS)))
@@ -200,10 +216,28 @@ class GridSum:
                 _mark(dg.atomic_add(self.count, arith.subi(arith.constant(i64, 0), groups),
                                     [top]), "block")
                 narrow = arith.truncf(ir.F32Type.get(), total)
-                _mark(dg.atomic_add(self.target[0], narrow, list(self.target[1:])), "block",
-                      scratch=False)
+                self._finish(narrow)
                 scf.YieldOp([])
             scf.YieldOp([])
+
+    def _base(self, words: int):
+        """The first word of this sum's slot in a scratch array of `words`
+        words per slot (an index value)."""
+        if self.k is None:
+            return _index(self.slot * words)
+        return arith.muli(arith.addi(_index(self.slot), self.k), _index(words))
+
+    def _finish(self, narrow) -> None:
+        """The one add of the launch's total to the target (the target `k`'s)."""
+        if self.k is None:
+            _mark(dg.atomic_add(self.target[0], narrow, list(self.target[1:])), "block",
+                  scratch=False)
+            return
+        for j, t in enumerate(self.targets):
+            mine = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, self.k, _index(j)), [])
+            with ir.InsertionPoint(mine.then_block):
+                _mark(dg.atomic_add(t[0], narrow, list(t[1:])), "block", scratch=False)
+                scf.YieldOp([])
 
     def _take(self, at):
         """Read the accumulator at word `at` (an atomic add of 0: from the
