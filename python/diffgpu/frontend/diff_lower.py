@@ -23,7 +23,7 @@ from diffgpu import activities
 from diffgpu.dialects import names as N
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import FLOAT_ELEMS, ArrayT, Scalar
-from diffgpu.frontend.values import Const, PyObj, TupleV, Value, describe
+from diffgpu.frontend.values import Const, PyObj, TupleV, Value, VecV, describe
 
 KINDS = {activities.Const: "const", activities.Duplicated: "dup",
          activities.DuplicatedNoNeed: "dupnoneed", activities.Active: "active"}
@@ -105,10 +105,18 @@ class DiffMixin:
         if len(argnodes) != nparams:
             raise FrontendError(f"{name}(): {defn.py_func.__name__!r} takes {nparams} "
                                 f"argument(s), got {len(argnodes)}", node)
-        kinds, groups = [], []
+        kinds, groups, arg_types, vec_args = [], [], [], []
         for k, a in enumerate(argnodes):
             kind, vals = self.activity_arg(a)
             prim = vals[0]
+            if isinstance(prim, VecV):  # vectors.py: one argument per component
+                arg_types.append(prim.type)
+                vec_args.append((len(groups), prim.type))
+                for g in self.vector_activity(kind, vals, mode, k, a):
+                    kinds.append(kind)
+                    groups.append(g)
+                continue
+            arg_types.append(prim.type)
             try:
                 check_activity(kind, prim.type, mode, k)
             except FrontendError as e:
@@ -122,8 +130,7 @@ class DiffMixin:
                                         f"{vals[1].type}", a)
             kinds.append(kind)
             groups.append(vals)
-        types = tuple(g[0].type for g in groups)
-        info = self.mb.specialize(defn, types, node)
+        info = self.mb.specialize(defn, tuple(arg_types), node)
         if len(info.results) > 1 or any(not isinstance(t, Scalar) for t in info.results):
             raise FrontendError(f"{name}() needs a function returning one scalar or "
                                 "nothing, not a tuple", node)
@@ -148,7 +155,7 @@ class DiffMixin:
                                 f"{self.py_func.__name__!r}: {e}", node) from None
         res = self.em.multi(text, rtypes)
         if mode == "reverse":
-            return TupleV(tuple(res))
+            return TupleV(tuple(self.group_gradients(res, kinds, vec_args)))
         return res[0] if res else PyObj(None)
 
     def activity_arg(self, a):
@@ -165,6 +172,6 @@ class DiffMixin:
 
     def diff_value(self, node):
         v = self.visit(node)
-        if isinstance(v, Const) or isinstance(v, Value):
+        if isinstance(v, (Const, Value, VecV)):
             return v
         raise FrontendError(f"cannot differentiate with respect to a {describe(v)}", node)

@@ -339,6 +339,45 @@ class VectorMixin(VectorArrayMixin):
                 k += t.size
         return out
 
+    def vector_activity(self, kind, vals, mode, k, node):
+        """The operand groups, one per component, of a vector argument of an
+        in-kernel dg.autodiff / dg.fwddiff (Active, Const, or Duplicated(v, dv)
+        with dv a vector of v's shape)."""
+        from diffgpu.frontend.diff_lower import check_activity
+        prim = vals[0]
+        shadow = vals[1] if len(vals) > 1 else None
+        if shadow is not None and not (isinstance(shadow, VecV) and shadow.shape == prim.shape
+                                       and shadow.kind == prim.kind):
+            raise FrontendError(f"the shadow of argument {k} must be a {describe(prim)} too, "
+                                f"got {describe(shadow)}", node)
+        try:
+            check_activity(kind, prim.type.elem, mode, k)
+        except FrontendError as e:
+            raise FrontendError(e.msg, node) from None
+        t = prim.type.elem
+        out = []
+        for j, x in enumerate(prim.items):
+            g = [self.em.value(x, t)]
+            if shadow is not None:
+                g.append(self.em.value(shadow.items[j], t))
+            out.append(g)
+        return out
+
+    def group_gradients(self, res, kinds, vec_args):
+        """The gradients of dg.autodiff, one per Active argument: a vector
+        argument's components regrouped (vec_args: (first group, VecT))."""
+        starts = {first: t for first, t in vec_args}
+        out, r, g = [], 0, 0
+        while g < len(kinds):
+            t = starts.get(g)
+            n = t.size if t is not None else 1
+            if kinds[g] == "active":
+                out.append(VecV(t.kind, t.shape, tuple(res[r:r + n])) if t is not None
+                           else res[r])
+                r += n
+            g += n
+        return out
+
     def call_operands(self, vals):
         """SSA operands of a call: a vector's components in its own type."""
         ops = []

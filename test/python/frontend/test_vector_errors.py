@@ -108,13 +108,25 @@ def test_vector_result_of_an_in_kernel_autodiff():
         k[1, 1](np.zeros(1), np.ones(1))
 
 
-def test_in_kernel_autodiff_with_respect_to_a_vector():
+def test_in_kernel_fwddiff_tangent_of_another_shape():
     @dg.func
     def f(v):
         return dg.length(v)
 
     @dg.kernel
     def k(out, x):
-        out[0] = dg.autodiff(f, dg.Active(dg.load_vec3(x, 0)))[0]
-    with pytest.raises(dg.CompileError, match="cannot differentiate with respect to a vec3"):
+        out[0] = dg.fwddiff(f, dg.Duplicated(dg.load_vec3(x, 0), dg.vec2()))
+    with pytest.raises(dg.CompileError, match="shadow of argument 0 must be a vec3"):
+        k[1, 1](np.zeros(1), np.ones((1, 3)))
+
+
+def test_in_kernel_autodiff_vector_activity_checked():
+    @dg.func
+    def f(v):
+        return dg.length(v)
+
+    @dg.kernel
+    def k(out, x):
+        out[0] = dg.autodiff(f, dg.Duplicated(dg.load_vec3(x, 0), dg.vec3()))[0][0]
+    with pytest.raises(dg.CompileError, match="Active in reverse mode"):
         k[1, 1](np.zeros(1), np.ones((1, 3)))

@@ -232,3 +232,65 @@ def test_vectors_carried_through_while_with_break_float32():
         want.append(p)
     np.testing.assert_allclose(out, want, rtol=1e-6)
     assert out.dtype == np.float32
+
+
+@dg.func
+def spring_energy(xi, xj, rest, ke):
+    return 0.5 * ke * (dg.length(xi - xj) - rest) ** 2
+
+
+@dg.kernel
+def k_forces(f, x, pairs, rest, ke):
+    """Forces as minus the gradient of an energy of vec3 arguments (in-kernel
+    dg.autodiff with respect to vectors)."""
+    s = dg.global_id(0)
+    if s < pairs.shape[0]:
+        i = pairs[s, 0]
+        j = pairs[s, 1]
+        gi, gj = dg.autodiff(spring_energy, dg.Active(dg.load_vec3(x, i)),
+                             dg.Active(dg.load_vec3(x, j)), rest[s], ke)
+        dg.atomic_add(f, i, -gi)
+        dg.atomic_add(f, j, -gj)
+
+
+@dg.kernel
+def k_directional(out, x, dx):
+    """Forward mode with a vector tangent: d length(v) along dv."""
+    i = dg.global_id(0)
+    if i < x.shape[0]:
+        v = dg.load_vec3(x, i)
+        dv = dg.load_vec3(dx, i)
+        out[i] = dg.fwddiff(norm, dg.Duplicated(v, dv))
+
+
+@dg.func
+def norm(v):
+    return dg.length(v)
+
+
+def test_in_kernel_autodiff_with_respect_to_vectors():
+    x = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [2.0, 2.0, 1.0]])
+    pairs = np.array([[0, 1], [1, 2]])
+    rest = np.array([1.0, 1.5])
+    f = np.zeros_like(x)
+    k_forces[1, 2](f, x, pairs, rest, 10.0)
+    want = np.zeros_like(x)
+    for (i, j), r in zip(pairs, rest):
+        d = x[i] - x[j]
+        l = np.linalg.norm(d)
+        fs = 10.0 * (l - r) * d / l
+        want[i] -= fs
+        want[j] += fs
+    np.testing.assert_allclose(f, want, rtol=1e-12)
+    assert dg.gradcheck(k_forces[1, 2], dg.Duplicated(np.zeros_like(x), np.zeros_like(x)),
+                        dg.Duplicated(x, np.zeros_like(x)), dg.Const(pairs),
+                        dg.Duplicated(rest, np.zeros_like(rest)), dg.Active(10.0))
+
+
+def test_in_kernel_fwddiff_with_a_vector_tangent():
+    rng = np.random.default_rng(5)
+    x, dx = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    out = np.zeros(4)
+    k_directional[1, 4](out, x, dx)
+    want = (x * dx).sum(axis=1) / np.linalg.norm(x, axis=1)
+    np.testing.assert_allclose(out, want, rtol=1e-12)
