@@ -96,6 +96,13 @@ def cases():
                         n, "launch", lambda r, n=n, dt=dt: [
                             r.integers(-1000, 1000, (1, n)).astype(dt), np.zeros((6, n), dt)],
                         None))
+    out.append(("collective second order (forward of the reverse): block 64", K.mix_grad_k, 1,
+                64, "forward", lambda r: [
+                    dg.Duplicated((np.arange(64) / 64 + 0.25).astype(np.float32)[r.permutation(64)],
+                                  _f32(r, 64)),
+                    dg.Duplicated(np.zeros(64, np.float32), np.zeros(64, np.float32)),
+                    dg.Duplicated(np.zeros(64, np.float32), np.zeros(64, np.float32)),
+                    dg.Duplicated(_f32(r, 64), np.zeros(64, np.float32))], None))
     out.append(("collective two in a loop: reverse", K.two_in_loop_k, 1, 64, "reverse",
                 lambda r: [dg.Duplicated(_f32(r, 1, 64), np.zeros((1, 64), np.float32)),
                            dg.Duplicated(np.zeros((1, 64), np.float32), _f32(r, 1, 64))], None))

@@ -165,6 +165,21 @@ def two_in_loop_k(X, Y):
     Y[0, t] = acc
 
 
+@dg.func
+def _mix(X, Y):
+    t = dg.thread_id(0)
+    v = X[t]
+    Y[t] = (dg.block_sum(v * v * v) + dg.shfl_xor(v, 1) * v + dg.block_max(v * v)
+            + dg.block_scan(v) * v + dg.warp_min(v) * dg.shfl_idx(v, t + 3))
+
+
+@dg.kernel
+def mix_grad_k(X, dX, Y, dY):
+    """The reverse of `_mix` in the kernel: its forward derivative is a
+    Hessian-vector product (collectives differentiated twice)."""
+    dg.autodiff(_mix, dg.Duplicated(X, dX), dg.Duplicated(Y, dY))
+
+
 # -- numpy references -------------------------------------------------------------
 def _f(name, v):
     return np.sin(v) if name in ("warp_sum", "block_sum", "block_scan") else v * v

@@ -144,3 +144,24 @@ def test_gradient_of_collectives_in_a_loop():
     moved = np.array([d[i - 1] if (i % 32) >= 1 else 0.0 for i in range(64)])
     expect = (0 + 1 + 2) * dY.sum() + moved + np.where(own, d, 0.0)
     np.testing.assert_allclose(g[0], expect, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_second_order_hessian_vector_product(dt):
+    """dg.jvp of a kernel running the reverse of collectives: the derivative
+    of the transposed collectives, against differences of the gradient."""
+    n = 64
+    rs = np.random.RandomState(10)
+    X = _x(dt, 1, n, seed=11)[0]  # values 1/64 apart: no max/min changes hands below
+    W, V = rs.randn(n).astype(dt), rs.randn(n).astype(dt)
+
+    def gradient(x):
+        dX = np.zeros(n, dt)
+        K.mix_grad_k[1, n](x.copy(), dX, np.zeros(n, dt), W.copy())
+        return dX.astype(np.float64)
+    def z():
+        return np.zeros(n, dt)
+    hv = dg.jvp(K.mix_grad_k[1, n], X, z(), z(), W, tangents={"X": V, "dX": z(), "dY": z()})["dX"]
+    eps = 1e-6 if dt == np.float64 else 1e-3
+    fd = (gradient(X + eps * V) - gradient(X - eps * V)) / (2 * eps)
+    np.testing.assert_allclose(hv, fd, rtol=TOL[dt], atol=TOL[dt] * np.abs(fd).max())
