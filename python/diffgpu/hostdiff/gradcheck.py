@@ -13,6 +13,10 @@ the float64 signature is compiled like any other.
   Jacobian, column by column by finite differences, row by row by reverse
   mode and column by column by forward mode, element by element.
 
+float16 / bfloat16 arrays: the float64 copies are checked as above, then the
+program of the user's dtypes against the float64 one at 16-bit tolerance
+(gradcheck_half.py).
+
 Finite differences move each element x of X by eps * max(1, |x|) (a step
 relative to large inputs, as scipy's approx_fprime rel_step: an absolute step
 is lost in the rounding of x near 1e9). Raises GradcheckError (a DiffgpuError
@@ -27,6 +31,7 @@ import numpy as np
 from diffgpu.activities import Active, Const, Duplicated, DuplicatedNoNeed
 from diffgpu.errors import user_facing
 from diffgpu.hostdiff.diff import _launcher_of, autodiff, fwddiff, split_activities
+from diffgpu.hostdiff.gradcheck_half import check_half
 from diffgpu.errors import DiffgpuError
 from diffgpu.runtime.args import arg_type, is_device_array
 from diffgpu.types import ArrayType, is_float
@@ -57,6 +62,7 @@ class _Problem:
                 self.base.append(self.xp.array(p, dtype=dtype, copy=True))
             else:
                 self.base.append(float(p) if is_float(t) else p)
+        self.primals = primals  # the user's (16-bit arrays: gradcheck_half.py)
         self.dup = [i for i, k in enumerate(kinds) if k in ("dup", "dupnoneed")]
         self.active = [i for i, k in enumerate(kinds) if k == "active"]
         self.inputs = self.dup + self.active  # X, in this order
@@ -184,6 +190,8 @@ def gradcheck(launcher, *activities, eps: float = 1e-6, atol: float = 1e-5,
         raise GradcheckError(f"reverse mode of {p.launcher.kernel.name}: <J^T D, V> = {rhs!r} "
                              f"but finite differences give <D, J V> = {lhs!r} "
                              f"(difference {abs(rhs - lhs):.3g})")
+    # float16 / bfloat16 arrays: their own program against the float64 one checked above
+    check_half(p, p.primals, rng, GradcheckError)
     return True
 
 

@@ -180,3 +180,19 @@ def test_vector_atomics_and_refused_atomics_on_float16():
     with pytest.raises(dg.CompileError, match="atomic_max\\(\\) on a float16 array is not "
                                               "supported"):
         amax[1, 4](np.zeros(1, np.float16), np.ones(4, np.float16))
+
+
+def test_gradcheck_compares_the_16_bit_program(monkeypatch):
+    """gradcheck_half: the float16 program's J^T D and J V against the float64
+    program's, within HALF_ULPS float16 roundings; with no rounding allowed
+    the float16 results, which are rounded, must fail it."""
+    from diffgpu.hostdiff import gradcheck_half
+    kernels = PC.kernels()
+    x = np.linspace(-2, 2, 64).astype(np.float16)
+    acts = (dg.Duplicated(np.zeros(64, np.float16), np.zeros(64, np.float16)),
+            dg.Duplicated(x, np.zeros(64, np.float16)))
+    assert dg.gradcheck(kernels["softplus"][1, 64], *acts)
+    monkeypatch.setattr(gradcheck_half, "HALF_ULPS", 0)
+    with pytest.raises(dg.DiffgpuError, match="with its 16-bit arrays: dx differs from the "
+                                              "float64 program's"):
+        dg.gradcheck(kernels["softplus"][1, 64], *acts)
