@@ -196,3 +196,23 @@ def test_gradcheck_compares_the_16_bit_program(monkeypatch):
     with pytest.raises(dg.DiffgpuError, match="with its 16-bit arrays: dx differs from the "
                                               "float64 program's"):
         dg.gradcheck(kernels["softplus"][1, 64], *acts)
+
+
+def test_float16_bundle_and_separate_programs(tmp_path):
+    kernels = PC.kernels()
+    square = kernels["square"]
+    ck16 = dg.compile(square, ["float16[:]", "float16[:]"], target="host")
+    ck90 = dg.compile(square, ["float16[:]", "float16[:]"], target="sm_90")
+    assert "ld.global" in ck90.payload["ptx"] and ".b16" in ck90.payload["ptx"]
+    path = dg.save_bundle(str(tmp_path / "half.dgb"), [ck16, ck90])
+    loaded = dg.load_bundle(path)
+    x = np.linspace(-2, 2, 16).astype(np.float16)
+    y = np.zeros(16, np.float16)
+    loaded["square"][1, 16](y, x)
+    np.testing.assert_array_equal(y, (x.astype(np.float32) ** 2).astype(np.float16))
+    # float16 and float32 arguments select different programs (the cache key's types)
+    y32 = np.zeros(16, np.float32)
+    square[1, 16](y32, x.astype(np.float32))
+    square[1, 16](y, x)
+    dtypes = {t[0].dtype for t, *_ in square._programs}
+    assert {"float16", "float32"} <= dtypes
