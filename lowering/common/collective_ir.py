@@ -82,10 +82,9 @@ def cmp(pred, a, b):
     return arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b)
 
 
-def for_range(lo, hi, step=None):
-    """scf.for lo..hi; returns (loop, induction variable); body ends with its yield."""
-    loop = scf.ForOp(lo, hi, step if step is not None else idx(1))
-    return loop
+def for_range(lo, hi):
+    """An scf.for from lo to hi, step 1 (the caller fills its body and yield)."""
+    return scf.ForOp(lo, hi, idx(1))
 
 
 def shared_type(t, n=MAX_THREADS):
