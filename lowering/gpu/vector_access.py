@@ -167,7 +167,7 @@ def _address_ok(mem, lead, first, ty, n):
     aligned to n elements; the offset of that element (index) and its
     address (index)."""
     from diffgpu._mlir import ir
-    from diffgpu._mlir import arith, memref
+    from diffgpu._mlir import arith
 
     index = ir.IndexType.get()
     mt = ir.MemRefType(mem.type)
@@ -221,27 +221,38 @@ def _hoist_constants(run_ops, first):
                 owner.operation.move_before(first)
 
 
-def _asm_load(addr, elem, ty, n):
-    """The n elements at the generic address `addr` by one `ld.vN`, as inline
-    assembly: a vector `llvm.load` whose elements are all extracted is split
-    back into scalar loads by LLVM's optimizer (and the two branches merged).
-    Side effects declared: it is not moved across the kernel's stores."""
+def _asm_load(mem, offset, elem, ty, n, index_bits):
+    """The n elements at element `offset` of `mem`'s buffer by one `ld.vN`, as
+    inline assembly: a vector `llvm.load` whose elements are all extracted is
+    split back into scalar loads by LLVM's optimizer (and the two branches
+    merged). Side effects declared: it is not moved across the kernel's
+    stores. The address is a GEP from the descriptor's aligned pointer
+    (`index` may be 32 bits wide in the gpu.module: no pointer goes through it)."""
     from diffgpu._mlir import ir
     from diffgpu._mlir import arith, llvm
 
-    i64 = ir.IntegerType.get_signless(64)
-    ptr = llvm.inttoptr(ir.Type.parse("!llvm.ptr"), arith.index_cast(i64, addr))
+    rank = ir.MemRefType(mem.type).rank
+    it = f"i{index_bits}"
+    desc_t = ir.Type.parse(f"!llvm.struct<(ptr, ptr, {it}, array<{rank} x {it}>, "
+                           f"array<{rank} x {it}>)>")
+    desc = ir.Operation.create("builtin.unrealized_conversion_cast", operands=[mem],
+                               results=[desc_t]).results[0]
+    p_t = ir.Type.parse("!llvm.ptr")
+    aligned = llvm.extractvalue(p_t, desc, ir.DenseI64ArrayAttr.get([1]))
+    off = arith.index_cast(ir.IntegerType.get_signless(index_bits), offset)
+    ptr = llvm.getelementptr(p_t, aligned, [off], ir.DenseI32ArrayAttr.get([-2147483648]),
+                             elem, llvm.GEPNoWrapFlags.none)
     reg = "f" if ty == "f32" else "d"
     outs = ", ".join(f"${k}" for k in range(n))
     struct = ir.Type.parse(f"!llvm.struct<({', '.join([ty] * n)})>")
     res = llvm.inline_asm(struct, [ptr], f"ld.v{n}.{ty} {{{outs}}}, [${n}];",
-                          ",".join([f"=" + reg] * n + ["l"]), has_side_effects=True)
+                          ",".join(["=" + reg] * n + ["l"]), has_side_effects=True)
     return [llvm.extractvalue(elem, res, ir.DenseI64ArrayAttr.get([k])) for k in range(n)]
 
 
-def _rewrite_loads(run_ops):
+def _rewrite_loads(run_ops, index_bits):
     from diffgpu._mlir import ir
-    from diffgpu._mlir import arith, memref, scf
+    from diffgpu._mlir import memref, scf
 
     first = min(run_ops, key=lambda o: _index_in_block(o))
     _hoist_constants(run_ops, first)
@@ -250,12 +261,11 @@ def _rewrite_loads(run_ops):
     n = len(run_ops)
     mem, subs = _memref_of(lowest), _subs(lowest)
     elem = ir.MemRefType(mem.type).element_type
-    index = ir.IndexType.get()
     with first.location, ir.InsertionPoint(first):
-        ok, _, addr = _address_ok(mem, subs[:-1], subs[-1], ty, n)
+        ok, offset, _ = _address_ok(mem, subs[:-1], subs[-1], ty, n)
         if_op = scf.IfOp(ok, [elem] * n, has_else=True)
         with ir.InsertionPoint(if_op.then_block):
-            scf.YieldOp(_asm_load(addr, elem, ty, n))
+            scf.YieldOp(_asm_load(mem, offset, elem, ty, n, index_bits))
         with ir.InsertionPoint(if_op.else_block):
             scalars = [memref.load(_memref_of(o), _subs(o)) for o in run_ops]
             scf.YieldOp(scalars)
@@ -321,6 +331,17 @@ def _block_runs(block):
     return out
 
 
+def index_bits(gpu_module) -> int:
+    """The width of `index` in `gpu_module` (32 under diffgpu-index32's data
+    layout entry, else 64)."""
+    import re
+
+    if "dlti.dl_spec" in gpu_module.attributes and re.search(
+            r"index\W+32", str(gpu_module.attributes["dlti.dl_spec"])):
+        return 32
+    return 64
+
+
 @register_pass
 @dataclass
 class VectorAccess(ModulePass):
@@ -342,6 +363,6 @@ class VectorAccess(ModulePass):
                 visit_blocks(fn, lambda b: runs.extend(_block_runs(b)))
                 for kind, run_ops, pos in runs:
                     if kind == "memref.load":
-                        _rewrite_loads(run_ops)
+                        _rewrite_loads(run_ops, index_bits(gm))
                     else:
                         _rewrite_stores(run_ops, pos)

@@ -21,7 +21,11 @@
 // CHECK: %[[UNIT:.+]] = arith.cmpi eq, %[[STRIDES]]#1, %{{.+}} : index
 // CHECK: %[[OK:.+]] = arith.andi %[[AL]], %[[UNIT]] : i1
 // CHECK: %[[R:.+]]:4 = scf.if %[[OK]] -> (f32, f32, f32, f32) {
-// CHECK: %[[S:.+]] = llvm.inline_asm has_side_effects "ld.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l"
+// CHECK: %[[DESC:.+]] = builtin.unrealized_conversion_cast %[[X]] : memref<?x?xf32, strided<[?, ?], offset: ?>> to !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>
+// CHECK: %[[AP:.+]] = llvm.extractvalue %[[DESC]][1]
+// CHECK: %[[A:.+]] = llvm.getelementptr %[[AP]][%{{.+}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT: %[[S:.+]] = llvm.inline_asm has_side_effects
+// CHECK-SAME: "ld.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l" %[[A]]
 // CHECK: %[[E0:.+]] = llvm.extractvalue %[[S]][0]
 // CHECK: scf.yield %[[E0]], %{{.+}}, %{{.+}}, %{{.+}} : f32, f32, f32, f32
 // CHECK: } else {
@@ -165,4 +169,28 @@ func.func @host(%x: !M, %i: index) -> f32 {
   %b = memref.load %x[%i, %c1] {diffgpu.vector_row} : !M
   %s = arith.addf %a, %b : f32
   return %s : f32
+}
+
+// -----
+
+!M = memref<?x?xf32, strided<[?, ?], offset: ?>>
+#gpu = #nvvm.target<O = 3, chip = "sm_90">
+
+// Under diffgpu-index32's data layout (`index` is 32 bits in the gpu.module),
+// the descriptor's fields are i32 and the GEP's index too; the pointer itself
+// never passes through `index`.
+// CHECK-LABEL: gpu.func @load2_index32
+// CHECK: builtin.unrealized_conversion_cast %{{.+}} : memref<?x?xf32, strided<[?, ?], offset: ?>> to !llvm.struct<(ptr, ptr, i32, array<2 x i32>, array<2 x i32>)>
+// CHECK: llvm.getelementptr %{{.+}}[%{{.+}}] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+// CHECK: "ld.v2.f32 {$0, $1}, [$2];", "=f,=f,l"
+gpu.module @m [#gpu] attributes {dlti.dl_spec = #dlti.dl_spec<#dlti.dl_entry<index, 32 : i32>>} {
+  gpu.func @load2_index32(%x: !M, %i: index, %o: memref<?xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %a = memref.load %x[%i, %c0] {diffgpu.vector_row} : !M
+    %b = memref.load %x[%i, %c1] {diffgpu.vector_row} : !M
+    %s = arith.addf %a, %b : f32
+    memref.store %s, %o[%i] : memref<?xf32>
+    gpu.return
+  }
 }

@@ -37,6 +37,19 @@ def test_vec4_row_is_one_vector_load_and_store():
     assert n["ld.global.nc.b32"] == 4 and n["st.global.b32"] == 4
 
 
+def test_vector_load_address_keeps_64_bits_under_index32():
+    """With 32-bit index arithmetic (launch fact index32) the row's address is a
+    GEP from the 64-bit pointer, not an index cast back to a pointer: the
+    register the ld.v4 reads is not a sign- or zero-extended 32-bit value."""
+    k = _copy_kernel(dg.load_vec4)
+    x = np.zeros((1024, 4), np.float32)
+    ptx = k.ir(np.zeros_like(x), x, stage="ptx", target="sm_90", grid=3, block=256)
+    reg = re.search(r"ld\.v4\.f32 \{[^}]*\}, \[(%rd\d+)\]", ptx).group(1)
+    definition = re.search(rf"^\s*(\S+)\s+{re.escape(reg)},", ptx, re.M).group(1)
+    assert definition in ("cvta.global.u64", "add.s64", "mad.wide.s32", "mad.wide.u32"), \
+        definition
+
+
 def test_float64_vec2_row():
     k = _copy_kernel(dg.load_vec2)
     x = np.zeros((1024, 2))
