@@ -7,7 +7,7 @@ conv2d an image of side sqrt(n / 4) (4096 for n = 2^26: 2^24 pixels), so
 its floors count a quarter of n per array. The diffgpu kernels:
 test/python/kernels_rows_collective.py's layernorm and softmax (a block per
 row, a thread per column, block collectives), kernels_rows_params.py's
-layernorm_rows for `layernorm_r4` (ROWS rows per block, whose g and b
+layernorm_rows for `layernorm_r2` (ROWS rows per block, whose g and b
 gradients the compiler sums per block: lowering/reduce/combine_adds.py) and
 peer_cases.kernels()'s conv5.
 The references compare sampled rows (pixels) and the whole parameter
@@ -167,9 +167,9 @@ def row_cases(n: int) -> list:
              ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
              lambda h, dy, s: _ln_grads(h, dy, s, "X"),
              geometry=lambda n: ((1, rows), (COLS, 1)), peer_check=True),
-        # ROWS rows per block, shared-memory trees (kernels_rows_params.py): dg and db
+        # ROWS (2) rows per block, shared-memory trees (kernels_rows_params.py): dg and db
         # summed over the block's rows by diffgpu-combine-adds, dx atomic
-        Case("layernorm_r4", ["y", "x", "g", "b"], ["x", "g", "b"], "y", (2, 3, 6),
+        Case("layernorm_r2", ["y", "x", "g", "b"], ["x", "g", "b"], "y", (2, 3, 6),
              lambda rng: ln_inputs(rng, "x", "y"), _peer_layernorm, _ln_y, _ln_grads,
              kernel="layernorm_rows", geometry=lambda n: (rows // ROWS, THREADS),
              peer_check=True),

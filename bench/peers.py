@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""diffgpu against PyTorch eager, torch.compile and JAX on 10 computations,
-primal (P) and forward + backward (FB), same data, same device timer.
+"""diffgpu against PyTorch eager, torch.compile and JAX on 10 computations
+(the layer norm in two diffgpu forms), primal (P) and forward + backward
+(FB), same data, same device timer.
 
 Two steps, two machines (the GPU machine has no MLIR):
 

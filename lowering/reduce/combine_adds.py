@@ -40,6 +40,10 @@ add-only in the derivatives that `dg.vjp` and `dg.autodiff` launch.
     }
     scf.if %s#1 { "diffgpu.atomic_add"(%dg, %s#0, %c) }
 
+Then the adds that remain into such an array, when every one of them is at
+an element only its thread can reach (a row of its block and a column of
+its thread, ...), become plain read-modify-writes (lowering/reduce/owned_adds.py).
+
 `DIFFGPU_COMBINE_ADDS=0` turns the pass off (diffgpu.switches).
 """
 from __future__ import annotations
@@ -414,11 +418,24 @@ def run_once(module, refs) -> bool:
     """One rewrite (rule 1 before rule 2, so that a loop carries one sum per
     element); False when there was none left."""
     adds = _candidates(module, refs)
+    return (_combine_grouped(adds, lambda op: op) or _combine_grouped(adds, _outermost_if)
+            or any(combine_in_loop(op) for op in adds))
+
+
+def _outermost_if(op):
+    """`op`, or the outermost of the `scf.if`s directly around it."""
+    cur = op
+    while _parent(cur) is not None and _parent(cur).name == "scf.if":
+        cur = _parent(cur)
+    return cur
+
+
+def _combine_grouped(adds, top) -> bool:
+    """Rule 1 on the blocks holding `top(add)` of the adds: first the adds'
+    own blocks (no guards to lift, hence no flags), then through guards."""
     blocks: list = []  # [(block, its adds)]
     for op in adds:
-        cur = op
-        while _parent(cur) is not None and _parent(cur).name == "scf.if":
-            cur = _parent(cur)
+        cur = top(op)
         for block, ops in blocks:
             if block == cur.block:
                 ops.append(op)
@@ -428,7 +445,7 @@ def run_once(module, refs) -> bool:
     for block, ops in blocks:
         if len(ops) > 1 and combine_in_block(block, ops):
             return True
-    return any(combine_in_loop(op) for op in adds)
+    return False
 
 
 @register_pass
@@ -447,4 +464,22 @@ class CombineAdds(ModulePass):
         for _ in range(MAX_REWRITES):
             uniform = Uniformity(module)
             if not run_once(module, uniform.references):
-                return
+                break
+        own_all(module, Uniformity(module).references)
+
+
+def own_all(module, refs) -> None:
+    """The owned adds of every add-only array become plain updates
+    (lowering/reduce/owned_adds.py)."""
+    from diffgpu.lowering.reduce.owned_adds import own
+    for fn in module.regions[0].blocks[0].operations:
+        fn = fn.operation
+        if fn.name != "func.func" or not len(fn.regions[0].blocks):
+            continue
+        for i, arg in enumerate(list(fn.regions[0].blocks[0].arguments)):
+            if isinstance(arg.type, ir.MemRefType) and add_only(fn, i, refs):
+                adds = [u.owner.operation if hasattr(u.owner, "operation") else u.owner
+                        for u in arg.uses]
+                adds = [o for o in adds if o.name == N.ATOMIC_ADD]
+                if adds:
+                    own(fn, arg, adds)

@@ -17,7 +17,7 @@ COLS = 1024
 THREADS = 256
 PER_THREAD = COLS // THREADS
 #: rows per block of the unrolled kernels
-ROWS = 4
+ROWS = 2
 EPS = 1e-5
 
 
@@ -58,41 +58,36 @@ def two_adds(out, x):
         dg.atomic_add(out, 0, x[i] * x[i])
 
 
-@dg.func
-def _row_stats(s, q, x, r, t):
-    """Mean and 1/std of row r of x (COLS columns), with the block's
-    THREADS threads: each sums PER_THREAD columns, then a shared-memory tree."""
-    a = np.float32(0.0)  # float32 sums for float32 rows (float64 ones promote it)
-    a2 = np.float32(0.0)
-    for k in range(PER_THREAD):
-        v = x[r, t + k * THREADS]
-        a += v
-        a2 += v * v
-    s[t] = a
-    q[t] = a2
-    dg.syncthreads()
-    for lvl in range(8):  # THREADS = 2^8: a constant trip count, unrolled
-        h = (THREADS // 2) >> lvl
-        if t < h:
-            s[t] += s[t + h]
-            q[t] += q[t + h]
-        dg.syncthreads()
-    mean = s[0] / COLS
-    var = q[0] / COLS - mean * mean
-    rs = dg.rsqrt(var + EPS)
-    dg.syncthreads()  # s[0], q[0] read before the next row overwrites them
-    return mean, rs
-
-
 @dg.kernel
 def layernorm_rows(y, x, g, b):
-    """Layer norm of ROWS rows per block (COLS columns, THREADS threads)."""
+    """Layer norm of ROWS rows per block (COLS columns, THREADS threads):
+    each thread sums PER_THREAD columns of a row, then a shared-memory tree.
+    Written out in the kernel: in a device function the reverse would add
+    into dx through the function's argument, which the compiler does not
+    match with the kernel's own adds (dx would stay atomic)."""
     s = dg.shared_array(THREADS, np.float32)
     q = dg.shared_array(THREADS, np.float32)
     t = dg.thread_id(0)
     for j in range(ROWS):
         r = dg.block_id(0) * ROWS + j
-        mean, rs = _row_stats(s, q, x, r, t)
+        a = np.float32(0.0)  # float32 sums for float32 rows (float64 ones promote it)
+        a2 = np.float32(0.0)
+        for k in range(PER_THREAD):
+            v = x[r, t + k * THREADS]
+            a += v
+            a2 += v * v
+        s[t] = a
+        q[t] = a2
+        dg.syncthreads()
+        for lvl in range(8):  # THREADS = 2^8: a constant trip count, unrolled
+            h = (THREADS // 2) >> lvl
+            if t < h:
+                s[t] += s[t + h]
+                q[t] += q[t + h]
+            dg.syncthreads()
+        mean = s[0] / COLS
+        rs = dg.rsqrt(q[0] / COLS - mean * mean + EPS)
+        dg.syncthreads()  # s[0], q[0] read before the next row overwrites them
         for k in range(PER_THREAD):
             c = t + k * THREADS
             y[r, c] = (x[r, c] - mean) * rs * g[c] + b[c]

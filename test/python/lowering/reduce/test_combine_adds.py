@@ -70,7 +70,7 @@ def _check_affine(grads, x, g, dy, tol):
 # values on the CPU: on, off, numpy
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kernel,grid", [(affine_rows4, 6), (affine_rows, 3),
+@pytest.mark.parametrize("kernel,grid", [(affine_rows4, (21 + ROWS - 1) // ROWS), (affine_rows, 3),
                                          (affine_one_row, 21)])
 def test_row_parameter_gradients_match_numpy_and_the_switched_off_program(
         kernel, grid, monkeypatch):
@@ -176,15 +176,24 @@ def test_ptx_unrolled_rows_one_add_per_column(monkeypatch):
     assert (on, off) == (ROWS + 2, 3 * ROWS)
 
 
+def _stores(ptx):
+    return len(re.findall(r"\bst\.global\.(?:f32|b32)\b", ptx))
+
+
 def test_ptx_layernorm_rows(monkeypatch):
-    """The layer norm's reverse: 2 adds per element of dx (x is read twice),
-    and per thread and column one add into each of dg, db (not ROWS)."""
+    """The layer norm's reverse (ROWS rows unrolled): dx's two adds per
+    element (x is read twice) become one, a plain update (the row is the
+    block's, the column the thread's; it keeps its atomic for launches the
+    test refuses); dg's and db's ROWS adds per column become one."""
     args = _grad_args(4 * ROWS, COLS)
-    on = _atomics(_ptx(d_layernorm, args, 4, THREADS))
+    on = _ptx(d_layernorm, args, 4, THREADS)
     monkeypatch.setenv("DIFFGPU_COMBINE_ADDS", "0")
-    off = _atomics(_ptx(d_layernorm, args, 4, THREADS))
+    off = _ptx(d_layernorm, args, 4, THREADS)
     per = COLS // THREADS
-    assert (on, off) == (2 * ROWS * per + 2 * per, 2 * ROWS * per + 2 * ROWS * per)
+    dx = ROWS * per
+    assert (_atomics(on), _atomics(off)) == (dx + 2 * per, 2 * dx + 2 * ROWS * per)
+    assert _stores(on) == _stores(off) + dx
+    assert "malloc" not in on
 
 
 def _atomics_in_loops(text):
@@ -215,23 +224,65 @@ def test_row_loop_adds_after_the_loop(monkeypatch):
     assert _atomics_in_loops(off) == (3, 0)
 
 
-def test_ptx_two_adds_one_block_sum(monkeypatch):
-    """Two adds into out[0] per thread: combined, then one block sum and its
-    float64 finish across blocks, instead of two of each."""
+def _combined(kernel, args, grid, block):
+    """The launch's module after autodiff, and after diffgpu-combine-adds alone."""
+    from diffgpu._mlir import ir
+    from diffgpu.dialects import make_context
+    from diffgpu.lowering.registry import build_pass_manager, run_passes
+    text = kernel.ir(*args, stage="autodiff", target="sm_90", grid=grid, block=block)
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.parse(text)
+        run_passes(build_pass_manager("diffgpu-combine-adds", ctx), module)
+        return text, str(module)
+
+
+def _after_combine(kernel, args, grid, block):
+    """(adds before, adds after) diffgpu-combine-adds."""
+    return tuple(t.count('"diffgpu.atomic_add"') for t in _combined(kernel, args, grid, block))
+
+
+def test_two_adds_become_one_before_the_block_sum():
+    """Two adds into out[0] in one guard: one add of their sum (no flag:
+    they share the guard), which the block aggregation then sums once."""
     args = (np.zeros(1, np.float32), np.zeros(1100, np.float32))
-    on = _ptx(two_adds, args, 5, 256)  # 5 blocks: not coarsened (grid_div)
-    monkeypatch.setenv("DIFFGPU_COMBINE_ADDS", "0")
-    off = _ptx(two_adds, args, 5, 256)
-    counts = [(t.count("bar.sync"), _atomics(t, "f64")) for t in (on, off)]
-    assert 2 * counts[0][0] == counts[1][0] and 2 * counts[0][1] == counts[1][1], counts
+    assert _after_combine(two_adds, args, 5, 256) == (2, 1)
+
+
+def test_unrolled_rows_adds_counted_in_the_ir():
+    """d_affine_rows4: 4 adds into each of dx, dg, db; dg's and db's become
+    one each; dx's, at the rows of the block and the thread's column, become
+    plain updates (under the 1-D launch's test), keeping their atomic in
+    the other branch."""
+    before, after = _after_combine(d_affine_rows4, _grad_args(64, 256), 64 // ROWS, 256)
+    assert (before, after) == (3 * ROWS, ROWS + 2)
+
+
+def test_owned_and_shared_elements():
+    """Plain updates only where one thread owns the element: dx[r, c] of the
+    unrolled rows, of the grid-stride loop and of one row per block (the
+    block's row, the thread's column); never dg[c] or db[c] (every block
+    adds there). In the reverse function, dx, dg and db are arguments 5-7."""
+    for kernel, grid, owned in ((d_affine_rows4, 64 // ROWS, ROWS), (d_affine_rows, 8, 1),
+                                (d_affine_one_row, 64, 1)):
+        _, text = _combined(kernel, _grad_args(64, 256), grid, 256)
+        rev = text[text.index("func.func @__dg_rev"):]
+        plain = re.findall(r"memref\.store %\S+, %arg(\d+)\[", rev)
+        assert plain.count("5") == owned, (kernel.name, plain)
+        assert plain.count("6") == plain.count("7") == 0
+        assert rev.count('"diffgpu.atomic_add"(%arg6') == 1  # dg: one add, atomic
 
 
 def test_one_row_per_block_unchanged(monkeypatch):
-    """Nothing to combine with one row per block: the same atomics either way."""
+    """One row per block: nothing to combine (one add per element into each
+    gradient either way); dx's add becomes plain, keeping its atomic for
+    launches the ownership test refuses."""
     args = _grad_args(16, 256)
     on = _ptx(d_affine_one_row, args, 16, 256)
     monkeypatch.setenv("DIFFGPU_COMBINE_ADDS", "0")
-    assert _atomics(on) == _atomics(_ptx(d_affine_one_row, args, 16, 256)) == 3
+    off = _ptx(d_affine_one_row, args, 16, 256)
+    assert _atomics(on) == _atomics(off) == 3
+    assert _stores(on) == _stores(off) + 1
 
 
 def test_switch_is_part_of_the_cache_key(monkeypatch):
