@@ -301,6 +301,8 @@ class BuiltinMixin:
             return Const.of(v.array.type.ndim)
         if isinstance(v, Value) and v.is_array:
             return self.array_dim(v, 0)
+        if isinstance(v, VecV):  # components of a vector, rows of a matrix (as Warp)
+            return Const.of(v.shape[0])
         raise FrontendError(f"len() of {describe(v)} is not supported", a)
 
     # diffgpu builtins ------------------------------------------------------

@@ -107,6 +107,8 @@ def describe(v) -> str:
     """Short user-facing description of an evaluated expression."""
     if isinstance(v, VecV):
         return str(v.type)
+    if isinstance(v, VecSlot):
+        return f"a {type_name(v.kind, v.shape)}"
     if isinstance(v, (Value, Const)):
         return str(v.type)
     if isinstance(v, TupleV):

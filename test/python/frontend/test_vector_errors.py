@@ -50,6 +50,8 @@ CASES = [
     ("d = dg.determinant(dg.outer(dg.vec3(), dg.vec2()))", "square matrix"),
     ("p = dg.dot(dg.vec3(), 2.0)", "must be a vec or quat"),
     ("p = dg.vec3()\nif i > 0:\n    p = dg.vec2()\nout[i, 0] = p[0]", "must keep its shape"),
+    ("p = 1.0\nfor k in range(3):\n    p = dg.vec3()\nout[i, 0] = 1.0",
+     "holds weak float64 on one path and a vec3 on another"),
     ("p = dg.vec3()\np[0] = dg.vec3()", "must be a number"),
     ("p = dg.load_vec3(x, i)\nq = p.w", "unknown attribute 'w'"),
     ("p = dg.vec3()\nq = p[0:2]", "slicing"),

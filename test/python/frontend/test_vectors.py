@@ -197,6 +197,17 @@ def k_matvec(out, m, v):
         dg.store(out, i, dg.load_mat33(m, i) @ dg.load_vec3(v, i))
 
 
+@dg.kernel
+def k_len(out):
+    out[0] = len(dg.vec4()) * 10 + len(dg.identity(3))
+
+
+def test_len_of_vectors_and_matrices():
+    out = np.zeros(1, np.int64)
+    k_len[1, 1](out)
+    assert out[0] == 43
+
+
 def test_matvec_costs_nine_products_and_six_sums():
     """Scalarised: a mat33 @ vec3 is 9 mulf and 6 addf, nothing else."""
     ir = k_matvec.ir(np.zeros((2, 3)), np.zeros((2, 3, 3)), np.zeros((2, 3)))
