@@ -8,7 +8,9 @@ nesting of long blocks that keeps `convert-scf-to-cf` linear
 (`chunk_blocks`, `diffgpu-chunk-blocks`), the shared-memory expansion
 of the collectives both targets build (`collective_ir`), and the expansion
 of `diffgpu.erfinv` / `erfcinv` into math ops both targets run after
-autodiff (`special_math`, `diffgpu-expand-special-math`).
+autodiff (`special_math`, `diffgpu-expand-special-math`), and the
+passes' optimisation remarks (`explain`: `missed` / `applied`, collected per
+compile).
 
 May import: lowering/passes.py and lowering/pipelines.py (the tables its
 passes register into), diffgpu.dialects and the foundation modules of
