@@ -70,7 +70,14 @@ class TapeGraph:
             if not self.on_gpu:
                 self._run()
             elif self.graph is None:
-                self._run()  # eagerly: plans, programs, pools
+                import cupy
+                # eagerly first, on the stream the capture will use: plans, programs,
+                # pools, and the per-stream scratch of the programs (made with a
+                # synchronize, which a capturing stream does not allow)
+                self.stream = cupy.cuda.Stream(non_blocking=True)
+                with self.stream:
+                    self._run()
+                self.stream.synchronize()
                 self._capture()
             else:  # on the caller's stream: ordered with what it runs before and after
                 import cupy
@@ -113,7 +120,6 @@ class TapeGraph:
             p = pool.malloc(n)
             kept.append(p)
             return p
-        self.stream = cupy.cuda.Stream(non_blocking=True)
         old = cupy.cuda.get_allocator()
         cupy.cuda.set_allocator(keep)
         try:
