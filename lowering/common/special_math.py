@@ -20,7 +20,11 @@ Measured against scipy.special on 21,000 points of each domain (tails to the
 smallest normal number included): at most 0.71 ulp (f32) and 4.6 ulps (f64,
 where erf's own rounding is amplified by the conditioning near |x| = 1).
 erfinv(+-1) = +-inf, erfcinv(0) = inf, erfcinv(2) = -inf, NaN outside the
-domain. Inputs whose exp(r^2) would overflow (c below the smallest normal
+domain. The GPU uses the same expansion rather than libdevice's
+`__nv_erfinvf` / `__nv_erfcinvf`: a call is opaque to the passes after
+autodiff (a kernel with a call is not coarsened, its loads not vectorized),
+while these ops are pure; the cost is two or three erf/erfc/exp evaluations
+per call. Inputs whose exp(r^2) would overflow (c below the smallest normal
 f32, about 1e-38) keep the tail guess: about 1e-4 relative there.
 """
 from __future__ import annotations
