@@ -14,7 +14,8 @@ bench/benchlib.py).
     python bench/bundles.py --run /tmp/b --cpu-smoke                # the --run logic on numpy
 
 Every bundle result is compared bitwise with the JIT launch's (same
-program, same data) and with float64 numpy before it is timed. The target:
+program, same data; the reverse of `gather`, whose float atomics add in a
+different order on every run, within the sums' tolerance instead) and with float64 numpy before it is timed. The target:
 each bundle time within 1.1x of the JIT's.
 """
 from __future__ import annotations
@@ -40,6 +41,9 @@ import diffgpu as dg  # noqa: E402
 import peer_cases as PC  # noqa: E402
 from peer_backends import Device, Host  # noqa: E402
 from peers import BLOCK, N, TOL, TOL_SUM, _err, _head, dg_args, grid_for  # noqa: E402
+
+#: cases whose reverse adds with float atomics (no fixed order: not bitwise repeatable)
+ATOMIC_REVERSE = ("gather",)
 
 BUNDLE = "bundle.dgb"
 TARGET = 1.1
@@ -226,7 +230,12 @@ def run_case(be, case, K, FB, bundle, n, rng, notes):
     FB[case.name][grid, BLOCK](*jit_f)
     bundle[FB[case.name].name][grid, BLOCK](*bun_f)
     be.sync()
-    checks["FB_autodiff bitwise"] = all(_same(be, jit_sh[p], bun_sh[p]) for p in jit_sh)
+    if case.name in ATOMIC_REVERSE:  # float atomics: the order of the adds varies per run
+        checks["FB_autodiff vs JIT"] = all(
+            _err(be.get(bun_sh[p]), be.get(jit_sh[p]).astype(np.float64), None) <= TOL_SUM
+            for p in jit_sh)
+    else:
+        checks["FB_autodiff bitwise"] = all(_same(be, jit_sh[p], bun_sh[p]) for p in jit_sh)
     for name, (want, idx) in case.grad_ref(h64, g_host.astype(np.float64), s).items():
         if name in bun_sh:  # scalars are Const here
             checks[f"FB_autodiff {name}"] = _err(be.get(bun_sh[name]), want, idx) <= \
