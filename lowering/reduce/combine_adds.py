@@ -85,10 +85,14 @@ def _is_add(op) -> bool:
 # which arrays are add-only
 # ---------------------------------------------------------------------------
 
+def _user(use):
+    return use.owner.operation if hasattr(use.owner, "operation") else use.owner
+
+
 def _only_added(value) -> bool:
     """Every use of `value` is the target of an unused-result add or a memref.dim."""
     for u in value.uses:
-        o = u.owner.operation if hasattr(u.owner, "operation") else u.owner
+        o = _user(u)
         if o.name == "memref.dim":
             continue
         if not (u.operand_number == 0 and _is_add(o)):
@@ -117,10 +121,8 @@ def add_only(fn, number, refs) -> bool:
         v = call.operands[number]
         if not H.is_arg(v) or sum(o == v for o in call.operands) != 1:
             return False
-        if any((u.owner.operation if hasattr(u.owner, "operation") else u.owner) != call
-               and (u.owner.operation if hasattr(u.owner, "operation") else u.owner).name
-               != "memref.dim" for u in v.uses):
-            return False
+        if any(_user(u) != call and _user(u).name != "memref.dim" for u in v.uses):
+            return False  # the kernel itself touches the array too
     return True
 
 
@@ -478,8 +480,6 @@ def own_all(module, refs) -> None:
             continue
         for i, arg in enumerate(list(fn.regions[0].blocks[0].arguments)):
             if isinstance(arg.type, ir.MemRefType) and add_only(fn, i, refs):
-                adds = [u.owner.operation if hasattr(u.owner, "operation") else u.owner
-                        for u in arg.uses]
-                adds = [o for o in adds if o.name == N.ATOMIC_ADD]
+                adds = [_user(u) for u in arg.uses if _user(u).name == N.ATOMIC_ADD]
                 if adds:
                     own(fn, arg, adds)
