@@ -123,6 +123,10 @@ def cases():
          lambda X, Y: Y.__setitem__(Ellipsis, ROWS.softmax_ref(X.astype(np.float64)))),
         ("rows softmax: vjp", ROWS.softmax_out_first, grid, block, "vjp",
          lambda r: [np.zeros((R, C), np.float32), _f32(r, R, C), _f32(r, R, C)], None),
+        ("rows layernorm 4 rows per block: launch", ROWS.layernorm_rows4, (1, 17), block,
+         "launch", _rows(66, C), _ln_ref),
+        ("rows layernorm 4 rows per block: reverse", ROWS.layernorm_rows4, (1, 17), block,
+         "reverse", _rows_reverse(66, C), None),
         ("rows layernorm strided 3000 columns: launch", ROWS.layernorm_strided, 16, 256,
          "launch", _rows(16, 3000), _ln_ref),
     ]

@@ -6,6 +6,7 @@ scripts/gpu_cases/collectives.py and the benchmarks import them.
     grid, block = row_launch(R, C)          # (1, R), (C, 1): a thread per column
     layernorm[grid, block](X, g, b, Y)      Y[r] = (X[r] - mean) / sqrt(var + EPS) * g + b
     softmax[grid, block](X, Y)              Y[r] = exp(X[r] - max) / sum(exp(X[r] - max))
+    layernorm_rows4[(1, ceil(R / 4)), block]  4 rows per block (a quarter of the dg/db atomics)
     layernorm_strided[R, T](X, g, b, Y)     the same for any C: T threads per row, each
     softmax_strided[R, T](X, Y)             taking the columns t, t + T, t + 2T, ...
 
@@ -51,6 +52,32 @@ def softmax(X, Y):
     x = X[r, j]
     e = dg.exp(x - dg.block_max(x))
     Y[r, j] = e / dg.block_sum(e)
+
+
+#: rows per block of layernorm_rows4
+ROWS4 = 4
+
+
+@dg.kernel
+def layernorm_rows4(X, g, b, Y):
+    """layernorm with ROWS4 rows per block: grid (1, ceil(R / ROWS4)), block
+    (C, 1). g[j] and b[j] are read once per thread, so the reverse sums
+    their adjoints over the block's rows in registers: one atomic per block
+    and column into dg and db (a quarter of layernorm's); dX takes one
+    uncontended atomic per element (its row index is not a global id). The
+    guard `r < R` is uniform (block and loop counter only)."""
+    j = dg.global_id(0)
+    C = X.shape[1]
+    gj = g[j]
+    bj = b[j]
+    for k in range(ROWS4):
+        r = dg.block_id(1) * ROWS4 + k
+        if r < X.shape[0]:
+            x = X[r, j]
+            mean = dg.block_sum(x) / C
+            d = x - mean
+            inv = 1.0 / dg.sqrt(dg.block_sum(d * d) / C + EPS)
+            Y[r, j] = d * inv * gj + bj
 
 
 @dg.kernel

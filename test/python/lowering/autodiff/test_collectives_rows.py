@@ -103,6 +103,22 @@ def test_layernorm_vjp_against_finite_differences(dt):
         assert abs(an - fd) <= tol * max(1.0, abs(fd)), (name, an, fd)
 
 
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_layernorm_rows4(dt):
+    """4 rows per block, 10 rows (a partial last block): the same values and
+    gradients as layernorm."""
+    X, g, b, dY = _data(dt, seed=6, r=10, c=64)
+    Y = np.zeros_like(X)
+    K.layernorm_rows4[(1, 3), (64, 1)](X, g, b, Y)
+    np.testing.assert_allclose(Y, K.layernorm_ref(X, g, b), rtol=TOL[dt], atol=TOL[dt] * 10)
+    with _Launches() as n:
+        G = dg.vjp(K.layernorm_rows4[(1, 3), (64, 1)], X, g, b, np.zeros_like(X),
+                   cotangents={"Y": dY})
+    assert n.n == 1
+    for got, want in zip((G["X"], G["g"], G["b"]), _ln_grads(X, g, dY)):
+        np.testing.assert_allclose(got, want, rtol=TOL[dt] * 10, atol=TOL[dt] * 10)
+
+
 def test_vjp_through_a_called_kernel():
     """A kernel calling the row kernel: its gradient calls layernorm's split
     derivative (augmented forward and reverse functions), whose collectives
@@ -142,6 +158,12 @@ def _ln_grad(X, dX, g, dg_, b, db, Y, dY):
 
 
 @dg.kernel
+def _ln4_grad(X, dX, g, dg_, b, db, Y, dY):
+    dg.autodiff(K.layernorm_rows4, dg.Duplicated(X, dX), dg.Duplicated(g, dg_),
+                dg.Duplicated(b, db), dg.Duplicated(Y, dY))
+
+
+@dg.kernel
 def _sm_grad(X, dX, Y, dY):
     dg.autodiff(K.softmax, dg.Duplicated(X, dX), dg.Duplicated(Y, dY))
 
@@ -168,3 +190,8 @@ def test_one_kernel_and_no_atomics_on_dx_in_ptx():
     assert count(ln, r"\batom\.|\bred\.global") == 2
     assert count(sm, r"\batom\.|\bred\.global") == 0
     assert count(fwd, r"shfl\.sync") == 20  # two block sums, 10 shuffles each
+    m4 = np.zeros((64, cc), np.float32)  # 16 blocks: dg and db take atomics
+    r4 = _ln4_grad.ir(m4, m4.copy(), v, v.copy(), v.copy(), v.copy(), m4.copy(), m4.copy(),
+                      stage="ptx", target="sm_90", grid=(1, 64 // K.ROWS4), block=block)
+    # 4 rows: dX one atomic per row, dg and db one each (summed over the rows)
+    assert count(r4, r"\batom\.|\bred\.global") == K.ROWS4 + 2
