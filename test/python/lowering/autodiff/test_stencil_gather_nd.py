@@ -51,6 +51,26 @@ def wave(y, x):  # nonlinear 2-D stencil: products of neighbours and a sine
 
 
 @dg.kernel
+def conv_t(y, x, w):  # coalesced: j (the fast index) from dimension 0, i from 1
+    j = dg.global_id(0)
+    i = dg.global_id(1)
+    if i < y.shape[0] and j < y.shape[1]:
+        acc = 0.0
+        for a in range(3):
+            for b in range(3):
+                acc += w[a, b] * x[i + a, j + b]
+        y[i, j] = acc
+
+
+@dg.kernel
+def accumulate(y, x):  # y is read too: an in-out, not `cot`
+    i = dg.global_id(0)
+    j = dg.global_id(1)
+    if i >= 1 and i < x.shape[0] and j < x.shape[1]:
+        y[i, j] = y[i, j] + x[i - 1, j] * 2.0
+
+
+@dg.kernel
 def long_taps(y, x):  # 40 taps: the derivative keeps the loop (not unrolled)
     i = dg.global_id(0)
     if i < len(y):
@@ -80,13 +100,17 @@ def _case(name, dtype):
     if name == "flat_conv3":  # x[i + a * W + b] in loops; output shorter than x
         x = r(9 * 8)
         return S.flat_conv3[(2,), (16,)], [np.zeros(9 * 8 - 20, dtype), x, 9], "x"
+    if name == "conv_t":
+        x, w = r(19, 23), r(3, 3)
+        return conv_t[(3, 2), (8, 16)], [np.zeros((17, 21), dtype), x, w], "x"
     if name == "wave":
         x = r(12, 14)
         return wave[(2, 2), (8, 8)], [np.zeros_like(x), x], "x"
     raise KeyError(name)
 
 
-CASES = ["conv2d", "conv2d_small_grid", "blur3", "laplace3d", "flat5", "flat_conv3", "wave"]
+CASES = ["conv2d", "conv2d_small_grid", "blur3", "laplace3d", "flat5", "flat_conv3", "wave",
+         "conv_t"]
 
 
 def _vjp(launch, args, seed):
@@ -217,3 +241,26 @@ def test_vjp_wrt_x_uses_the_gather_and_no_filter_gradient(kinds):
     seed = RNG.standard_normal(args[0].shape).astype(np.float32)
     g = dg.vjp(launch, *args, cotangents={"y": seed}, wrt=["x"])
     assert kinds[-1] == ["cot", "grad", "const"] and set(g) == {"x"}
+
+
+def test_in_out_output_keeps_the_scatter(kinds):
+    """y read and written: its cotangent is not `cot`, so the replays could
+    observe a write: x keeps Enzyme's convention, and the result is right."""
+    x, y0 = RNG.standard_normal((9, 7)), RNG.standard_normal((9, 7))
+    seed = RNG.standard_normal((9, 7))
+    g = dg.vjp(accumulate[(2, 1), (8, 8)], y0.copy(), x, cotangents={"y": seed})
+    assert kinds[-1][1] == "dup"
+    want = np.zeros_like(x)
+    want[:-1] = 2.0 * seed[1:]
+    np.testing.assert_allclose(g["x"], want, rtol=1e-12)
+
+
+def test_more_than_one_block_along_z_keeps_the_scatter(kinds):
+    """The index names dimensions 0 and 1; two blocks along z give two
+    threads the same element: no gather (which thread's cotangent counts
+    is then the launch's race, as in Enzyme's convention)."""
+    x = RNG.standard_normal((13, 11))
+    seed = RNG.standard_normal((13, 11))
+    g = dg.vjp(S.blur3[(2, 2, 2), (8, 8, 1)], np.zeros_like(x), x, cotangents={"y": seed})
+    assert kinds[-1][1] == "dup"
+    assert np.isfinite(g["x"]).all()
