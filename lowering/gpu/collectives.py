@@ -6,13 +6,16 @@ time) the collectives are warp shuffles (`gpu.shuffle`, `shfl.sync` in PTX):
 
 - warp_reduce: the xor butterfly (offsets 16, 8, 4, 2, 1): 5 shuffles;
 - block_reduce: the butterfly per warp, lane 0 stores the warp's value in
-  a 32-slot shared array, a barrier, every warp reads the slots (the
-  identity past the last warp) and runs the butterfly again, a barrier
-  (the slots may be written by the next collective): 10 shuffles, 2 barriers;
+  a 32-slot shared array, a barrier, every warp reads `slot[lane]` (the
+  identity past the last warp) and runs the butterfly again: 10 shuffles,
+  1 barrier. Consecutive block collectives alternate between two slot
+  arrays, so the slots need no second barrier; one whose successor is not
+  known (the last of a loop body) keeps a barrier after its read
+  (lowering/gpu/slot_plan.py);
 - block_scan: Kogge-Stone per warp (`shuffle up`, offsets 1 .. 16; the
   reverse scan `shuffle down`), the warp totals through the shared slots
   and scanned the same way, each thread adds the part of the warps before
-  (after) its own;
+  (after) its own (slots and barriers as block_reduce's);
 - shuffle: one `gpu.shuffle` of its mode, width 32.
 
 Other block sizes take the shared-memory expansion the CPU runs
@@ -32,6 +35,7 @@ from typing import ClassVar
 from diffgpu.dialects import names as N
 from diffgpu.lowering.common import collective_ir as C
 from diffgpu.lowering.common.ir_util import sym_name, walk
+from diffgpu.lowering.gpu.slot_plan import plan
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 WARP = N.WARP_SIZE
@@ -63,9 +67,11 @@ class LowerCollectives(ModulePass):
             if self._failed:
                 return
             globals_ = {}
-            for op in ops:
+            slots = plan(gm, ops)  # read before any op is erased
+            wheres = [slots.get(op, (0, True)) for op in ops]
+            for op, where in zip(ops, wheres):
                 with op.location:
-                    _lower(op, gm, globals_)
+                    _lower(op, gm, globals_, where)
 
     def _atomic(self, op) -> None:
         from diffgpu._mlir import ir
@@ -144,8 +150,9 @@ def warp_scan(v, lane, reverse):
     return v
 
 
-def _fast(op, lin, n, P):
-    """The shuffle form (the thread count is a multiple of 32)."""
+def _fast(op, lin, n, P, where):
+    """The shuffle form (the thread count is a multiple of 32); the warp
+    slots are P[32 * parity ..] (where: (parity, barrier after the read))."""
     from diffgpu._mlir import arith, ir, memref, scf
 
     name, v = op.operation.name, op.value
@@ -156,6 +163,7 @@ def _fast(op, lin, n, P):
         return butterfly(op.kind, v)
     lane, warp = arith.remui(lin, C.idx(WARP)), arith.divui(lin, C.idx(WARP))
     nw = arith.divui(n, C.idx(WARP))
+    base = C.idx(WARP * where[0])
     kind = op.kind if name == N.BLOCK_REDUCE else "sum"
     if name == N.BLOCK_REDUCE:
         mine, writer = butterfly(kind, v), C.idx(0)
@@ -164,12 +172,12 @@ def _fast(op, lin, n, P):
         writer = C.idx(0 if op.reverse else WARP - 1)
     store = scf.IfOp(C.cmp("eq", lane, writer), [])
     with ir.InsertionPoint(store.then_block):
-        memref.store(mine, P, [warp])
+        memref.store(mine, P, [arith.addi(base, warp)])
         scf.YieldOp([])
     barrier()
     slot = scf.IfOp(C.cmp("ult", lane, nw), [t], has_else=True)
     with ir.InsertionPoint(slot.then_block):
-        scf.YieldOp([memref.load(P, [lane])])
+        scf.YieldOp([memref.load(P, [arith.addi(base, lane)])])
     with ir.InsertionPoint(slot.else_block):
         scf.YieldOp([C.identity(kind, t)])
     x = slot.results[0]
@@ -184,11 +192,12 @@ def _fast(op, lin, n, P):
         i32 = ir.IntegerType.get_signless(32)
         before = shuffle("idx", totals, arith.index_cast(i32, other))
         result = arith.select(has, C.combine("sum", before, mine), mine)
-    barrier()
+    if where[1]:
+        barrier()
     return result
 
 
-def _lower(op, gm, globals_) -> None:
+def _lower(op, gm, globals_, where) -> None:
     from diffgpu._mlir import arith, ir, scf
 
     view = op.opview
@@ -199,7 +208,7 @@ def _lower(op, gm, globals_) -> None:
         full = C.cmp("eq", arith.remui(n, C.idx(WARP)), C.idx(0))
         branch = scf.IfOp(full, [t], has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp([_fast(view, lin, n, R)])
+            scf.YieldOp([_fast(view, lin, n, R, where)])
         with ir.InsertionPoint(branch.else_block):
             scf.YieldOp([C.staged(view, S, R, lin, n, barrier)])
     op.results[0].replace_all_uses_with(branch.results[0])

@@ -38,8 +38,9 @@ func.func @warp_sum(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} 
 #sm90 = #nvvm.target<O = 3, chip = "sm_90">
 
 // A block max: the butterfly per warp, lane 0 stores the warp's value, a
-// barrier, every warp reads the 32 slots (-inf past the last warp) and runs
-// the butterfly again, a barrier: 10 shuffles, 2 barriers on the fast path.
+// barrier, every warp reads its lane's slot (-inf past the last warp) and runs
+// the butterfly again: 10 shuffles, 1 barrier on the fast path (the kernel's
+// last collective: no barrier after the read).
 // CHECK-LABEL: gpu.func @block_max
 // CHECK: scf.if %{{.+}} -> (f32) {
 // CHECK-COUNT-5: gpu.shuffle  xor
@@ -49,7 +50,7 @@ func.func @warp_sum(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} 
 // CHECK: gpu.barrier
 // CHECK: arith.constant 0xFF800000 : f32
 // CHECK-COUNT-5: gpu.shuffle  xor
-// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // CHECK: } else {
 func.func @block_max(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
@@ -98,5 +99,95 @@ func.func @atomics(%M: !A, %v: f32) attributes {diffgpu.kernel, diffgpu.target =
   %c1 = arith.constant 1 : index
   %a = "diffgpu.atomic_rmw"(%M, %v, %c0) {kind = "max"} : (!A, f32, index) -> f32
   %b = "diffgpu.atomic_rmw"(%M, %v, %c1) {kind = "min"} : (!A, f32, index) -> f32
+  return
+}
+
+// -----
+
+!A = memref<?xf32, strided<[?], offset: ?>>
+#sm90 = #nvvm.target<O = 3, chip = "sm_90">
+
+// Consecutive block sums alternate between the slots R[0..32) and R[32..64):
+// one barrier each on the fast path, none after a read (the next one writes
+// the other slots and its barrier comes first).
+// CHECK-LABEL: gpu.func @three_sums
+// CHECK: %[[R0:.+]] = memref.get_global @__dg_collective_R_f32
+// CHECK: %[[W0:.+]] = arith.addi %c0{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.store %{{.+}}, %[[R0]][%[[W0]]]
+// CHECK: gpu.barrier
+// CHECK: %[[L0:.+]] = arith.addi %c0{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.load %[[R0]][%[[L0]]]
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: scf.yield
+// CHECK: %[[R1:.+]] = memref.get_global @__dg_collective_R_f32
+// CHECK: %[[W1:.+]] = arith.addi %c32{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.store %{{.+}}, %[[R1]][%[[W1]]]
+// CHECK: gpu.barrier
+// CHECK: %[[L1:.+]] = arith.addi %c32{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.load %[[R1]][%[[L1]]]
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: scf.yield
+// CHECK: %[[R2:.+]] = memref.get_global @__dg_collective_R_f32
+// CHECK: %[[W2:.+]] = arith.addi %c0{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.store %{{.+}}, %[[R2]][%[[W2]]]
+// CHECK: gpu.barrier
+// CHECK: %[[L2:.+]] = arith.addi %c0{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.load %[[R2]][%[[L2]]]
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: scf.yield
+func.func @three_sums(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %x = memref.load %X[%t] : !A
+  %a = "diffgpu.block_reduce"(%x) {kind = "sum"} : (f32) -> f32
+  %b = "diffgpu.block_reduce"(%a) {kind = "sum"} : (f32) -> f32
+  memref.store %b, %X[%t] : !A
+  %c = "diffgpu.block_reduce"(%b) {kind = "sum"} : (f32) -> f32
+  memref.store %c, %X[%t] : !A
+  return
+}
+
+// -----
+
+!A = memref<?xf32, strided<[?], offset: ?>>
+#sm90 = #nvvm.target<O = 3, chip = "sm_90">
+
+// In a loop the last block sum of the body keeps a barrier after its read
+// (the next iteration's first one would write the same slots), and so does
+// one followed by a call (the callee may run a collective).
+// CHECK-LABEL: gpu.func @in_loop
+// CHECK: %[[S:.+]] = scf.for
+// CHECK: gpu.barrier
+// CHECK: memref.load
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.yield
+// CHECK: gpu.shuffle  xor %[[S]]
+// CHECK: gpu.barrier
+// CHECK: memref.load
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.yield
+// CHECK: func.call @dev
+func.func @dev(%x: f32) -> f32 attributes {diffgpu.target = #sm90} {
+  %r = "diffgpu.block_reduce"(%x) {kind = "sum"} : (f32) -> f32
+  return %r : f32
+}
+func.func @in_loop(%X: !A, %n: index) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = memref.load %X[%t] : !A
+  %s = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (f32) {
+    %r = "diffgpu.block_reduce"(%a) {kind = "sum"} : (f32) -> f32
+    scf.yield %r : f32
+  }
+  %b = "diffgpu.block_reduce"(%s) {kind = "sum"} : (f32) -> f32
+  %c = func.call @dev(%b) : (f32) -> f32
+  memref.store %c, %X[%t] : !A
   return
 }
