@@ -133,6 +133,17 @@ irdl.dialect @diffgpu {
     irdl.operands(x: %float)
     irdl.results(result: %float)
   }
+  // %y = "diffgpu.stop_gradient"(%x) : (f32) -> f32
+  // x itself, held constant by differentiation (dg.stop_gradient): no
+  // adjoint flows back through it, its tangent is zero. diffgpu-autodiff
+  // replaces it by x once the derivatives are made.
+  irdl.operation @stop_gradient {
+    %f32 = irdl.is f32
+    %f64 = irdl.is f64
+    %float = irdl.any_of(%f32, %f64)
+    irdl.operands(x: %float)
+    irdl.results(result: %float)
+  }
   // %g:k = "diffgpu.autodiff"(%seed?, operands of each argument...) {callee = @f,
   //        activity = ["dup", "active", ...], groups = array<i32: 2, 1, ...>,
   //        diffgpu.target = #nvvm.target<...>, operandSegmentSizes = array<i32: ...>,

@@ -37,6 +37,7 @@ SHUFFLE = "diffgpu.shuffle"
 SHARED_ALLOC = "diffgpu.shared_alloc"
 ERFINV = "diffgpu.erfinv"
 ERFCINV = "diffgpu.erfcinv"
+STOP_GRADIENT = "diffgpu.stop_gradient"
 AUTODIFF = "diffgpu.autodiff"
 FWDDIFF = "diffgpu.fwddiff"
 
@@ -62,7 +63,7 @@ RMW_KINDS = ("max", "min", "exch")
 WARP_SIZE = 32
 #: every op of the dialect, in the order of dialects/diffgpu.irdl.mlir
 ALL = (GEOMETRY + (BARRIER, ATOMIC_ADD) + (ATOMIC_RMW,) + COLLECTIVES + (SHARED_ALLOC,)
-       + SPECIAL_MATH + DIFF)
+       + SPECIAL_MATH + (STOP_GRADIENT,) + DIFF)
 
 #: variadic groups of the IRDL definition of diffgpu.autodiff / fwddiff
 #: (operands; results of autodiff): runs of equal types, so that any number

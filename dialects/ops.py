@@ -210,6 +210,15 @@ class ErfcinvOp(SpecialMathOp):
     """Inverse complementary error function."""
 
 
+@_op(names.STOP_GRADIENT)
+class StopGradientOp(ir.OpView):
+    """`%y = "diffgpu.stop_gradient"(%x) : (f32) -> f32`: x, constant for derivatives."""
+
+    @property
+    def x(self):
+        return self.operation.operands[0]
+
+
 class DiffOp(ir.OpView):
     """Base of `diffgpu.autodiff` / `diffgpu.fwddiff` (docs/IR.md): one operand
     list (the seed, then each argument's operands), cut by the `groups`
@@ -362,6 +371,11 @@ def shuffle(mode: str, value, lane):
 def shared_alloc(memref_type):
     """A block-shared array of static shape (`memref<... , workgroup>`)."""
     return ir.Operation.create(names.SHARED_ALLOC, results=[memref_type]).results[0]
+
+
+def stop_gradient(x):
+    """`diffgpu.stop_gradient` of the float `x`."""
+    return ir.Operation.create(names.STOP_GRADIENT, results=[x.type], operands=[x]).results[0]
 
 
 def special_math(name: str, x):

@@ -37,7 +37,7 @@ derivative are listed, each with its reason (the INACTIVE tables).
 Layers inside: the core modules (build, context, tape, locals, elision,
 remat, checkpoint, spec) import none of the others; rules/ and functional/ build on
 them; the pass modules (activity, reverse, forward, generate, inline,
-shared, unroll and this one) on all three.
+shared, unroll, stop_gradient and this one) on all three.
 
 May import: lowering.facts, lowering.registry, lowering.common,
 diffgpu.dialects and the foundation modules of diffgpu.
@@ -64,6 +64,9 @@ class Autodiff(ModulePass):
         from diffgpu.lowering.autodiff.functional.kinds import finish
         from diffgpu.lowering.autodiff.generate import Generator
 
+        from diffgpu.lowering.autodiff.stop_gradient import erase_stop_gradients
+
         gen = Generator(self, module)
         gen.lower_all()
         finish(self, gen)
+        erase_stop_gradients(module)

@@ -4,7 +4,9 @@ A float value is active when it depends on an active input: an `active`
 scalar argument, or a load from (or atomic on) a `dup` array. Integer, index
 and i1 values are never active; neither is anything computed from `const`
 arguments only. Loop-carried values (scf.for iter_args, scf.while
-arguments) are solved to a fixed point.
+arguments) are solved to a fixed point. A value that depends on an active
+input but reaches no output (only `dg.stop_gradient`, comparisons, or
+nothing) is dropped again (useful.py): it needs no derivative.
 
 Two ways a value stays active through memory the function owns (both matter
 when a generated derivative is differentiated again): a local float buffer
@@ -21,8 +23,9 @@ from __future__ import annotations
 from diffgpu.lowering.common.ir_util import walk_block
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.rules.registry import INACTIVE, TERMINATORS, rule_of
+from diffgpu.lowering.autodiff.rules.registry import ELEMENTWISE, INACTIVE, TERMINATORS, rule_of
 from diffgpu.lowering.autodiff.tape import tag_of
+from diffgpu.lowering.autodiff.useful import useless
 
 
 #: all ops of a block, nested ones included, in pre-order (as OpViews)
@@ -35,6 +38,7 @@ class Activity:
 
     def __init__(self, entry_block, active_args, dup_args):
         args = entry_block.arguments
+        self._entry = entry_block
         self.active = {args[i] for i in active_args if B.is_float(args[i].type)}
         self.dup = {args[i] for i in dup_args}
         self.ops = walk_ops(entry_block)
@@ -75,6 +79,7 @@ class Activity:
             changed = False
             for op in self.ops:
                 changed |= self._step(op)
+        self.active -= useless(self.ops, self.active, ELEMENTWISE, INACTIVE, self._entry)
 
     def _step(self, op) -> bool:
         """One op's rule (rules.py), or the default: every float result is

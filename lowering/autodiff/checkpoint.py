@@ -26,7 +26,8 @@ of constant size, no tape, no heap.
 
 A loop is checkpointed when the reverse needs a carried value (one feeds an
 op whose partial reads it, e.g. `sin(s)` or `s * w`), recomputation is on
-(DIFFGPU_REMAT), the function is not split (no augmented-forward pair), the
+(DIFFGPU_REMAT; DIFFGPU_CHECKPOINTS=0 turns checkpoints alone off), the
+function is not split (no augmented-forward pair), the
 loop is an `scf.for` in no other loop, its carried values are floats,
 integers or indices (no i1), and every op of its body can be evaluated
 again: no nested regions, no calls, no barriers, no tape words, and loads
@@ -35,6 +36,7 @@ by the replays. Every other loop keeps its tape.
 """
 from __future__ import annotations
 
+from diffgpu import switches
 from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.dialects import names as N
 
@@ -73,7 +75,8 @@ def _needs_carried(body) -> bool:
 
 def applies(R, op) -> bool:
     """Whether the reverse of scf.for `op` uses checkpoints (module docstring)."""
-    if not enabled() or R.split or R.remat.in_loop(op.operation.block):
+    if not (enabled() and switches.on(switches.CHECKPOINTS)) or R.split or \
+            R.remat.in_loop(op.operation.block):
         return False
     body = op.regions[0].blocks[0]
     iargs = list(body.arguments)[1:]

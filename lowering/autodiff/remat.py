@@ -110,7 +110,7 @@ INT_OPS = {
 FLOAT_OPS = {
     "arith.addf": 1, "arith.subf": 1, "arith.mulf": 1, "arith.negf": 1, "math.fma": 1,
     "arith.sitofp": 1, "arith.uitofp": 1, "arith.extf": 1, "arith.truncf": 1,
-    "arith.cmpf": 1,
+    "arith.cmpf": 1, N.STOP_GRADIENT: 1,
 }
 LOAD_COST = 2
 #: GPU only: sin/cos whose own derivative the reverse takes (an active

@@ -37,6 +37,8 @@ _DOCS = {
                   "returns the old value.",
     "atomic_sub": "atomic_sub(A, index, value): atomically A[index] -= value; returns the "
                   "old value.",
+    "stop_gradient": "stop_gradient(v): v, held constant by differentiation (no adjoint "
+                     "flows back through it, its tangent is 0), as JAX's lax.stop_gradient.",
 }
 
 #: math functions: name -> number of arguments

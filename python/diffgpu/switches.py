@@ -14,6 +14,9 @@ switch off is never served when it is on:
 - `DIFFGPU_STRONG_ZEROS`: in derivatives, an adjoint or tangent that is
   exactly zero contributes exactly zero through a partial that is infinite
   or NaN (lowering/autodiff/rules/partials.py);
+- `DIFFGPU_CHECKPOINTS`: the reverse of a runtime-length recurrence keeps
+  its carried values at checkpoints in bounded local memory instead of the
+  tape (lowering/autodiff/checkpoint.py; needs `DIFFGPU_REMAT` too);
 - `DIFFGPU_COMBINE_ADDS`: a thread's atomic adds into one element of an
   add-only array are summed in registers first (lowering/reduce/combine_adds.py);
 - `DIFFGPU_STENCIL`: stencil adjoints without scatter atomics: `dg.vjp`
@@ -51,7 +54,9 @@ VECTOR_ACCESS = "DIFFGPU_VECTOR_ACCESS"
 STRONG_ZEROS = "DIFFGPU_STRONG_ZEROS"
 COMBINE_ADDS = "DIFFGPU_COMBINE_ADDS"
 STENCIL = "DIFFGPU_STENCIL"
-CODEGEN_SWITCHES = (REMAT, VECTOR_RED, STRONG_ZEROS, COMBINE_ADDS, STENCIL, VECTOR_ACCESS)
+CHECKPOINTS = "DIFFGPU_CHECKPOINTS"
+CODEGEN_SWITCHES = (REMAT, VECTOR_RED, STRONG_ZEROS, COMBINE_ADDS, STENCIL, CHECKPOINTS,
+                    VECTOR_ACCESS)
 
 
 def on(name: str) -> bool:

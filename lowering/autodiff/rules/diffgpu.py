@@ -5,6 +5,7 @@
     "diffgpu.barrier"()                reverse: a barrier at the mirrored point
     "diffgpu.erfinv"(%x)               d/dx = sqrt(pi)/2 * exp(erfinv(x)^2)
     "diffgpu.erfcinv"(%x)              d/dx = -sqrt(pi)/2 * exp(erfcinv(x)^2)
+    "diffgpu.stop_gradient"(%x)        inactive: no adjoint for x, a zero tangent
 Thread geometry is integer-valued, hence inactive. Shared arrays have no
 shadow yet: an active value stored into one is an error (rules_memref).
 """
@@ -32,6 +33,8 @@ DERIVATIVES = {
 INACTIVE = {
     **{n: "thread geometry: an index result, no operands" for n in N.GEOMETRY},
     N.SHARED_ALLOC: "creates a shared array (its shadow: shared.py)",
+    N.STOP_GRADIENT: "dg.stop_gradient: the value held constant (no adjoint flows back "
+                     "through it, a zero tangent); erased after autodiff (stop_gradient.py)",
 }
 
 

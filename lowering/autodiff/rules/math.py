@@ -8,7 +8,8 @@ from __future__ import annotations
 import math as _pymath
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.rules.partials import ONE, ZERO, Singular, constant_value, defining_op
+from diffgpu.lowering.autodiff.rules.partials import (ONE, ZERO, Singular, constant_value,
+                                                       defining_op)
 
 
 def _sign(e):

@@ -19,6 +19,7 @@ from diffgpu.frontend.operators import OperatorMixin
 from diffgpu.frontend.scalar_builtins import ScalarBuiltinMixin
 from diffgpu.frontend.source import FrontendError, debug
 from diffgpu.frontend.statements import StmtMixin, assigned_in
+from diffgpu.frontend.stop_gradient import StopGradientMixin
 from diffgpu.frontend.values import Value, VecT
 from diffgpu.frontend.vector_builtins import VectorBuiltinMixin
 from diffgpu.frontend.vectors import VectorMixin
@@ -58,7 +59,7 @@ def construct_name(node) -> str:
 
 class FunctionLowerer(ExprMixin, OperatorMixin, StmtMixin, LoopMixin, BuiltinMixin,
                       CollectiveMixin, ScalarBuiltinMixin, VectorMixin, VectorBuiltinMixin,
-                      DiffMixin, ast.NodeVisitor):
+                      StopGradientMixin, DiffMixin, ast.NodeVisitor):
     def __init__(self, mb, defn, kind, src, arg_types, symbol, is_entry):
         self.mb, self.defn, self.kind, self.src = mb, defn, kind, src
         self.py_func = defn.py_func

@@ -1,5 +1,7 @@
 // Reverse-mode rules of scf: reverse regions built by the same sweep.
-// RUN: diffgpu-opt %s --split-input-file --diffgpu-autodiff | FileCheck %s
+// The scf.for cases show the tape (checkpoints of runtime-length recurrences,
+// on by default: autodiff/checkpoint.mlir).
+// RUN: env DIFFGPU_CHECKPOINTS=0 diffgpu-opt %s --split-input-file --diffgpu-autodiff | FileCheck %s
 
 // scf.if with a result: the reverse is an scf.if on the same condition
 // whose branches push the result's adjoint into the yielded values; the

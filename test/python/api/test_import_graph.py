@@ -133,8 +133,10 @@ def test_abi_facts_are_not_copied():
 FOUNDATION = ("errors", "types", "abi", "_mlir", "_version", "switches", "activities",
               "builtins")
 #: the autodiff modules its rules and functional kinds build on
-#: (unroll: the access analysis unrolls a clone's loops as the derivative will)
-AUTODIFF_CORE = ("build", "context", "tape", "locals", "elision", "remat", "spec", "unroll")
+#: (unroll: the access analysis unrolls a clone's loops as the derivative will;
+#: checkpoint: the scf.for rule's checkpointed reverse, built on remat and tape)
+AUTODIFF_CORE = ("build", "context", "tape", "locals", "elision", "remat", "spec", "unroll",
+                 "checkpoint")
 _LOW = {"lowering.registry", "lowering.common", "lowering.passes", "dialects", "foundation"}
 _LOWERING = _LOW | {"lowering." + p for p in (
     "facts", "autodiff.core", "autodiff.rules", "autodiff.functional", "autodiff", "host",
