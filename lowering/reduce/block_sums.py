@@ -84,6 +84,11 @@ def _groups(module, uniform):
             continue  # the cheap test first: most adds are per-thread
         fn = _function(op)
         if checked.get(fn, 0) >= MAX_CHECKS:
+            if checked[fn] == MAX_CHECKS:
+                checked[fn] += 1
+                explain.missed(PASS, op, f"only the last {MAX_CHECKS} uniform adds of a "
+                               "function are grouped; this one and those before it are "
+                               "left to aggregate-atomics")
             continue
         checked[fn] = checked.get(fn, 0) + 1
         site = candidate(op, uniform)
@@ -184,7 +189,11 @@ class BlockSums(ModulePass):
         for group in reversed(groups):  # the last first, as aggregate-atomics does
             uniform = Uniformity(module)
             sites = [candidate(op, uniform) for op in group]
-            if any(s is None for s in sites) or _used(sites[0].kernel) >= MAX_BLOCK_SUMS:
+            if any(s is None for s in sites):
+                continue
+            if _used(sites[0].kernel) >= MAX_BLOCK_SUMS:
+                explain.missed(PASS, group[-1], f"the kernel already holds {MAX_BLOCK_SUMS} "
+                               "groups (one barrier each)")
                 continue
             rewrite(module, group)
         grid_sum.record(module)

@@ -45,8 +45,22 @@ def test_explain_names_each_missed_optimisation_with_its_line():
     assert len(stencil) == 1
     assert "kernels_stencil2d.py:26:" in stencil[0]  # the load x[i + a, j + b]
     assert "25 offsets need 125 KiB of shared memory" in stencil[0]
-    agg = [s for s in lines if "aggregate-atomics [missed]" in s]
-    assert agg and "already holds 16 block sums" in agg[0]
+    assert any("block-sums [applied]" in s and "25 adds summed over the block together" in s
+               for s in lines)  # the filter taps: one group
+
+
+@dg.kernel
+def observed(out, x):  # the thread reads out[0] after adding to it
+    i = dg.global_id(0)
+    if i < len(x):
+        dg.atomic_add(out, 0, x[i])
+        x[i] = out[0]
+
+
+def test_aggregate_atomics_says_why_an_add_stays_atomic():
+    lines = dg.explain(observed[2, 32], np.zeros(1, np.float32), np.ones(64, np.float32))
+    (remark,) = [s for s in lines if "aggregate-atomics [missed]" in s]
+    assert "test_explain.py:" in remark and "a later op of the thread may observe" in remark
 
 
 def test_index_not_affine_in_the_thread_id():

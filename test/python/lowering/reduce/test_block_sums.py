@@ -110,3 +110,29 @@ def test_ptx_conv2d_filter_gradient_one_barrier():
     from diffgpu.types import ArrayType
     c = _ptx(S.conv2d, (ArrayType("float32", 2),) * 3, ("reverse", ("cot", "grad", "dup")), 6)
     assert c["barriers"] == 1 and c["shuffles"] == 62, c
+
+
+def test_only_the_last_adds_are_grouped(tmp_path):
+    """70 adds at one site: the last 64 in two groups of 32, the 6 before
+    them left to aggregate-atomics (one block sum each); the remark says so;
+    every sum right."""
+    import importlib.util
+    body = "".join(f"        dg.atomic_add(out, {k}, x[i] * {k + 1}.0)\n" for k in range(70))
+    src = ("import diffgpu as dg\n\n\n@dg.kernel\ndef many(out, x):\n"
+           "    i = dg.global_id(0)\n    if i < len(x):\n" + body)
+    path = tmp_path / "many_adds.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("many_adds", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = RNG.standard_normal(200)
+    out = np.zeros(70)
+    with dg.explain(file=False) as ex:
+        mod.many[4, 64](out, x)
+    np.testing.assert_allclose(out, x.sum() * np.arange(1, 71), rtol=1e-12)
+    applied = [s for s in ex.lines if "block-sums [applied]" in s]
+    assert len(applied) == 2 and all("32 adds" in s for s in applied)
+    assert any("only the last 64 uniform adds" in s for s in ex.lines)
+    text = next(iter(mod.many._programs.values())).host.llvm_text
+    phases = text.count("llvm.func @many__phase")
+    assert 2 + 6 <= phases <= 2 + 6 + 1, phases  # a phase per barrier
