@@ -18,15 +18,15 @@ from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.rules.partials import Rule
+from diffgpu.lowering.autodiff.rules.partials import Rule, Singular
 
 _SQRT_PI_2 = _pymath.sqrt(_pymath.pi) / 2.0
 
 #: elementwise ops (partials.py): the inverse of erf / erfc, from the forward
 #: result r: erf'(r) = 2/sqrt(pi) exp(-r^2), so d/dx erfinv(x) = 1 / erf'(r)
-DERIVATIVES = {
-    N.ERFINV: (lambda e: B.exp(e.r * e.r) * _SQRT_PI_2,),
-    N.ERFCINV: (lambda e: B.exp(e.r * e.r) * -_SQRT_PI_2,),
+DERIVATIVES = {  # infinite at +-1 (erfinv), 0 and 2 (erfcinv): strong zeros guard them
+    N.ERFINV: (Singular(lambda e: B.exp(e.r * e.r) * _SQRT_PI_2),),
+    N.ERFCINV: (Singular(lambda e: B.exp(e.r * e.r) * -_SQRT_PI_2),),
 }
 
 #: ops that carry no derivative -> why

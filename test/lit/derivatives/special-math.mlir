@@ -1,7 +1,9 @@
 // Rules of the diffgpu special-math ops (rules/diffgpu.py DERIVATIVES): the
 // inverse of erf / erfc differentiated from the forward result r,
 // d/dx erfinv = sqrt(pi)/2 exp(r^2), d/dx erfcinv = -sqrt(pi)/2 exp(r^2),
-// in reverse and forward mode.
+// in reverse and forward mode; infinite at the ends of the domain, so the
+// product with the adjoint (tangent) is guarded: a zero one gives zero
+// (strong zeros, rules/partials.py).
 // RUN: diffgpu-opt %s --split-input-file --diffgpu-autodiff | FileCheck %s
 
 #host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
@@ -23,7 +25,11 @@ func.func @k_erfinv(%d: f32, %x0: f32) attributes {diffgpu.kernel, diffgpu.targe
 // CHECK-NEXT: %[[E:.+]] = math.exp %[[R2]]
 // CHECK-NEXT: %[[K:.+]] = arith.constant 0.886226
 // CHECK-NEXT: %[[P:.+]] = arith.mulf %[[E]], %[[K]]
-// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: %[[M:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.0
+// CHECK-NEXT: %[[C:.+]] = arith.cmpf oeq, %[[D]], %[[Z]]
+// CHECK-NEXT: %[[Z2:.+]] = arith.constant 0.0
+// CHECK-NEXT: %[[G:.+]] = arith.select %[[C]], %[[Z2]], %[[M]]
 // CHECK-NEXT: return %[[G]]
 
 // -----
@@ -46,7 +52,11 @@ func.func @k_erfcinv(%d: f64, %x0: f64) attributes {diffgpu.kernel, diffgpu.targ
 // CHECK-NEXT: %[[E:.+]] = math.exp %[[R2]]
 // CHECK-NEXT: %[[K:.+]] = arith.constant -0.886226
 // CHECK-NEXT: %[[P:.+]] = arith.mulf %[[E]], %[[K]]
-// CHECK-NEXT: %[[G:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: %[[M:.+]] = arith.mulf %[[D]], %[[P]]
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.0
+// CHECK-NEXT: %[[C:.+]] = arith.cmpf oeq, %[[D]], %[[Z]]
+// CHECK-NEXT: %[[Z2:.+]] = arith.constant 0.0
+// CHECK-NEXT: %[[G:.+]] = arith.select %[[C]], %[[Z2]], %[[M]]
 // CHECK-NEXT: return %[[G]]
 
 // -----
@@ -69,5 +79,9 @@ func.func @k_g(%x: f32, %dx: f32) attributes {diffgpu.kernel, diffgpu.target = #
 // CHECK-NEXT: %[[E:.+]] = math.exp %[[R2]]
 // CHECK-NEXT: %[[K:.+]] = arith.constant 0.886226
 // CHECK-NEXT: %[[P:.+]] = arith.mulf %[[E]], %[[K]]
-// CHECK-NEXT: %[[T:.+]] = arith.mulf %[[DX]], %[[P]]
+// CHECK-NEXT: %[[M:.+]] = arith.mulf %[[DX]], %[[P]]
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.0
+// CHECK-NEXT: %[[C:.+]] = arith.cmpf oeq, %[[DX]], %[[Z]]
+// CHECK-NEXT: %[[Z2:.+]] = arith.constant 0.0
+// CHECK-NEXT: %[[T:.+]] = arith.select %[[C]], %[[Z2]], %[[M]]
 // CHECK-NEXT: return %[[R]], %[[T]]

@@ -134,7 +134,8 @@ def untaken_atan2(out, x, y, flag):
 
 
 UNARY = {"sqrt": 0.0, "rsqrt": 0.0, "cbrt": 0.0, "log": 0.0, "log2": 0.0, "log10": 0.0,
-         "log1p": -1.0, "asin": 1.0, "acos": 1.0, "acosh": 1.0, "atanh": 1.0}
+         "log1p": -1.0, "asin": 1.0, "acos": 1.0, "acosh": 1.0, "atanh": 1.0,
+         "erfinv": 1.0, "erfcinv": 0.0}
 #: name -> (x, y) at the singular point
 BINARY = {"div": (1.0, 0.0), "pow": (0.0, 0.5), "atan2": (0.0, 0.0)}
 SINGULAR = {**{n: _unary(n) for n in UNARY},
@@ -172,7 +173,7 @@ def test_singular_op_without_strong_zeros_gives_nan(name, strong):
 REGULAR = {"sqrt": (0.5, 2.0), "rsqrt": (0.5, 2.0), "cbrt": (0.3, 2.0), "log": (0.5, 2.0),
            "log2": (0.5, 2.0), "log10": (0.5, 2.0), "log1p": (-0.5, 2.0),
            "asin": (-0.8, 0.8), "acos": (-0.8, 0.8), "acosh": (1.2, 3.0),
-           "atanh": (-0.8, 0.8)}
+           "atanh": (-0.8, 0.8), "erfinv": (-0.8, 0.8), "erfcinv": (0.2, 1.8)}
 
 
 @pytest.mark.parametrize("name", list(SINGULAR))
