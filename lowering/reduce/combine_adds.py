@@ -211,15 +211,16 @@ def lift(op, path):
     return value, flag, value.owner.operation
 
 
-def _hold(value, flag, top, block):
-    """`value` and `flag` held by identity ops right after `top` (in `block`):
-    lifting a later add out of the same guards replaces those guards, and
-    their results with them; the holders' operands follow the replacement."""
-    ops = [o.operation for o in block.operations]
-    with top.location, ir.InsertionPoint(ops[ops.index(top) + 1]):
+def _hold(value, flag, top):
+    """`value` and `flag` held by identity ops right after `top`: lifting a
+    later add out of the same guards replaces those guards, and their
+    results with them; the holders' operands follow the replacement."""
+    with top.location, ir.InsertionPoint(top):
         true = arith.constant(ir.IntegerType.get_signless(1), 1)
         v = arith.select(true, value, value)
         f = None if flag is None else arith.select(true, flag, flag)
+    for h in ([] if f is None else [f]) + [v, true]:  # moved after top, in order
+        h.owner.operation.move_after(top)
     return v, f
 
 
@@ -296,13 +297,13 @@ def combine_in_block(block, adds) -> bool:
     for members in groups.values():
         if len(members) < 2:
             continue
+        # members come in program order (the module's walk); the sum goes before
+        # the op after the last member's top-level op, which no lifting replaces
         ops = [o.operation for o in block.operations]
-        members.sort(key=lambda o: ops.index(_top(o, block)))
+        after = ops[ops.index(_top(members[-1], block)) + 1]
         target, indices = members[0].operands[0], list(members[0].operands)[2:]
-        held = [_hold(*lift(m, guards_to(m, block)), block) for m in members]
-        ops = [o.operation for o in block.operations]
-        last = max(ops.index(v.owner.operation) for h in held for v in h if v is not None)
-        ip = ir.InsertionPoint(ops[last + 1])
+        held = [_hold(*lift(m, guards_to(m, block))) for m in members]
+        ip = ir.InsertionPoint(after)
         with members[-1].location, ip:
             total = pairwise([v for v, _ in held])
             flag = held[0][1]
@@ -401,18 +402,25 @@ def _with_iter_args(loop, inits, steps):
 # ---------------------------------------------------------------------------
 
 def _candidates(module, refs):
+    """The adds into add-only arrays, in program order."""
     out = []
     for fn in module.regions[0].blocks[0].operations:
         fn = fn.operation
         if fn.name != "func.func" or not len(fn.regions[0].blocks):
             continue
         args = list(fn.regions[0].blocks[0].arguments)
+        known: dict = {}  # argument number -> add-only?
         for o in walk(fn):
-            if _is_add(o):
-                t = o.operands[0]
-                if H.is_arg(t) and any(t == a for a in args) and add_only(
-                        fn, ir.BlockArgument(t).arg_number, refs):
-                    out.append(o)
+            if o.name != N.ATOMIC_ADD:
+                continue
+            t = o.operands[0]
+            if not H.is_arg(t) or not any(t == a for a in args):
+                continue
+            k = ir.BlockArgument(t).arg_number
+            if k not in known:
+                known[k] = add_only(fn, k, refs)
+            if known[k]:
+                out.append(o)
     return out
 
 
@@ -420,21 +428,36 @@ def run_once(module, refs) -> bool:
     """One rewrite (rule 1 before rule 2, so that a loop carries one sum per
     element); False when there was none left."""
     adds = _candidates(module, refs)
-    return (_combine_grouped(adds, lambda op: op) or _combine_grouped(adds, _outermost_if)
+    depth = max((_if_depth(op) for op in adds), default=0)
+    # the deepest block first: adds that share guards are combined inside them
+    # (no lifting through the shared guards, whose bodies may be long)
+    return (any(_combine_grouped(adds, lambda op, k=k: _climb(op, k))
+                for k in range(depth + 1))
             or any(combine_in_loop(op) for op in adds))
 
 
-def _outermost_if(op):
-    """`op`, or the outermost of the `scf.if`s directly around it."""
-    cur = op
+def _if_depth(op) -> int:
+    """The number of `scf.if`s directly around `op`."""
+    n, cur = 0, op
     while _parent(cur) is not None and _parent(cur).name == "scf.if":
-        cur = _parent(cur)
+        n, cur = n + 1, _parent(cur)
+    return n
+
+
+def _climb(op, levels):
+    """`op`, or the `levels`-th of the `scf.if`s directly around it (fewer if
+    there are fewer)."""
+    cur = op
+    for _ in range(levels):
+        parent = _parent(cur)
+        if parent is None or parent.name != "scf.if":
+            break
+        cur = parent
     return cur
 
 
 def _combine_grouped(adds, top) -> bool:
-    """Rule 1 on the blocks holding `top(add)` of the adds: first the adds'
-    own blocks (no guards to lift, hence no flags), then through guards."""
+    """Rule 1 on the blocks holding `top(add)` of the adds."""
     blocks: list = []  # [(block, its adds)]
     for op in adds:
         cur = top(op)
