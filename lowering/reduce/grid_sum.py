@@ -198,11 +198,11 @@ class GridSum:
                   "block")
             self._fence()
             acc = arith.addi(self._base(ACC_WORDS), arith.muli(g, _index(STRIDE)))
-            top_acc = arith.addi(self._base(ACC_WORDS), _index(GROUPS * STRIDE))
+            top_acc = self._base(ACC_WORDS, GROUPS * STRIDE)
             part = self._take(acc)
             _mark(dg.atomic_add(self.acc, part, [top_acc]), "block")
             self._fence()
-            top = arith.addi(base, _index(GROUPS * STRIDE))
+            top = self._base(COUNT_WORDS, GROUPS * STRIDE)
             old_top = dg.atomic_add(self.count, arith.constant(i64, 1), [top])
             _mark(old_top, "block")
             groups = arith.index_cast(i64, arith.minui(blocks, _index(GROUPS)))
@@ -220,12 +220,13 @@ class GridSum:
                 scf.YieldOp([])
             scf.YieldOp([])
 
-    def _base(self, words: int):
-        """The first word of this sum's slot in a scratch array of `words`
-        words per slot (an index value)."""
+    def _base(self, words: int, extra: int = 0):
+        """Word `extra` of this sum's slot in a scratch array of `words`
+        words per slot (an index value; a constant for a single sum)."""
         if self.k is None:
-            return _index(self.slot * words)
-        return arith.muli(arith.addi(_index(self.slot), self.k), _index(words))
+            return _index(self.slot * words + extra)
+        first = arith.muli(arith.addi(_index(self.slot), self.k), _index(words))
+        return arith.addi(first, _index(extra)) if extra else first
 
     def _finish(self, narrow) -> None:
         """The one add of the launch's total to the target (the target `k`'s)."""
