@@ -51,6 +51,12 @@ functional API move fewer bytes:
   the list of `[d, A's position, k]`. The launch then knows whether every
   element is written (jvp allocates the tangent without zero-filling it):
   each of those extents is at least the output's and the launch covers it.
+- `load_offsets` / `store_offsets`: an input all of whose loads (an output
+  all of whose stores, each element once) are in the kernel's own body
+  outside loops at `gid(d) + k` per component, the same dimensions, at
+  least two distinct constant offsets (`x[r, j]`, `x[r, j + 256]`, ...:
+  lowering/autodiff/functional/owned.py): `{"dims", "offsets"}`. The launch
+  decides whether each element is one thread's.
 - `accumulate_only`: an in-out array touched only by `diffgpu.atomic_add`s
   in the kernel's own body whose results are unused (`out[0] += v`): its
   final value is its initial value plus the sum, so its cotangent is only
@@ -70,7 +76,7 @@ from diffgpu.dialects import names as N
 from diffgpu.dialects import ops
 from diffgpu.lowering.common import targets
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.autodiff.functional import gather, transpose
+from diffgpu.lowering.autodiff.functional import gather, owned, transpose
 from diffgpu.lowering.autodiff.functional.rows import rows_dim
 from diffgpu.lowering.facts.indices import index_key, offset_of
 
@@ -275,6 +281,14 @@ def analyze_module(module) -> list:
                 stencil = found[1] if plain else None  # 1-D, constant offsets once unrolled
             elif found is not None:
                 stencil_dims = found[0]
+        load_offsets = store_offsets = None  # x[r, j], x[r, j + 256], ...: owned.py
+        if (store_key is None and info.write and not info.read and not info.nested
+                and not info.opaque and not any(_in_loop(op, w) for op, _, w in info.stores)):
+            store_offsets = owned.pattern([list(op.operands)[2:] for op, _, _ in info.stores],
+                                          stores=True)
+        if (load_key is None and info.read and not info.write and not info.nested
+                and not info.opaque and not any(_in_loop(op, w) for op, _, w in info.loads)):
+            load_offsets = owned.pattern([list(op.operands)[1:] for op, _, _ in info.loads])
         accumulate_only = bool(info.adds) and not (info.loads or info.stores or info.nested
                                                    or info.opaque)
         out.append({"array": True, "read": info.read, "write": info.write,
@@ -282,6 +296,7 @@ def analyze_module(module) -> list:
                     "store_key": store_key, "load_key": load_key, "stencil": stencil,
                     "stencil_dims": stencil_dims,
                     "store_guards": store_guards,
+                    "load_offsets": load_offsets, "store_offsets": store_offsets,
                     "accumulate_only": accumulate_only})
     return out
 

@@ -19,7 +19,10 @@ that the shadows follow the functional convention, as in JAX's vjp:
 
 A `grad` input read at several offsets of one global id (a 1-D stencil,
 `x[i - 1]`, `x[i]`, `x[i + 1]`) is instead transposed into a gather:
-transpose.py.
+transpose.py. One read outside loops at constant offsets that no two
+threads share (`x[r, j]`, `x[r, j + 256]`, owned.py: the launch decides)
+gets a register per offset instead (owned_grad.py); an output stored so is
+`cot` as one stored once.
 
 Both rest on facts the caller guarantees, as `dg.vjp` does at launch: the
 geometry dimensions not named in the index have one thread and one block
@@ -48,6 +51,7 @@ from diffgpu.lowering.facts.indices import index_key
 from diffgpu.lowering.autodiff.functional.rows import rows_dim
 from diffgpu.lowering.autodiff.spec import FUNCTIONAL
 from diffgpu.lowering.autodiff.functional.transpose import transpose
+from diffgpu.lowering.autodiff.functional import owned, owned_grad
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
 
@@ -133,11 +137,14 @@ def _cot(pas, fn, k, prim, sh) -> None:
                     "(only stores, or only atomic adds, are needed)")
     one = (len(stores) == 1 and not _in_loop(stores[0], fn)
            and index_key(list(stores[0].operands)[2:]) is not None)
-    if not one and rows_dim(stores, fn) is None:
+    if (not one and rows_dim(stores, fn) is None
+            and (any(_in_loop(op, fn) for op in stores) or owned.pattern(
+                [list(op.operands)[2:] for op in stores], stores=True) is None)):
         return _bad(pas, stores[0], k, "cot",
                     "its stores are neither one store outside loops at a thread-unique "
-                    "index (global ids and constants) nor rows `c * gid + k` that no two "
-                    "threads share")
+                    "index (global ids and constants), nor rows `c * gid + k` that no two "
+                    "threads share, nor stores outside loops at distinct constant offsets "
+                    "of global ids")
     consume = []
     for op, i in _uses(sh):
         if op.name in ("memref.dim", "memref.load"):
@@ -175,6 +182,12 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
     if key is None:
         if transpose(fn, prim, sh):  # a 1-D stencil: the scatter becomes a gather
             return None
+        loads = [op for op, _ in _uses(prim) if op.name == "memref.load"]
+        pat = None if any(_in_loop(op, fn) for op in loads) else \
+            owned.pattern([list(op.operands)[1:] for op in loads])
+        if pat is not None:  # x[r, j], x[r, j + 256], ...: a register per offset
+            why = owned_grad.rewrite(fn, entry, prim, sh, pat)
+            return _bad(pas, fn.operation, k, "grad", why) if why else None
         return _bad(pas, fn.operation, k, "grad", "its loads are not all at one index made "
                                                   "of global ids, nor a 1-D stencil whose "
                                                   "adjoint transposes into a gather")

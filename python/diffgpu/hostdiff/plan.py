@@ -20,7 +20,10 @@ geometry prove it, the functional kinds replace `dup` (`functional_kind`):
 `cot` for an output stored once per element or an array only added to (the
 cotangent itself, read only; no primal writes), `grad` for an input read at
 one global-id index (a new array the kernel writes once per element;
-zero-filled first when the launch does not reach every element) or for a
+zero-filled first when the launch does not reach every element), or at
+several constant offsets of global ids no two threads share (`x[r, j]`,
+`x[r, j + 256]`: lowering/autodiff/functional/owned.py; an output stored
+so is `cot`), or for a
 1-D stencil input `x[gid(0) + k]` when the launch covers it and every
 written array is `cot` (thread j gathers its element's adjoint, written once:
 lowering/autodiff/functional/transpose.py). Primal
@@ -43,6 +46,7 @@ import weakref
 import numpy as np
 
 from diffgpu.hostdiff import buffers as M
+from diffgpu.lowering.autodiff.functional import owned
 from diffgpu.errors import ArgumentTypeError, LaunchError
 from diffgpu.runtime.args import (arg_type, check_arity, describe_arg, device_id,
                                   infer_signature)
@@ -323,6 +327,13 @@ class Call:
             return "cot"  # out[k] += v: final = initial + sum, the cotangent passes through
         if role == "input" and f.get("load_key") is not None:
             return "grad" if self._unique(set(f["load_key"])) else None
+        grid, block = self.launcher.grid, self.launcher.block
+        if (role == "output" and not outputs and f.get("store_offsets")
+                and owned.unique(f["store_offsets"], grid, block)):
+            return "cot"  # y[r, j], y[r, j + 256], ...: each element one thread's
+        if (role == "input" and f.get("load_offsets") and not f.get("stencil")
+                and not f.get("stencil_dims") and owned.unique(f["load_offsets"], grid, block)):
+            return "grad"  # a register per offset (owned_grad.py)
         if role == "input" and f.get("stencil") and self._unique({0}) and self.covered(i):
             return "grad"  # gathered (lowering/autodiff/functional/transpose.py)
         if role == "input" and f.get("stencil_dims") and self._unique(set(f["stencil_dims"])):
@@ -334,7 +345,10 @@ class Call:
         every array the kernel writes is `cot` (the gathered replay of the
         reverse body must observe no write of its own)."""
         ok = all(fk[gi] == "cot" for gi, g in enumerate(self.groups) if self.written(g))
-        return [None if (k == "grad" and self.facts[g[0]].get("load_key") is None and not ok)
+        def gathered(f):  # not a load_key, nor owned offsets (owned_grad.py)
+            owned_ = f.get("load_offsets") and not (f.get("stencil") or f.get("stencil_dims"))
+            return f.get("load_key") is None and not owned_
+        return [None if (k == "grad" and gathered(self.facts[g[0]]) and not ok)
                 else k for g, k in zip(self.groups, fk)]
 
     def covered(self, i) -> bool:
@@ -342,6 +356,9 @@ class Call:
         grid, block = self.launcher.grid, self.launcher.block
         if self.facts[i].get("stencil_dims"):
             return True  # gather.py's threads walk every element (grid-stride)
+        if self.facts[i].get("load_offsets") and not self.facts[i].get("stencil"):
+            return owned.covered(self.facts[i]["load_offsets"], M.shape_of(self.args[i]),
+                                 grid, block)
         key, shape = self.facts[i]["load_key"], M.shape_of(self.args[i])
         if key is None and self.facts[i].get("stencil"):
             key = [0]  # a 1-D stencil: x[gid(0) + k]
