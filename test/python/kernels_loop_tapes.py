@@ -65,3 +65,30 @@ def scan_written(a, x, n):
 @dg.kernel
 def scan_written_grad(a, da, x, dx, n):
     dg.autodiff(scan_written, dg.Duplicated(a, da), dg.Duplicated(x, dx), n)
+
+
+@dg.kernel
+def back_step(out, x, w, n):
+    """A negative step and an integer carried beside the float one (both
+    checkpointed: the int indexes w)."""
+    i = dg.global_id(0)
+    if i < len(out):
+        s = x[i]
+        k = 0
+        for t in range(n, 0, -2):
+            s = dg.cos(s * w[t - 1]) + s * 0.5 + w[k % 3]
+            k = k + 1
+        out[i] = s * s
+
+
+@dg.kernel
+def two_carried(out, x, w, n):
+    """Two carried floats, each feeding the other."""
+    i = dg.global_id(0)
+    if i < len(out):
+        s = x[i]
+        p = 1.0
+        for t in range(n):
+            p = p * s
+            s = dg.sin(s) * w[t] + p * 0.1
+        out[i] = s + p

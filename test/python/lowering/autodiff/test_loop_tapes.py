@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import diffgpu as dg
-from kernels_loop_tapes import (nbody, nbody_grad, recur, recur_grad, scan_written,
-                                scan_written_grad)
+from kernels_loop_tapes import (back_step, nbody, nbody_grad, recur, recur_grad, scan_written,
+                                scan_written_grad, two_carried)
 
 STACK = "memref<1xmemref<?xi64>>"  # the tape stack's holder (tape.py)
 
@@ -156,6 +156,19 @@ def test_nbody_equals_the_taped_program(monkeypatch):
     old = _launch(nbody_grad, args, 2, 32, monkeypatch, remat=False)
     for a, b in zip(new, old):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", [back_step, two_carried])
+@pytest.mark.parametrize("n", [0, 1, 7, 130, 300])
+def test_other_recurrences_finite_differences(kernel, n):
+    """A negative step with an integer carried value, and two carried floats,
+    at trip counts of every checkpoint case (float64)."""
+    r = np.random.default_rng(n)
+    m = max(n, 3)
+    acts = [dg.Duplicated(np.zeros(3), np.zeros(3)),
+            dg.Duplicated(r.uniform(-1, 1, 3), np.zeros(3)),
+            dg.Duplicated(r.uniform(-0.9, 0.9, m), np.zeros(m)), n]
+    assert dg.gradcheck(kernel[1, 3], *acts, eps=1e-6, atol=1e-6, rtol=1e-5)
 
 
 # -- what keeps the tape -------------------------------------------------------------
