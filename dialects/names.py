@@ -61,6 +61,9 @@ SHUFFLE_MODES = ("xor", "up", "down", "idx")
 RMW_KINDS = ("max", "min", "exch")
 #: lanes of a warp (NVIDIA); a warp is 32 consecutive linear thread indices
 WARP_SIZE = 32
+#: unit attribute on the loads and stores of a vector's components (the frontend's
+#: dg.load_vec4 etc.): diffgpu-vector-access merges such a row into one vector access
+VECTOR_ROW = "diffgpu.vector_row"
 #: every op of the dialect, in the order of dialects/diffgpu.irdl.mlir
 ALL = (GEOMETRY + (BARRIER, ATOMIC_ADD) + (ATOMIC_RMW,) + COLLECTIVES + (SHARED_ALLOC,)
        + SPECIAL_MATH + (STOP_GRADIENT,) + DIFF)

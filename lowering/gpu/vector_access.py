@@ -27,9 +27,10 @@ innermost, which takes exactly the constants `c .. c+n-1` (plus one shared
 value), n = 2 or 4 for f32 (a 4-group of f64 is two 2-groups: 16 bytes is
 the widest access); a 3-wide row (vec3) is left alone (its 12-byte rows
 are never all aligned). The loads move up to the first one: nothing
-between them may write memory, and their subscripts must be defined
-before it. Stores likewise move down to the last one, with nothing
-between them reading or writing memory. Runs after `diffgpu-vector-red`.
+between them may write their array (in a function whose arrays are not
+proven disjoint, no other argument either), and their subscripts must be
+defined before it. Stores likewise move down to the last one, with nothing
+between them reading or writing their array. Runs after `diffgpu-vector-red`.
 `DIFFGPU_VECTOR_ACCESS=0` in the environment turns it off (for measuring
 both forms; part of the compile cache's key, as every switch of
 diffgpu/switches.py).
@@ -40,13 +41,16 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu import switches
+from diffgpu.dialects import names as N
 from diffgpu.lowering.common.ir_util import const_int, scalar_name, top_ops, visit_blocks
-from diffgpu.lowering.facts.load_order import reads_of, writes_of
+from diffgpu.lowering.facts.attrs import NOALIAS_ATTR
+from diffgpu.lowering.facts.load_order import reads_of, root_of, writes_of
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 ENV = switches.VECTOR_ACCESS
-#: the frontend's mark on the loads/stores of vector components (frontend/vector_arrays.py)
-ROW_ATTR = "diffgpu.vector_row"
+#: the frontend's mark on the loads/stores of vector components (frontend/vector_arrays.py;
+#: autodiff's tangent loads and stores keep it)
+ROW_ATTR = N.VECTOR_ROW
 #: widest vector (elements) per element type: 16 bytes
 MAX_WIDTH = {"f32": 4, "f64": 2}
 BYTES = {"f32": 4, "f64": 8}
@@ -150,13 +154,26 @@ def _defined_before(value, pos, position) -> bool:
     return p is None or p < pos or owner.operation.name == "arith.constant"
 
 
-def _movable(ops, run, kind, position) -> bool:
+def _movable(ops, run, kind, position, args, noalias) -> bool:
+    """May the run's accesses move together (loads up to the first, stores down
+    to the last)? Nothing between may write their array (nor read it, for
+    stores); in a function whose arrays are disjoint (noalias), other arrays
+    may be written and read between (a derivative's primal and tangent rows
+    interleave), otherwise no other argument either (it may view the same
+    memory)."""
     lo, hi = min(run), max(run)
     between = [ops[m] for m in range(lo + 1, hi) if m not in run]
+    root = root_of(_memref_of(ops[run[0]]))
+    is_arg = any(root == a for a in args)
     for o in between:
-        w = writes_of(o, [])
-        if w is None or w or (kind == "memref.store" and reads_of(o)):
+        w = writes_of(o, args)
+        if w is None:
+            return False  # unknown effects: a call, a barrier, a shuffle
+        touched = w + (reads_of(o) if kind == "memref.store" else [])
+        if any(root == t for t in touched):
             return False
+        if is_arg and not noalias and any(any(t == a for a in args) for t in touched):
+            return False  # another argument may view the same memory
     if kind == "memref.load":  # all move up to the first: their operands defined before
         return all(_defined_before(v, lo, position) for m in run for v in ops[m].operands)
     return True
@@ -320,13 +337,13 @@ def _rewrite_stores(run_ops, position):
         o.erase()
 
 
-def _block_runs(block):
+def _block_runs(block, args, noalias):
     ops = [o.operation for o in block.operations]
     position = {o: i for i, o in enumerate(ops)}  # (ops hash and compare as the op)
     out = []
     for kind in ("memref.load", "memref.store"):
         for run in _runs(ops, kind):
-            if _movable(ops, run, kind, position):
+            if _movable(ops, run, kind, position, args, noalias):
                 out.append((kind, [ops[m] for m in run], {ops[m]: m for m in run}))
     return out
 
@@ -359,8 +376,10 @@ class VectorAccess(ModulePass):
             for fn in top_ops(gm, ("func.func", "gpu.func")):
                 if not fn.regions[0].blocks:
                     continue
+                args = list(fn.regions[0].blocks[0].arguments)
+                noalias = NOALIAS_ATTR in fn.attributes
                 runs = []
-                visit_blocks(fn, lambda b: runs.extend(_block_runs(b)))
+                visit_blocks(fn, lambda b: runs.extend(_block_runs(b, args, noalias)))
                 for kind, run_ops, pos in runs:
                     if kind == "memref.load":
                         _rewrite_loads(run_ops, index_bits(gm))

@@ -12,6 +12,7 @@ re-reads memory that a later store may have overwritten.
 from __future__ import annotations
 
 from diffgpu._mlir import ir, memref
+from diffgpu.dialects import names as N
 from diffgpu.dialects.ops import SharedAllocOp
 
 from diffgpu.lowering.autodiff import build as B
@@ -71,10 +72,19 @@ def _store_reverse(R, op):
     R.add_adj(value, d)
 
 
+def _keep_row_mark(op, new_value_or_op):
+    """A tangent access of a vector's component keeps the frontend's mark
+    (N.VECTOR_ROW): the GPU merges the tangent row like the primal one."""
+    if N.VECTOR_ROW in op.attributes:
+        new = getattr(new_value_or_op, "owner", new_value_or_op)
+        new.attributes[N.VECTOR_ROW] = ir.UnitAttr.get()
+
+
 def _load_tangent(F, op):
     if F.is_dup(op.operands[0]):
-        F.set_tangent(op.results[0], memref.load(F.shadow(op.operands[0]),
-                                                 [F.val(i) for i in op.operands[1:]]))
+        t = memref.load(F.shadow(op.operands[0]), [F.val(i) for i in op.operands[1:]])
+        _keep_row_mark(op, t)
+        F.set_tangent(op.results[0], t)
 
 
 def _store_tangent(F, op):
@@ -85,7 +95,8 @@ def _store_tangent(F, op):
         return
     if not B.is_float(B.memref_elem(mem.type)):
         return
-    memref.store(F.tangent(value), F.shadow(mem), [F.val(i) for i in op.operands[2:]])
+    _keep_row_mark(op, memref.store(F.tangent(value), F.shadow(mem),
+                                    [F.val(i) for i in op.operands[2:]]))
 
 
 REVERSE = {

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ast
 
+from diffgpu.dialects import names as N
 from diffgpu.frontend.emitter import INDEX
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import Scalar
 from diffgpu.frontend.values import Const, PyObj, TupleV, Value, VecV, describe
 
 #: marks the loads and stores of a vector's components (lowering/gpu/vector_access.py)
-ROW_ATTR = "diffgpu.vector_row"
+ROW_ATTR = N.VECTOR_ROW
 #: load names -> (kind, shape)
 SHAPES = {"vec2": ("vec", (2,)), "vec3": ("vec", (3,)), "vec4": ("vec", (4,)),
           "mat22": ("mat", (2, 2)), "mat33": ("mat", (3, 3)), "mat44": ("mat", (4, 4)),

@@ -91,3 +91,16 @@ def test_cpu_results_unchanged(view):
     out = np.zeros((16, 4), np.float32)
     k[1, 16](out, x)
     np.testing.assert_array_equal(out, x * 2.0)
+
+
+def test_forward_mode_tangent_rows_are_vector_loads_too():
+    """dg.fwddiff keeps the mark on the tangent loads: the primal row and the
+    tangent row are one ld.v4 each."""
+    k = _copy_kernel(dg.load_vec4)
+
+    @dg.kernel
+    def fwd(out, dout, x, dx):
+        dg.fwddiff(k, dg.Duplicated(out, dout), dg.Duplicated(x, dx))
+    a = [np.zeros((1024, 4), np.float32) for _ in range(4)]
+    n = _accesses(fwd.ir(*a, stage="ptx", target="sm_90", grid=3, block=256))
+    assert n["ld.v4.f32"] == 2
