@@ -217,3 +217,37 @@ case(axis_angle_w, 2)
 # CHECK-NOT: arith.select
 # CHECK: return
 case(dot2, 2)
+
+# -----
+
+# memref.load's forward rule keeps the frontend's mark on the tangent load of a
+# vector's component (diffgpu.vector_row), so diffgpu-vector-access merges the
+# tangent row as it merges the primal one.
+# CHECK-LABEL: func.func @__dg_fwd_row_sum_
+# CHECK-SAME: (%[[X:.+]]: memref<?x?xf64, strided<[?, ?], offset: ?>>, %[[DX:.+]]: memref<?x?xf64, strided<[?, ?], offset: ?>>)
+# CHECK: memref.load %[[X]][%{{.+}}, %{{.+}}] {diffgpu.vector_row}
+# CHECK: memref.load %[[DX]][%{{.+}}, %{{.+}}] {diffgpu.vector_row}
+# CHECK: memref.load %[[X]][%{{.+}}, %{{.+}}] {diffgpu.vector_row}
+# CHECK: memref.load %[[DX]][%{{.+}}, %{{.+}}] {diffgpu.vector_row}
+# CHECK: return
+
+
+@dg.func
+def row_sum(x):
+    v = dg.load_vec2(x, 0)
+    return v[0] * v[1]
+
+
+def row_case():
+    src = ("def fwd(out, x, dx):\n"
+           "    out[0] = dg.fwddiff(row_sum, dg.Duplicated(x, dx))\n")
+    ns = {"dg": dg, "row_sum": row_sum}
+    linecache.cache["<vectors-row>"] = (len(src), None, src.splitlines(True), "<vectors-row>")
+    exec(compile(src, "<vectors-row>", "exec"), ns)
+    x = np.zeros((1, 2))
+    ir = dg.kernel(ns["fwd"]).ir(np.zeros(1), x, x, stage="autodiff")
+    start = ir.index("func.func @__dg_fwd_")
+    print(ir[start:ir.index("\n  }", start)])
+
+
+row_case()
