@@ -376,8 +376,11 @@ def _with_iter_args(loop, inits, steps):
         new.operation.attributes["unsignedCmp"] = old_op.attributes["unsignedCmp"]
     src = old_op.regions[0].blocks[0]
     dst = new.body
-    for a, b in zip(list(src.arguments), list(dst.arguments)[:len(src.arguments)]):
+    pairs = list(zip(list(src.arguments), list(dst.arguments)[:len(src.arguments)]))
+    for a, b in pairs:
         a.replace_all_uses_with(b)
+    # a step may be the old body's argument itself (an add of the loop variable)
+    steps = [next((b for a, b in pairs if a == v), v) for v in steps]
     with old_op.location, ir.InsertionPoint(dst):
         anchor = scf.YieldOp([]).operation  # a place to move the body before
     ops = [o.operation for o in src.operations]

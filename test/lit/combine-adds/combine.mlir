@@ -131,6 +131,33 @@ func.func @nested(%cnt: !I, %n: index) attributes {diffgpu.kernel, diffgpu.noali
 
 // -----
 
+// The added value is the loop's own iteration argument: the rebuilt loop
+// carries the sum of the new loop's argument (the old one is gone).
+!I = memref<?xi32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @loop_arg(%cnt: !I, %n: index) attributes {diffgpu.kernel, diffgpu.noalias, diffgpu.target = #host} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%s = %z) -> (i32) {
+    %o = "diffgpu.atomic_add"(%cnt, %s, %c0) : (!I, i32, index) -> i32
+    %t = arith.addi %s, %one : i32
+    scf.yield %t : i32
+  }
+  return
+}
+// CHECK-LABEL: func.func @loop_arg
+// CHECK-SAME: (%[[CNT:[a-z0-9]+]]: memref
+// CHECK: %[[L:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[S:.+]] = %{{.+}}, %[[ACC:.+]] = %{{.+}}) -> (i32, i32) {
+// CHECK: %[[T:.+]] = arith.addi %[[S]], %{{.+}} : i32
+// CHECK-NEXT: %[[N:.+]] = arith.addi %[[ACC]], %[[S]] : i32
+// CHECK-NEXT: scf.yield %[[T]], %[[N]] : i32, i32
+// CHECK: "diffgpu.atomic_add"(%[[CNT]], %[[L]]#1, %{{.+}})
+// CHECK: return
+
+// -----
+
 // Kept: the array is also loaded (not add-only), so a later read could see
 // the adds; both adds stay where they are.
 !A = memref<?xf32, strided<[?], offset: ?>>
