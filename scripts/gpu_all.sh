@@ -20,6 +20,7 @@ ENTRIES=(
   "bench/tape.py bench/.tcache"
   "bench/float16.py bench/.hcache"
   "bench/launch_overhead.py bench/.lcache"
+  "scripts/gpu_tape_check.py .tapecache"
 )
 if [ "$mode" = "--prepare" ]; then
   PY=${PYTHON:-.venv/bin/python}
