@@ -25,6 +25,7 @@ def kernels():
     from kernels_elementwise import gather, saxpy, square, stencil, sumsq
     from kernels_rows_collective import layernorm, softmax
     from kernels_rows_params import layernorm_rows
+    from kernels_rows_fast import layernorm_fast, softmax_fast
     from kernels_specialize import loop16
 
     @dg.kernel
@@ -52,7 +53,8 @@ def kernels():
             y[i, j] = acc
 
     return {k.name: k for k in (square, saxpy, softplus, stencil, loop16, sumsq, gather,
-                                add4, layernorm, layernorm_rows, softmax, conv5)}
+                                add4, layernorm, layernorm_rows, softmax, conv5,
+                                layernorm_fast, softmax_fast)}
 
 
 def _f32(rng, n, scale=1.0):

@@ -5,8 +5,11 @@ an image with gradients of the image and the filter.
 For n float32 elements: layernorm and softmax take n / 1024 rows of 1024;
 conv2d an image of side sqrt(n / 4) (4096 for n = 2^26: 2^24 pixels), so
 its floors count a quarter of n per array. The diffgpu kernels:
-test/python/kernels_rows_collective.py's layernorm and softmax (a block per
-row, a thread per column, block collectives), kernels_rows_params.py's
+test/python/kernels_rows_fast.py's layernorm_fast and softmax_fast for
+`layernorm` and `softmax` (a block of 256 threads per row, 4 columns per
+thread in registers, block collectives; dg.vjp writes dX once and reads dY
+once), kernels_rows_collective.py's layernorm and softmax for
+`layernorm_1t` / `softmax_1t` (a thread per column), kernels_rows_params.py's
 layernorm_rows for `layernorm_r2` (ROWS rows per block, whose g and b
 gradients the compiler sums per block: lowering/reduce/combine_adds.py) and
 peer_cases.kernels()'s conv5.
@@ -27,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "test", "python"))
 # the kernels' shape constants: columns, eps, rows per block, threads per block
 from kernels_rows_params import COLS, EPS, ROWS, THREADS  # noqa: E402
+from kernels_rows_fast import THREADS as FAST_THREADS  # noqa: E402
 #: rows compared element by element
 SAMPLE_ROWS = 64
 
@@ -160,13 +164,17 @@ def row_cases(n: int) -> list:
                 "g": (1 + 0.1 * _f32(rng, COLS)).astype(np.float32), "b": _f32(rng, COLS)}
 
     return [
-        # one block per row, a thread per column, block collectives for the statistics
-        # (test/python/kernels_rows_collective.py): dX written once, dg and db one add
-        # per element
+        # a block of 256 threads per row, 4 columns per thread (test/python/kernels_rows_fast.py):
+        # dX written once, dY read once; dg and db one add per element
         Case("layernorm", ["X", "g", "b", "Y"], ["X", "g", "b"], "Y", (2, 3, 6),
              ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
-             lambda h, dy, s: _ln_grads(h, dy, s, "X"),
-             geometry=lambda n: ((1, rows), (COLS, 1)), peer_check=True),
+             lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm_fast",
+             geometry=lambda n: ((1, rows), (FAST_THREADS, 1)), peer_check=True),
+        # one block per row, a thread per column (test/python/kernels_rows_collective.py)
+        Case("layernorm_1t", ["X", "g", "b", "Y"], ["X", "g", "b"], "Y", (2, 3, 6),
+             ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
+             lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm",
+             geometry=lambda n: ((1, rows), (COLS, 1))),
         # ROWS (2) rows per block, shared-memory trees (kernels_rows_params.py): dg and db
         # summed over the block's rows by diffgpu-combine-adds, dx atomic
         Case("layernorm_r2", ["y", "x", "g", "b"], ["x", "g", "b"], "y", (2, 3, 6),
@@ -175,8 +183,12 @@ def row_cases(n: int) -> list:
              peer_check=True),
         Case("softmax", ["X", "Y"], ["X"], "Y", (2, 3, 6),
              lambda rng: {"Y": np.zeros((rows, COLS), np.float32), "X": rows_of(rng)},
-             _peer_softmax, _sm_y, _sm_grads,
-             geometry=lambda n: ((1, rows), (COLS, 1)), peer_check=True),
+             _peer_softmax, _sm_y, _sm_grads, kernel="softmax_fast",
+             geometry=lambda n: ((1, rows), (FAST_THREADS, 1)), peer_check=True),
+        Case("softmax_1t", ["X", "Y"], ["X"], "Y", (2, 3, 6),
+             lambda rng: {"Y": np.zeros((rows, COLS), np.float32), "X": rows_of(rng)},
+             _peer_softmax, _sm_y, _sm_grads, kernel="softmax",
+             geometry=lambda n: ((1, rows), (COLS, 1))),
         Case("conv2d", ["y", "x", "w"], ["x", "w"], "y", (0.5, 0.75, 1.5),
              lambda rng: {"y": np.zeros((m, m), np.float32),
                           "x": _f32(rng, side * side).reshape(side, side),
