@@ -63,6 +63,17 @@ def conv_t(y, x, w):  # coalesced: j (the fast index) from dimension 0, i from 1
 
 
 @dg.kernel
+def looped(y, x, n):  # a runtime-length loop: its values reach the reverse through the tape
+    i = dg.global_id(0)
+    j = dg.global_id(1)
+    if i >= 1 and i < x.shape[0] and j < x.shape[1]:
+        acc = 0.0
+        for k in range(n):
+            acc = acc * dg.sin(acc) + x[i - 1, j] * x[i, j]
+        y[i, j] = acc
+
+
+@dg.kernel
 def accumulate(y, x):  # y is read too: an in-out, not `cot`
     i = dg.global_id(0)
     j = dg.global_id(1)
@@ -103,6 +114,9 @@ def _case(name, dtype):
     if name == "conv_t":
         x, w = r(19, 23), r(3, 3)
         return conv_t[(3, 2), (8, 16)], [np.zeros((17, 21), dtype), x, w], "x"
+    if name == "looped":
+        x = r(9, 7) * 0.5
+        return looped[(2, 1), (8, 8)], [np.zeros_like(x), x, 3], "x"
     if name == "wave":
         x = r(12, 14)
         return wave[(2, 2), (8, 8)], [np.zeros_like(x), x], "x"
@@ -110,7 +124,7 @@ def _case(name, dtype):
 
 
 CASES = ["conv2d", "conv2d_small_grid", "blur3", "laplace3d", "flat5", "flat_conv3", "wave",
-         "conv_t"]
+         "conv_t", "looped"]
 
 
 def _vjp(launch, args, seed):
