@@ -27,8 +27,8 @@ _DOCS = {
     "block_min": "block_min(v): minimum of v over the block, in every thread.",
     "block_scan": "block_scan(v): inclusive prefix sum of v over the block's linear "
                   "thread index.",
-    "shfl_xor": "shfl_xor(v, mask): v of lane (lane ^ mask); mask a constant 0..31.",
-    "shfl_up": "shfl_up(v, d): v of lane (lane - d), own v where lane < d; d a constant.",
+    "shfl_xor": "shfl_xor(v, mask): v of lane (lane ^ mask); own v where that is no lane.",
+    "shfl_up": "shfl_up(v, d): v of lane (lane - d), own v where lane < d.",
     "shfl_down": "shfl_down(v, d): v of lane (lane + d), own v where lane + d > 31.",
     "shfl_idx": "shfl_idx(v, lane): v of lane (lane & 31).",
     "atomic_max": "atomic_max(A, index, value): atomically A[index] = max(A[index], value); "

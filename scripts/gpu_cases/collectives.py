@@ -103,6 +103,14 @@ def cases():
                     dg.Duplicated(np.zeros(64, np.float32), np.zeros(64, np.float32)),
                     dg.Duplicated(np.zeros(64, np.float32), np.zeros(64, np.float32)),
                     dg.Duplicated(_f32(r, 64), np.zeros(64, np.float32))], None))
+    for n in (64, 50):
+        out.append((f"collective shuffles by a value: launch, block {n}", K.shfl_var_k, 1, n,
+                    "launch", lambda r, n=n: [_f32(r, 1, n), np.zeros((1, n), np.float32)],
+                    None))
+        out.append((f"collective shuffles by a value: reverse, block {n}", K.shfl_var_k, 1, n,
+                    "reverse", lambda r, n=n: [
+                        dg.Duplicated(_f32(r, 1, n), np.zeros((1, n), np.float32)),
+                        dg.Duplicated(np.zeros((1, n), np.float32), _f32(r, 1, n))], None))
     out.append(("collective two in a loop: reverse", K.two_in_loop_k, 1, 64, "reverse",
                 lambda r: [dg.Duplicated(_f32(r, 1, 64), np.zeros((1, 64), np.float32)),
                            dg.Duplicated(np.zeros((1, 64), np.float32), _f32(r, 1, 64))], None))

@@ -128,6 +128,34 @@ OPS = {"warp_sum": warp_sum_k, "warp_max": warp_max_k, "warp_min": warp_min_k,
 
 
 @dg.kernel
+def shfl_var_k(X, Y):
+    """Offsets that are values: a butterfly in a while loop, up/down by
+    -2 .. 2 (shfl_idx of the source lane; own value outside the warp)."""
+    t = _lin()
+    v = X[0, t]
+    acc = v * 0.0
+    s = 16
+    while s > 0:
+        acc += dg.shfl_xor(v, s) * v
+        s //= 2
+    for d in range(-2, 3):
+        acc += dg.shfl_up(v * v, d) + 2.0 * dg.shfl_down(v, d)
+    Y[0, t] = acc
+
+
+def shfl_var_reference(x):
+    n = len(x)
+    lin = np.arange(n)
+    lane, base = lin % 32, lin - lin % 32
+
+    def rd(u, src):
+        ok = (src >= 0) & (src < 32) & (base + src < n)
+        return np.where(ok, u[np.clip(base + src, 0, n - 1)], u)
+    return (sum(rd(x, lane ^ s) * x for s in (16, 8, 4, 2, 1))
+            + sum(rd(x * x, lane - d) + 2 * rd(x, lane + d) for d in range(-2, 3)))
+
+
+@dg.kernel
 def atomics_k(M, X):
     t = dg.global_id(0)
     v = X[t]

@@ -9,15 +9,19 @@ reductions, shuffles, the block scan, and the atomics beside `atomic_add`.
     dg.atomic_max(A, i, v)  "diffgpu.atomic_rmw"(%A, %v, %i) {kind = "max"}
     dg.atomic_sub(A, i, v)  "diffgpu.atomic_add"(%A, -v, %i)
 
-The offset of `shfl_xor`/`shfl_up`/`shfl_down` must be a constant integer in
-0..31 (a compile error otherwise); the lane of `shfl_idx` is any integer, of
-which the low five bits count (lane & 31, as on NVIDIA GPUs).
+A constant offset of `shfl_xor`/`shfl_up`/`shfl_down` must be in 0..31 (a
+compile error otherwise) and becomes the op's mode; an offset that is a
+value (a loop variable) becomes `shfl_idx` of the source lane `lane ^ k`,
+`lane - k` or `lane + k`, the thread's own lane where that is not a lane of
+the warp. The lane of `shfl_idx` is any integer, of which the low five bits
+count (lane & 31, as on NVIDIA GPUs).
 """
 from __future__ import annotations
 
 import ast
 
 from diffgpu.dialects import names as N
+from diffgpu.frontend.emitter import I64
 from diffgpu.frontend.source import FrontendError
 from diffgpu.frontend.types_infer import DTYPE_OF, STORAGE, Scalar
 from diffgpu.frontend.values import Const, Value, describe
@@ -87,14 +91,42 @@ class CollectiveMixin:
                 lane = self.em.cast(self.em.value(k), I32)
         else:
             what = "mask" if mode == "xor" else "offset"
-            k = self.const_int(k_node, f"{name}() {what}")
-            if not 0 <= k < N.WARP_SIZE:
+            k = self.eval_scalar(k_node, f"{name}() {what}")
+            if not (k.type.is_int or k.type.ty == "index"):
+                raise FrontendError(f"{name}() {what} must be an integer, got {describe(k)}",
+                                    k_node)
+            if not isinstance(k, Const):  # a value: the same exchange through shfl_idx
+                mode, lane = "idx", self._source_lane(mode, k)
+            elif not 0 <= k.value < N.WARP_SIZE:
                 raise FrontendError(f"{name}() {what} must be in 0..{N.WARP_SIZE - 1} (lanes "
-                                    f"of a warp), got {k}", k_node)
-            lane = self.em.constant(k, I32)
+                                    f"of a warp), got {k.value}", k_node)
+            else:
+                lane = self.em.constant(k.value, I32)
         t = x.type.ty
         return self.em.op(f'"{N.SHUFFLE}"({x.ref}, {lane.ref}) {{mode = "{mode}"}} : '
                           f'({t}, i32) -> {t}', x.type)
+
+    def _source_lane(self, mode, k):
+        """i32 source lane of shfl_xor/up/down by a non-constant `k`: lane ^ k,
+        lane - k, lane + k where that is a lane of the warp (0..31), else
+        the thread's own lane (its own value)."""
+        em = self.em
+        g = [self._geometry(n, d) for n, d in (("thread_id", 0), ("thread_id", 1),
+                                                ("thread_id", 2), ("block_dim", 0),
+                                                ("block_dim", 1))]
+        t0, t1, t2, b0, b1 = (em.cast(v, I64) for v in g)
+        lin = em.op(f"arith.muli {b1.ref}, {t2.ref} : i64", I64)
+        lin = em.op(f"arith.addi {t1.ref}, {lin.ref} : i64", I64)
+        lin = em.op(f"arith.muli {b0.ref}, {lin.ref} : i64", I64)
+        lin = em.op(f"arith.addi {t0.ref}, {lin.ref} : i64", I64)
+        c32 = em.constant(N.WARP_SIZE, I64)
+        lane = em.op(f"arith.remui {lin.ref}, {c32.ref} : i64", I64)
+        kk = em.cast(em.value(k), I64)
+        op = {"xor": "arith.xori", "up": "arith.subi", "down": "arith.addi"}[mode]
+        src = em.op(f"{op} {lane.ref}, {kk.ref} : i64", I64)
+        ok = em.op(f"arith.cmpi ult, {src.ref}, {c32.ref} : i64", Scalar("i1"))  # 0..31
+        pick = em.op(f"arith.select {ok.ref}, {src.ref}, {lane.ref} : i64", I64)
+        return em.cast(pick, I32)
 
     def builtin_shfl_xor(self, node):
         return self._shuffle(node, "xor")

@@ -165,3 +165,20 @@ def test_second_order_hessian_vector_product(dt):
     eps = 1e-6 if dt == np.float64 else 1e-3
     fd = (gradient(X + eps * V) - gradient(X - eps * V)) / (2 * eps)
     np.testing.assert_allclose(hv, fd, rtol=TOL[dt], atol=TOL[dt] * np.abs(fd).max())
+
+
+@pytest.mark.parametrize("n", [64, 50])
+def test_shuffle_offsets_that_are_values(n):
+    """shfl_xor/up/down by a loop variable (negative offsets too): the values
+    and the gradient (the transpose of shfl_idx) against finite differences."""
+    X = _x(np.float64, 1, n, seed=12)
+    Y = np.zeros_like(X)
+    K.shfl_var_k[1, n](X, Y)
+    np.testing.assert_allclose(Y[0], K.shfl_var_reference(X[0]), rtol=1e-13)
+    dY = np.random.RandomState(13).randn(1, n)
+    g = dg.vjp(K.shfl_var_k[1, n], X, np.zeros_like(X), cotangents={"Y": dY})["X"]
+    d = np.random.RandomState(14).randn(1, n)
+    eps = 1e-6
+    fd = (float((K.shfl_var_reference((X + eps * d)[0]) * dY).sum())
+          - float((K.shfl_var_reference((X - eps * d)[0]) * dY).sum())) / (2 * eps)
+    assert abs(float((g * d).sum()) - fd) <= 1e-6 * max(1.0, abs(fd))
