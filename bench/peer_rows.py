@@ -166,7 +166,7 @@ def row_cases(n: int) -> list:
     return [
         # a block of 256 threads per row, 4 columns per thread (test/python/kernels_rows_fast.py):
         # dX written once, dY read once; dg and db one add per element
-        Case("layernorm", ["X", "g", "b", "Y"], ["X", "g", "b"], "Y", (2, 3, 6),
+        Case("layernorm", ["Y", "X", "g", "b"], ["X", "g", "b"], "Y", (2, 3, 6),
              ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
              lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm_fast",
              geometry=lambda n: ((1, rows), (FAST_THREADS, 1)), peer_check=True),
@@ -181,7 +181,7 @@ def row_cases(n: int) -> list:
              lambda rng: ln_inputs(rng, "x", "y"), _peer_layernorm, _ln_y, _ln_grads,
              kernel="layernorm_rows", geometry=lambda n: (rows // ROWS, THREADS),
              peer_check=True),
-        Case("softmax", ["X", "Y"], ["X"], "Y", (2, 3, 6),
+        Case("softmax", ["Y", "X"], ["X"], "Y", (2, 3, 6),
              lambda rng: {"Y": np.zeros((rows, COLS), np.float32), "X": rows_of(rng)},
              _peer_softmax, _sm_y, _sm_grads, kernel="softmax_fast",
              geometry=lambda n: ((1, rows), (FAST_THREADS, 1)), peer_check=True),

@@ -6,8 +6,8 @@ block collectives (docs/collectives.md). Defined once: the tests
 and the benchmarks (bench/peer_rows.py) import them.
 
     grid, block = fast_launch(R)            # (1, R), (THREADS, 1): a block per row
-    layernorm_fast[grid, block](X, g, b, Y)
-    softmax_fast[grid, block](X, Y)
+    layernorm_fast[grid, block](Y, X, g, b)   the output first (the form of
+    softmax_fast[grid, block](Y, X)           scripts/gpu_check.py's vjp cases)
 
 X is (R, COLS) float32 or float64, g and b (COLS,). Every access is at
 (gid(1), gid(0) + k * THREADS): global ids plus constant offsets that no
@@ -34,7 +34,7 @@ def fast_launch(R):
 
 
 @dg.kernel
-def layernorm_fast(X, g, b, Y):
+def layernorm_fast(Y, X, g, b):
     r = dg.global_id(1)
     j = dg.global_id(0)
     x0 = X[r, j]
@@ -54,7 +54,7 @@ def layernorm_fast(X, g, b, Y):
 
 
 @dg.kernel
-def softmax_fast(X, Y):
+def softmax_fast(Y, X):
     r = dg.global_id(1)
     j = dg.global_id(0)
     x0 = X[r, j]
@@ -71,17 +71,6 @@ def softmax_fast(X, Y):
     Y[r, j + THREADS] = e1 * inv
     Y[r, j + 2 * THREADS] = e2 * inv
     Y[r, j + 3 * THREADS] = e3 * inv
-
-
-@dg.kernel
-def layernorm_fast_out_first(Y, X, g, b):
-    """layernorm_fast with the output first (scripts/gpu_check.py's vjp form)."""
-    layernorm_fast(X, g, b, Y)
-
-
-@dg.kernel
-def softmax_fast_out_first(Y, X):
-    softmax_fast(X, Y)
 
 
 def layernorm_ref(X, g, b):

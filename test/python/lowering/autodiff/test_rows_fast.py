@@ -53,39 +53,39 @@ def kinds(monkeypatch):
 def test_forward_matches_numpy(dt):
     X, g, b, _ = _data(dt)
     Y = np.zeros_like(X)
-    K.layernorm_fast[K.fast_launch(R)](X, g, b, Y)
+    K.layernorm_fast[K.fast_launch(R)](Y, X, g, b)
     np.testing.assert_allclose(Y, K.layernorm_ref(X.astype(np.float64), g, b), atol=TOL[dt] * 10)
     S = np.zeros_like(X)
-    K.softmax_fast[K.fast_launch(R)](X, S)
+    K.softmax_fast[K.fast_launch(R)](S, X)
     np.testing.assert_allclose(S, K.softmax_ref(X.astype(np.float64)), atol=TOL[dt])
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_vjp_matches_the_analytic_gradients(dt, kinds):
     X, g, b, dY = _data(dt, seed=1)
-    G = dg.vjp(K.layernorm_fast[K.fast_launch(R)], X, g, b, np.zeros_like(X),
+    G = dg.vjp(K.layernorm_fast[K.fast_launch(R)], np.zeros_like(X), X, g, b,
                cotangents={"Y": dY})
     dX, dg_, db = P.layernorm_vjp(X, g, b, dY)
     tol = TOL[dt] * 20
     np.testing.assert_allclose(G["X"], dX, atol=tol, rtol=tol)
     np.testing.assert_allclose(G["g"], dg_, atol=tol * 10, rtol=tol)
     np.testing.assert_allclose(G["b"], db, atol=tol * 10, rtol=tol)
-    H = dg.vjp(K.softmax_fast[K.fast_launch(R)], X, np.zeros_like(X), cotangents={"Y": dY})
+    H = dg.vjp(K.softmax_fast[K.fast_launch(R)], np.zeros_like(X), X, cotangents={"Y": dY})
     S = K.softmax_ref(X.astype(np.float64))
     np.testing.assert_allclose(H["X"], S * (dY - (S * dY).sum(1, keepdims=True)), atol=TOL[dt])
     # X read at (gid(1), gid(0) + 256 k): 'grad' (written once, the buffer
     # NaN-filled: every element written); Y stored so: 'cot'; g, b: every row adds
-    assert kinds == [["grad", "dup", "dup", "cot"], ["grad", "cot"]]
+    assert kinds == [["cot", "grad", "dup", "dup"], ["cot", "grad"]]
 
 
 def test_gradcheck_finite_differences():
     X, g, b, _ = _data(np.float64, seed=2, r=2)
     Y = np.zeros_like(X)
     assert dg.gradcheck(K.softmax_fast[K.fast_launch(2)],
-                        dg.Duplicated(X, np.zeros_like(X)), dg.Duplicated(Y, np.zeros_like(Y)))
+                        dg.Duplicated(Y, np.zeros_like(Y)), dg.Duplicated(X, np.zeros_like(X)))
     assert dg.gradcheck(K.layernorm_fast[K.fast_launch(2)],
-                        dg.Duplicated(X, np.zeros_like(X)), dg.Duplicated(g, np.zeros_like(g)),
-                        dg.Duplicated(b, np.zeros_like(b)), dg.Duplicated(Y, np.zeros_like(Y)))
+                        dg.Duplicated(Y, np.zeros_like(Y)), dg.Duplicated(X, np.zeros_like(X)),
+                        dg.Duplicated(g, np.zeros_like(g)), dg.Duplicated(b, np.zeros_like(b)))
 
 
 @dg.kernel
@@ -165,13 +165,13 @@ def test_sm90_vjp_writes_dx_once_without_atomics(monkeypatch, tmp_path):
     layernorm), plus 2 each on the shared-memory path of other block sizes."""
     X = np.zeros((64, K.COLS), np.float32)
     v = np.ones(K.COLS, np.float32)
-    sm = _vjp_ptx(K.softmax_fast, K.fast_launch(64), (X, X.copy()), {"Y": X.copy()},
+    sm = _vjp_ptx(K.softmax_fast, K.fast_launch(64), (X.copy(), X), {"Y": X.copy()},
                   monkeypatch, tmp_path)
     assert _count(sm, r"\batom\.|\bred\.") == 0
     assert _count(sm, r"\bld\.global") == 8 and _count(sm, r"\bst\.global") == 4
     assert _count(sm, r"\.local\b") == 0
     assert _count(sm, r"bar\.sync") == 3 + 3 * 2
-    ln = _vjp_ptx(K.layernorm_fast, K.fast_launch(64), (X, v, v.copy(), X.copy()),
+    ln = _vjp_ptx(K.layernorm_fast, K.fast_launch(64), (X.copy(), X, v, v.copy()),
                   {"Y": X.copy()}, monkeypatch, tmp_path)
     assert _count(ln, r"\batom\.global\.add\.f32") == 8
     assert _count(ln, r"\bld\.global") == 12 and _count(ln, r"\bst\.global") == 4
