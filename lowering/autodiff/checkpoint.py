@@ -27,12 +27,12 @@ of constant size, no tape, no heap.
 A loop is checkpointed when the reverse needs a carried value (one feeds an
 op whose partial reads it, e.g. `sin(s)` or `s * w`), recomputation is on
 (DIFFGPU_REMAT; DIFFGPU_CHECKPOINTS=0 turns checkpoints alone off), the
-function is not split (no augmented-forward pair), the
-loop is an `scf.for` in no other loop, its carried values are floats,
-integers or indices (no i1), and every op of its body can be evaluated
-again: no nested regions, no calls, no barriers, no tape words, and loads
-only from read-only arrays (remat.py); stores and atomic adds are skipped
-by the replays. Every other loop keeps its tape.
+function is not split (no augmented-forward pair), the loop is an `scf.for`
+in no other loop, its carried values are floats, integers or indices (no
+i1), and every op of its body can be evaluated again: no nested regions,
+no calls, no barriers, no tape words, and loads only from read-only arrays
+(remat.py); stores and atomic adds whose result is unused are skipped by
+the replays. Every other loop keeps its tape.
 """
 from __future__ import annotations
 
