@@ -271,7 +271,8 @@ def analyze_module(module) -> list:
                 and load_key is None and plain and switches.on(switches.STENCIL)):
             offs = [offset_of(op.operands[1]) if len(op.operands) == 2 else None
                     for op, _, _ in info.loads]
-            if offs and all(o is not None and o[0] == 0 for o in offs):
+            if (offs and all(o is not None and o[0] == 0 for o in offs)
+                    and gather.loop_free(fn)):  # a kept loop's tape: not replayable
                 stencil = sorted({o[1] for o in offs})
         stencil_dims = None  # other affine stencils (gather.py): their dims
         if (stencil is None and info.read and not info.write and not info.nested

@@ -62,6 +62,8 @@ from diffgpu.lowering.autodiff import build as B
 _ALLOWED = {"memref.load", "memref.store", "memref.alloca", "memref.dim", "func.return",
             "func.func", N.ATOMIC_ADD} | set(N.GEOMETRY)
 PASS = "stencil-gather"
+#: loops whose reverse needs a tape (a stack: memref.cast, device malloc on a GPU)
+_LOOPS = ("scf.for", "scf.while")
 
 
 def _owner(use):
@@ -142,11 +144,27 @@ def _legal_body(fn, dims) -> str | None:
     return _ids_only_in_gids(fn, dims)
 
 
+def loop_free(fn) -> bool:
+    """No loop is left in `fn` once its constant-trip loops are unrolled, as
+    the derivative unrolls them: the reverse sweep needs no tape stack, so
+    the replays hold only the ops rule 2 allows, on every target."""
+    from diffgpu.lowering.autodiff.unroll import unroll_constant_loops
+
+    with ir.InsertionPoint(fn.operation):
+        clone = fn.operation.clone().operation
+    try:
+        unroll_constant_loops(clone)
+        return not any(op.name in _LOOPS for op in walk(clone))
+    finally:
+        clone.erase()
+
+
 def stencil_dims(fn, arg):
     """(dims, constant offsets or None) when every load of kernel argument
     `arg` (a block argument of `fn`) is at a stencil index with the
     dimension per position `dims` once `fn`'s constant-trip loops are
-    unrolled, and rules 2-3 hold of `fn`; else None. The constant offsets
+    unrolled, no loop is left (`loop_free`) and rules 2-3 hold of `fn`; else
+    None. The constant offsets
     (sorted) are given for a 1-D stencil of integer offsets only: that one
     is transpose.py's."""
     from diffgpu.lowering.autodiff.unroll import unroll_constant_loops
@@ -156,6 +174,8 @@ def stencil_dims(fn, arg):
         clone = fn.operation.clone().operation
     try:
         unroll_constant_loops(clone)
+        if any(op.name in _LOOPS for op in walk(clone)):
+            return None  # a loop the derivative keeps: its tape differs by target
         carg = clone.regions[0].blocks[0].arguments[n]
         dims, consts = None, set()
         for use in carg.uses:

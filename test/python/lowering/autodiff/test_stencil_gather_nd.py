@@ -63,7 +63,7 @@ def conv_t(y, x, w):  # coalesced: j (the fast index) from dimension 0, i from 1
 
 
 @dg.kernel
-def looped(y, x, n):  # a runtime-length loop: its values reach the reverse through the tape
+def looped(y, x, n):  # a runtime-length loop: the reverse needs a tape stack
     i = dg.global_id(0)
     j = dg.global_id(1)
     if i >= 1 and i < x.shape[0] and j < x.shape[1]:
@@ -71,6 +71,16 @@ def looped(y, x, n):  # a runtime-length loop: its values reach the reverse thro
         for k in range(n):
             acc = acc * dg.sin(acc) + x[i - 1, j] * x[i, j]
         y[i, j] = acc
+
+
+@dg.kernel
+def looped1d(y, x, n):  # the 1-D gather (transpose.py) has the same limit
+    i = dg.global_id(0)
+    if i >= 1 and i < len(x) - 1:
+        acc = 0.0
+        for k in range(n):
+            acc += x[i - 1] * x[i + 1]
+        y[i] = acc
 
 
 @dg.kernel
@@ -114,9 +124,6 @@ def _case(name, dtype):
     if name == "conv_t":
         x, w = r(19, 23), r(3, 3)
         return conv_t[(3, 2), (8, 16)], [np.zeros((17, 21), dtype), x, w], "x"
-    if name == "looped":
-        x = r(9, 7) * 0.5
-        return looped[(2, 1), (8, 8)], [np.zeros_like(x), x, 3], "x"
     if name == "wave":
         x = r(12, 14)
         return wave[(2, 2), (8, 8)], [np.zeros_like(x), x], "x"
@@ -124,7 +131,7 @@ def _case(name, dtype):
 
 
 CASES = ["conv2d", "conv2d_small_grid", "blur3", "laplace3d", "flat5", "flat_conv3", "wave",
-         "conv_t", "looped"]
+         "conv_t"]
 
 
 def _vjp(launch, args, seed):
@@ -278,3 +285,39 @@ def test_more_than_one_block_along_z_keeps_the_scatter(kinds):
     g = dg.vjp(S.blur3[(2, 2, 2), (8, 8, 1)], np.zeros_like(x), x, cotangents={"y": seed})
     assert kinds[-1][1] == "dup"
     assert np.isfinite(g["x"]).all()
+
+
+def test_runtime_loop_keeps_the_scatter(kinds):
+    """A loop the derivative keeps (a runtime trip count) needs a tape stack
+    in the reverse sweep (on a GPU: memref.cast and device malloc, which a
+    replay cannot hold): x keeps the generic form, on every target."""
+    x = RNG.standard_normal((9, 7)) * 0.5
+    seed = RNG.standard_normal((9, 7))
+    dg.vjp(looped[(2, 1), (8, 8)], np.zeros_like(x), x, 3, cotangents={"y": seed})
+    assert kinds[-1] == ["cot", "dup", "const"]
+    from diffgpu.hostdiff.plan import access_facts
+    from diffgpu.runtime.args import infer_signature
+    sig = infer_signature([np.zeros_like(x), x, 3], looped.arg_names, "looped")
+    assert access_facts(looped, sig.types)[1]["stencil_dims"] is None
+
+
+@pytest.mark.skipif(not _has_nvptx(), reason="MLIR bindings without NVPTX")
+def test_runtime_loop_1d_compiles_for_the_gpu(kinds):
+    """The access analysis no longer picks the 1-D gather here: forced, its
+    sm_90 compile fails (the GPU tape's ops cannot be replayed); the
+    generic derivative compiles and is right."""
+    x = RNG.standard_normal(40)
+    seed = RNG.standard_normal(40)
+    g = dg.vjp(looped1d[2, 32], np.zeros_like(x), x, 2, cotangents={"y": seed})
+    assert kinds[-1] == ["cot", "dup", "const"]
+    want = np.zeros_like(x)
+    want[:-2] += 2 * seed[1:-1] * x[2:]
+    want[2:] += 2 * seed[1:-1] * x[:-2]
+    np.testing.assert_allclose(g["x"], want, rtol=1e-12)
+    from diffgpu.driver.launch import get_program
+    from diffgpu.types import ArrayType, ScalarType
+    t = (ArrayType("float64", 1),) * 2 + (ScalarType("int64"),)
+    assert ".entry" in get_program(looped1d, t, "sm_90",
+                                   ("reverse", ("cot", "dup", "const"))).payload["ptx"]
+    with pytest.raises(dg.CompileError, match="'grad' but its loads"):
+        get_program(looped1d, t, "sm_90", ("reverse", ("cot", "grad", "const")))
