@@ -25,7 +25,7 @@ def kernels():
     from kernels_elementwise import gather, saxpy, square, stencil, sumsq
     from kernels_rows_collective import layernorm, softmax
     from kernels_rows_params import layernorm_rows
-    from kernels_rows_fast import layernorm_fast, softmax_fast
+    from kernels_rows_fast import layernorm_fast, layernorm_fast_rows, softmax_fast
     from kernels_specialize import loop16
 
     @dg.kernel
@@ -54,7 +54,7 @@ def kernels():
 
     return {k.name: k for k in (square, saxpy, softplus, stencil, loop16, sumsq, gather,
                                 add4, layernorm, layernorm_rows, softmax, conv5,
-                                layernorm_fast, softmax_fast)}
+                                layernorm_fast, layernorm_fast_rows, softmax_fast)}
 
 
 def _f32(rng, n, scale=1.0):

@@ -1,5 +1,6 @@
 """Row programs with 4 columns per thread (test/python/kernels_rows_fast.py):
-layernorm and softmax launched (against numpy), differentiated by dg.vjp
+layernorm (one and 4 rows per block) and softmax launched (against numpy),
+differentiated by dg.vjp
 (the functional kinds at constant offsets of global ids: dX written once
 from registers, dY only read; against the CPU's dg.vjp) and by dg.autodiff,
 plus a small kernel whose launch decides between those kinds and the
@@ -81,6 +82,14 @@ def cases():
              _sm(R), _sm_ref),
             (f"rows fast softmax {R} rows: vjp", K.softmax_fast, grid, block, "vjp",
              _sm(R, vjp=True), None),
+        ]
+    for R in (8, 64):
+        grid, block = K.rows_launch(R)
+        out += [
+            (f"rows fast layernorm 4 rows per block, {R} rows: launch", K.layernorm_fast_rows,
+             grid, block, "launch", _ln(R), _ln_ref),
+            (f"rows fast layernorm 4 rows per block, {R} rows: vjp", K.layernorm_fast_rows,
+             grid, block, "vjp", _ln(R, vjp=True), None),
         ]
     grid, block = K.fast_launch(64)
     out.append(("rows fast layernorm: reverse", K.layernorm_fast, grid, block, "reverse",

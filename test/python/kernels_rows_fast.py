@@ -73,6 +73,49 @@ def softmax_fast(Y, X):
     Y[r, j + 3 * THREADS] = e3 * inv
 
 
+#: rows per block of layernorm_fast_rows
+ROWS = 4
+
+
+def rows_launch(R):
+    """(grid, block) of layernorm_fast_rows for R rows (a multiple of ROWS)."""
+    return (1, R // ROWS), (THREADS, 1)
+
+
+@dg.kernel
+def layernorm_fast_rows(Y, X, g, b):
+    """layernorm_fast over ROWS rows per block (R a multiple of ROWS): g and
+    b read once per thread, so the reverse sums their adjoints over the
+    block's rows in registers (lowering/reduce/combine_adds.py) and adds
+    into dg, db once per block and column instead of once per row. X and Y
+    at (ROWS * gid(1) + k, gid(0) + 256 m): still one thread's elements."""
+    j = dg.global_id(0)
+    g0 = g[j]
+    g1 = g[j + THREADS]
+    g2 = g[j + 2 * THREADS]
+    g3 = g[j + 3 * THREADS]
+    b0 = b[j]
+    b1 = b[j + THREADS]
+    b2 = b[j + 2 * THREADS]
+    b3 = b[j + 3 * THREADS]
+    for k in range(ROWS):
+        r = dg.global_id(1) * ROWS + k
+        x0 = X[r, j]
+        x1 = X[r, j + THREADS]
+        x2 = X[r, j + 2 * THREADS]
+        x3 = X[r, j + 3 * THREADS]
+        mean = dg.block_sum((x0 + x1) + (x2 + x3)) / COLS
+        d0 = x0 - mean
+        d1 = x1 - mean
+        d2 = x2 - mean
+        d3 = x3 - mean
+        inv = dg.rsqrt(dg.block_sum((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) / COLS + EPS)
+        Y[r, j] = d0 * inv * g0 + b0
+        Y[r, j + THREADS] = d1 * inv * g1 + b1
+        Y[r, j + 2 * THREADS] = d2 * inv * g2 + b2
+        Y[r, j + 3 * THREADS] = d3 * inv * g3 + b3
+
+
 def layernorm_ref(X, g, b):
     """numpy reference (same EPS)."""
     import numpy as np

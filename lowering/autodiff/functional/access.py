@@ -53,8 +53,9 @@ functional API move fewer bytes:
   each of those extents is at least the output's and the launch covers it.
 - `load_offsets` / `store_offsets`: an input all of whose loads (an output
   all of whose stores, each element once) are in the kernel's own body
-  outside loops at `gid(d) + k` per component, the same dimensions, at
-  least two distinct constant offsets (`x[r, j]`, `x[r, j + 256]`, ...:
+  (outside loops, or in one constant-trip loop) at `c * gid(d) + k` per
+  component, the same dimensions, several constant offsets (`x[r, j]`,
+  `x[r, j + 256]`, `x[4 * r + k, j]`, ...:
   lowering/autodiff/functional/owned.py): `{"dims", "offsets"}`. The launch
   decides whether each element is one thread's.
 - `accumulate_only`: an in-out array touched only by `diffgpu.atomic_add`s
@@ -284,12 +285,11 @@ def analyze_module(module) -> list:
                 stencil_dims = found[0]
         load_offsets = store_offsets = None  # x[r, j], x[r, j + 256], ...: owned.py
         if (store_key is None and info.write and not info.read and not info.nested
-                and not info.opaque and not any(_in_loop(op, w) for op, _, w in info.stores)):
-            store_offsets = owned.pattern([list(op.operands)[2:] for op, _, _ in info.stores],
-                                          stores=True)
-        if (load_key is None and info.read and not info.write and not info.nested
-                and not info.opaque and not any(_in_loop(op, w) for op, _, w in info.loads)):
-            load_offsets = owned.pattern([list(op.operands)[1:] for op, _, _ in info.loads])
+                and not info.opaque):
+            store_offsets = owned.pattern([(op, list(op.operands)[2:]) for op, _, _ in info.stores],
+                                          fn, stores=True)
+        if load_key is None and info.read and not info.write and not info.nested and not info.opaque:
+            load_offsets = owned.pattern([(op, list(op.operands)[1:]) for op, _, _ in info.loads], fn)
         accumulate_only = bool(info.adds) and not (info.loads or info.stores or info.nested
                                                    or info.opaque)
         out.append({"array": True, "read": info.read, "write": info.write,

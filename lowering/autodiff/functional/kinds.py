@@ -138,8 +138,8 @@ def _cot(pas, fn, k, prim, sh) -> None:
     one = (len(stores) == 1 and not _in_loop(stores[0], fn)
            and index_key(list(stores[0].operands)[2:]) is not None)
     if (not one and rows_dim(stores, fn) is None
-            and (any(_in_loop(op, fn) for op in stores) or owned.pattern(
-                [list(op.operands)[2:] for op in stores], stores=True) is None)):
+            and owned.pattern([(op, list(op.operands)[2:]) for op in stores], fn,
+                              stores=True) is None):
         return _bad(pas, stores[0], k, "cot",
                     "its stores are neither one store outside loops at a thread-unique "
                     "index (global ids and constants), nor rows `c * gid + k` that no two "
@@ -183,8 +183,7 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
         if transpose(fn, prim, sh):  # a 1-D stencil: the scatter becomes a gather
             return None
         loads = [op for op, _ in _uses(prim) if op.name == "memref.load"]
-        pat = None if any(_in_loop(op, fn) for op in loads) else \
-            owned.pattern([list(op.operands)[1:] for op in loads])
+        pat = owned.pattern([(op, list(op.operands)[1:]) for op in loads], fn)
         if pat is not None:  # x[r, j], x[r, j + 256], ...: a register per offset
             why = owned_grad.rewrite(fn, entry, prim, sh, pat)
             return _bad(pas, fn.operation, k, "grad", why) if why else None

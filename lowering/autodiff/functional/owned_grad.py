@@ -3,9 +3,11 @@ ids (`x[r, j]`, `x[r, j + 256]`, ...: owned.py), in a generated reverse
 function (kinds.py calls it).
 
 Each offset tuple gets a per-thread register (a rank-0 `memref.alloca`,
-zero at entry); the shadow's updates at that offset (`diffgpu.atomic_add`,
+zero at entry); the shadow's updates at that offset (their index
+`c * gid(d) + k` per component, outside loops: the reverse sweep's
+constant-trip loops are unrolled) (`diffgpu.atomic_add`,
 a load or a store of the shadow) go to it; at exit each register is stored
-once to `shadow[gid(d) + k, ...]` when that index is in bounds. The caller
+once to `shadow[c * gid(d) + k, ...]` when that index is in bounds. The caller
 (dg.vjp) guarantees that no two threads share an element (owned.unique)
 and zero-fills the gradient when the launch does not reach every element
 (owned.covered).
@@ -42,6 +44,7 @@ def _indices(op):
 def rewrite(fn, entry, prim, sh, pat):
     """Rewrite `sh`'s uses as above; a text saying why not (nothing changed), or None."""
     dims, offs = tuple(pat["dims"]), [tuple(o) for o in pat["offsets"]]
+    scales = tuple(pat.get("scales") or [1] * len(dims))
     uses = []
     for use in sh.uses:
         op, i = _owner(use), use.operand_number
@@ -52,10 +55,11 @@ def rewrite(fn, entry, prim, sh, pat):
                   and not list(op.results[0].uses)))
         if not ok:
             return f"its shadow is used by '{op.name}'"
-        found = owned.offsets(_indices(op))
-        if found is None or found[0] != dims or found[1] not in offs:
+        found = owned.offsets(_indices(op), op, fn)
+        if (found is None or found[:2] != (dims, scales) or len(found[2]) != 1
+                or found[2][0] not in offs):
             return f"its shadow is updated at an index other than its loads' ('{op.name}')"
-        uses.append((op, found[1]))
+        uses.append((op, found[2][0]))
     elem = B.memref_elem(sh.type)
     first, last = list(entry.operations)[0], list(entry.operations)[-1]
     accs = {}
@@ -77,6 +81,7 @@ def rewrite(fn, entry, prim, sh, pat):
         gids = [arith.addi(arith.muli(dg_ops.geometry("block_id", d),
                                       dg_ops.geometry("block_dim", d)),
                            dg_ops.geometry("thread_id", d)) for d in dims]
+        gids = [g if c == 1 else arith.muli(g, B.idx(c)) for g, c in zip(gids, scales)]
         exts = [memref.dim(prim, B.idx(a)) for a in range(len(dims))]
         for o in offs:
             _write_back(sh, accs[o], gids, exts, o)
