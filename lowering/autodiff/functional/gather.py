@@ -250,8 +250,8 @@ def transpose(fn, prim, sh):
             _replay(fn, entry, acc, sh, k, clone, dict(zip(dims, src)), inner)
         memref.store(memref.load(acc, []), sh, p)
     _erase_dead(fn)
-    explain.applied(PASS, fn.operation, f"gradient gathered over {len(keys)} offsets "
-                    f"in {len(dims)}-D, no atomics")
+    explain.applied(PASS, fn.operation, f"gradient gathered over {len(keys)} "
+                    f"offset{'s' if len(keys) != 1 else ''} in {len(dims)}-D, no atomics")
     return True
 
 
