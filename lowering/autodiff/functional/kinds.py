@@ -142,9 +142,8 @@ def _cot(pas, fn, k, prim, sh) -> None:
                               stores=True) is None):
         return _bad(pas, stores[0], k, "cot",
                     "its stores are neither one store outside loops at a thread-unique "
-                    "index (global ids and constants), nor rows `c * gid + k` that no two "
-                    "threads share, nor stores outside loops at distinct constant offsets "
-                    "of global ids")
+                    "index (global ids and constants) nor rows `c * gid + k` that no two "
+                    "threads share (nor stores at distinct constant offsets of global ids)")
     consume = []
     for op, i in _uses(sh):
         if op.name in ("memref.dim", "memref.load"):

@@ -27,7 +27,9 @@ j]`): its trips give the offset tuples. Positions `c * p + x` and
 `pattern` takes the (op, indices) of the loads (or stores) of one array,
 all in the kernel's own body; it needs at least two distinct offset tuples
 or a scale above 1 (one offset of plain global ids is the `load_key` /
-`store_key` case) and, for stores, each offset stored once. `unique` and `covered` need no MLIR
+`store_key` case), for stores each offset stored once, and the offsets
+apart for 2 threads per named dimension (`x[i]` with `x[i + 1]`, or
+`out[2 i + d]` for d < 4, are nobody's alone in any useful launch). `unique` and `covered` need no MLIR
 (python/diffgpu/hostdiff/plan.py runs them on cached facts).
 """
 from __future__ import annotations
@@ -86,8 +88,12 @@ def pattern(accesses, fn=None, stores: bool = False):
     distinct = sorted(set(offs))
     if len(distinct) > MAX_OFFSETS or (len(distinct) < 2 and set(found[0][1]) == {1}):
         return None  # one offset of plain global ids: load_key / store_key's case
-    return {"dims": list(found[0][0]), "scales": list(found[0][1]),
-            "offsets": [list(o) for o in distinct]}
+    p = {"dims": list(found[0][0]), "scales": list(found[0][1]),
+         "offsets": [list(o) for o in distinct]}
+    two = tuple(2 if d in p["dims"] else 1 for d in range(3))
+    if not unique(p, (1, 1, 1), two):
+        return None  # threads would meet with 2 per named dimension (x[i], x[i + 1])
+    return p
 
 
 def _extent(d, grid, block) -> int:

@@ -1,7 +1,8 @@
 // The `grad` kind refused (lowering/autodiff/functional/transpose.py): x read at 2 i and
-// 2 i + 1 (a non-unit stride) is no stencil at gid + k, so the adjoint's
-// scatter cannot become a gather and the kind is an error (dg.vjp never asks
-// for it there: it passes `dup`, the zero-filled atomic form).
+// 3 i (two strides) is no stencil at gid + k, nor constant offsets of one
+// c * gid (owned.py: x[2 i], x[2 i + 1] would be), so the adjoint's scatter
+// cannot become a gather and the kind is an error (dg.vjp never asks for it
+// there: it passes `dup`, the zero-filled atomic form).
 // RUN: not diffgpu-opt %s --diffgpu-autodiff 2>&1 | FileCheck %s
 
 !A = memref<?xf32, strided<[?], offset: ?>>
@@ -19,8 +20,9 @@ func.func @strided(%y: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = 
   %len = memref.dim %y, %c0 : !A
   %in = arith.cmpi slt, %g, %len : index
   scf.if %in {
+    %c3 = arith.constant 3 : index
     %i2 = arith.muli %g, %c2 : index
-    %i3 = arith.addi %i2, %c1 : index
+    %i3 = arith.muli %g, %c3 : index
     %a = memref.load %x[%i2] : !A
     %c = memref.load %x[%i3] : !A
     %s = arith.addf %a, %c : f32
