@@ -1,7 +1,8 @@
 """From diffgpu IR to PTX: `diffgpu-lower-to-gpu` (`to_gpu`, with one
 pattern per op in `ops`), warp-aggregated atomics (`atomics`), the fused
 sin/cos (`sincos`), the collectives as shuffles (`collectives`,
-`diffgpu-lower-collectives`), the NVVM clean-up and lean ABI (`nvvm`), and the
+`diffgpu-lower-collectives`; `slot_plan`: which warp slots each block
+collective uses and where a barrier after its read is needed), the NVVM clean-up and lean ABI (`nvvm`), and the
 pipelines and PTX extraction (`ptx`; `compile_ptx` is the driver's).
 
 May import: lowering.coarsen, lowering.checks, lowering.facts,
