@@ -62,6 +62,8 @@ from diffgpu.lowering.autodiff import build as B
 _ALLOWED = {"memref.load", "memref.store", "memref.alloca", "memref.dim", "func.return",
             "func.func", N.ATOMIC_ADD} | set(N.GEOMETRY)
 PASS = "stencil-gather"
+#: marks the walk of a gather: another input's gather does not replay it
+GATHERED = "diffgpu.gathered"
 #: loops whose reverse needs a tape (a stack: memref.cast, device malloc on a GPU)
 _LOOPS = ("scf.for", "scf.while")
 
@@ -232,6 +234,8 @@ def transpose(fn, prim, sh):
         p = []
         for pos, d in enumerate(dims):  # the grid-stride walk over dx's elements
             loop = scf.ForOp(gid[d], memref.dim(sh, arith.constant(index, pos)), n[d])
+            if pos == 0:  # a later gather's replays leave it out (it writes only sh)
+                loop.operation.attributes[GATHERED] = ir.UnitAttr.get()
             p.append(loop.induction_variable)
             with ir.InsertionPoint(loop.body):
                 at = scf.YieldOp([])
@@ -263,6 +267,9 @@ def _replay(fn, entry, acc, sh, k, clone, src, at) -> None:
     centry = clone.regions[0].blocks[0]
     cargs, args = list(centry.arguments), list(entry.arguments)
     csh = cargs[args.index(sh)]
+    for op in list(centry.operations):  # an earlier input's gather: only its writes
+        if GATHERED in op.operation.attributes:
+            op.operation.erase()
     drop = []  # (write, whether it is the add of offsets k), read before the shift
     for op in walk(clone):
         if op.name == N.ATOMIC_ADD and op.operands[0] == csh:
