@@ -183,8 +183,9 @@ def row_cases(n: int) -> list:
              ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
              lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm",
              geometry=lambda n: ((1, rows), (COLS, 1))),
-        # ROWS (2) rows per block, shared-memory trees (kernels_rows_params.py): dg and db
-        # summed over the block's rows by diffgpu-combine-adds, dx atomic
+        # ROWS (2) rows per block, shared-memory trees, g and b read per row
+        # (kernels_rows_params.py): diffgpu-combine-adds sums dg and db over the block's
+        # rows and writes dx with plain updates
         Case("layernorm_r2", ["y", "x", "g", "b"], ["x", "g", "b"], "y", (2, 3, 6),
              lambda rng: ln_inputs(rng, "x", "y"), _peer_layernorm, _ln_y, _ln_grads,
              kernel="layernorm_rows", geometry=lambda n: (rows // ROWS, THREADS),
