@@ -6,7 +6,7 @@
 // an element). x's adjoint goes to one register per offset, each written once
 // to dx at exit under a bounds test; y's primal stores and dy's consuming
 // stores are gone, dy is only read, dx never read.
-// RUN: diffgpu-opt %s --diffgpu-autodiff --diffgpu-verify-targets | FileCheck %s
+// RUN: diffgpu-opt %s --split-input-file --diffgpu-autodiff --diffgpu-verify-targets | FileCheck %s
 
 !A = memref<?xf32, strided<[?], offset: ?>>
 #sm90 = #nvvm.target<O = 3, chip = "sm_90">
@@ -71,4 +71,54 @@ func.func @vjp(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, dif
 // CHECK-NEXT: %[[V4:.+]] = memref.load %[[A4]][]
 // CHECK-NEXT: memref.store %[[V4]], %[[DX]][%[[G4]]]
 // CHECK-NOT: memref.load %[[DX]]
+// CHECK: return
+
+// -----
+
+!A = memref<?xf32, strided<[?], offset: ?>>
+#sm90 = #nvvm.target<O = 3, chip = "sm_90">
+
+// Offsets under a factor: x[2 i] and x[2 i + 1] are thread i's alone in any
+// launch (no stencil: the stride is 2). Each gets a register, written once at
+// exit to dx[2 gid] and dx[2 gid + 1] when in bounds.
+func.func @pairs2(%y: !A, %x: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %m = arith.muli %b, %n : index
+  %i = arith.addi %m, %t : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %i2 = arith.muli %i, %c2 : index
+  %i3 = arith.addi %i2, %c1 : index
+  %u = memref.load %x[%i2] : !A
+  %v = memref.load %x[%i3] : !A
+  %p = arith.mulf %u, %v : f32
+  memref.store %p, %y[%i] : !A
+  return
+}
+func.func @vjp2(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  "diffgpu.autodiff"(%y, %dy, %x, %dx) {callee = @pairs2, activity = ["cot", "grad"], diffgpu.target = #sm90, groups = array<i32: 2, 2>, operandSegmentSizes = array<i32: 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (!A, !A, !A, !A) -> ()
+  return
+}
+// CHECK-LABEL: func.func @vjp2
+// CHECK-NEXT: call @[[REV2:__dg_rev_pairs2_[0-9a-f]+]]
+// CHECK-LABEL: func.func @__dg_rev_pairs2_
+// CHECK-SAME: (%[[Y2:[a-z0-9]+]]: memref<{{.+}}>, %[[X2:[a-z0-9]+]]: memref<{{.+}}>, %[[DY2:[a-z0-9]+]]: memref<{{.+}}>, %[[DX2:[a-z0-9]+]]: memref<{{.+}}>)
+// CHECK-NEXT: %[[B0:.+]] = memref.alloca() : memref<f32>
+// CHECK: %[[B1:.+]] = memref.alloca() : memref<f32>
+// CHECK-NOT: %[[DX2]]
+// CHECK: memref.load %[[DY2]]
+// CHECK-NOT: memref.store {{.+}}, %[[DY2]]
+// CHECK-NOT: diffgpu.atomic_add
+// CHECK-NOT: %[[DX2]]
+// CHECK: %[[G2:.+]] = arith.muli %{{.+}}, %c2{{(_[0-9]+)?}} : index
+// CHECK: scf.if
+// CHECK-NEXT: %[[W0:.+]] = memref.load %[[B0]][]
+// CHECK-NEXT: memref.store %[[W0]], %[[DX2]][%[[G2]]]
+// CHECK: %[[G3:.+]] = arith.addi %[[G2]], %{{.+}} : index
+// CHECK: scf.if
+// CHECK-NEXT: %[[W1:.+]] = memref.load %[[B1]][]
+// CHECK-NEXT: memref.store %[[W1]], %[[DX2]][%[[G3]]]
+// CHECK-NOT: memref.load %[[DX2]]
 // CHECK: return
