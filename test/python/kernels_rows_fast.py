@@ -8,6 +8,7 @@ and the benchmarks (bench/peer_rows.py) import them.
     grid, block = fast_launch(R)            # (1, R), (THREADS, 1): a block per row
     layernorm_fast[grid, block](Y, X, g, b)   the output first (the form of
     softmax_fast[grid, block](Y, X)           scripts/gpu_check.py's vjp cases)
+    layernorm_fast_rows[rows_launch(R)](Y, X, g, b)   ROWS (4) rows per block
 
 X is (R, COLS) float32 or float64, g and b (COLS,). Every access is at
 (gid(1), gid(0) + k * THREADS): global ids plus constant offsets that no
