@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diffgpu._mlir import arith, ir, memref
+from diffgpu.dialects import names as N
 
 from diffgpu.lowering.common.ir_util import is_index, is_int
 from diffgpu.lowering.facts.indices import _through_tape, global_dim
@@ -169,7 +170,7 @@ def affine(v, depth: int = 0):
         return _add(a, b, 1 if name == "arith.addi" else -1)
     if name == "memref.load":
         return Why("index is loaded from memory")
-    if name in ("diffgpu.thread_id", "diffgpu.block_id"):
+    if name in (N.THREAD_ID, N.BLOCK_ID):
         return Why("index uses the thread or block id outside a global id")
     return Why(f"index computed by '{name}'")
 
