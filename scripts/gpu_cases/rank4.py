@@ -23,13 +23,11 @@ def _view(r, dt):
     return base[::-1, ::2, ::2, :].transpose(0, 1, 3, 2)
 
 
-def _scale_ref(args):
-    a, b, s = args
+def _scale_ref(a, b, s):
     b[...] = s * a * a + np.arange(SHAPE[3])
 
 
-def _sum_ref(args):
-    a, out = args
+def _sum_ref(a, out):
     out[..., 0] += np.sin(a).sum(axis=3)
 
 

@@ -42,7 +42,7 @@ def _launch(name, dt):
         return _args(r, name, dt) + [np.zeros(N, dt)]
     ref = None
     if name in REFS:
-        def ref(args, f=REFS[name]):
+        def ref(*args, f=REFS[name]):  # ref(*args): the arguments' copies
             args[-1][:] = f(*args[:-1])
     return make, ref
 
