@@ -32,88 +32,18 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.common import targets
-from diffgpu.lowering.common.diagnostics import location_text
-from diffgpu.lowering.common.ir_util import sym_name, top_ops, walk
+from diffgpu.lowering.checks.all_threads import divergent_reaches
 from diffgpu.lowering.registry import ModulePass, register_pass
-from diffgpu.lowering.facts.uniform import Divergence
 
 _ADVICE = ("every thread of a block must reach a barrier, or none (on a GPU the block "
            "hangs or reads shared memory not yet written); keep the barrier where all "
            "threads pass and guard only the work around it")
-_WHY = {"branch": "under a condition that depends on the thread id (the branch at {})",
-        "loop": "in a loop whose trip count depends on the thread id (the loop at {})"}
 
 
 def divergent_barriers(module) -> list:
     """(op, message) for each barrier, or call reaching one, that only some
     threads of a block may reach (module docstring)."""
-    if not walk(module, (N.BARRIER,)):
-        return []  # most kernels: nothing to prove
-    d = Divergence(module)
-    out: list = []
-    seen: set = set()
-    reaches: dict = {}
-    for k in top_ops(module, ("func.func",)):
-        if targets.KERNEL_ATTR in k.attributes and k.regions[0].blocks:
-            _check(d, k, None, out, seen, reaches)
-    return out
-
-
-def _check(d, fn, flags, out, seen, reaches) -> None:
-    """Check `fn` with the arguments marked in `flags` divergent."""
-    key = (sym_name(fn), tuple(flags or ()))
-    if key in seen:
-        return
-    seen.add(key)
-    div = d.function(fn, flags)[0]
-    for op in walk(fn, (N.BARRIER, "func.call")):
-        fn2 = d.callee(op) if op.name == "func.call" else None
-        if op.name == "func.call":
-            barrier = _first_barrier(d, fn2, reaches) if fn2 is not None else None
-            if barrier is None:
-                continue
-        why = _why(d, op, div)
-        if why is None:
-            if fn2 is not None:
-                _check(d, fn2, [o in div for o in op.operands], out, seen, reaches)
-        elif fn2 is None:
-            out.append((op, f"dg.syncthreads() {why}: {_ADVICE}"))
-        else:
-            out.append((op, f"this call reaches dg.syncthreads() (at "
-                            f"{location_text(barrier.location)}) {why}: {_ADVICE}"))
-
-
-def _why(d, op, div) -> str | None:
-    """Why only some threads reach `op`: its outermost enclosing branch or
-    loop that depends on the thread id, or None."""
-    why = None
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        kind = d.control(parent, div)
-        if kind:
-            why = _WHY[kind].format(location_text(parent.location))
-        parent = parent.parent
-    return why
-
-
-def _first_barrier(d, fn, reaches, stack=()):
-    """A barrier `fn` reaches (directly or through calls), or None."""
-    name = sym_name(fn)
-    if name in reaches:
-        return reaches[name]
-    if name in stack:
-        return None
-    found = None
-    for op in walk(fn, (N.BARRIER, "func.call")):
-        if op.name == N.BARRIER:
-            found = op
-        elif d.callee(op) is not None:
-            found = _first_barrier(d, d.callee(op), reaches, stack + (name,))
-        if found is not None:
-            break
-    reaches[name] = found
-    return found
+    return divergent_reaches(module, (N.BARRIER,), lambda op: "dg.syncthreads()", _ADVICE)
 
 
 @register_pass

@@ -27,15 +27,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
-from diffgpu.lowering.common import targets
-from diffgpu.lowering.common.diagnostics import location_text
-from diffgpu.lowering.common.ir_util import sym_name, top_ops, walk
-from diffgpu.lowering.facts.uniform import Divergence
+from diffgpu.lowering.checks.all_threads import divergent_reaches
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 COLLECTIVES = N.COLLECTIVES
-_WHY = {"branch": "under a condition that depends on the thread id (the branch at {})",
-        "loop": "in a loop whose trip count depends on the thread id (the loop at {})"}
 _ADVICE = ("every thread of the warp/block must reach a collective, or none; call it where "
            "all threads pass (give the others a neutral value, e.g. 0 for a sum)")
 
@@ -54,67 +49,7 @@ def builtin_name(op) -> str:
 def divergent_collectives(module) -> list:
     """(op, message) for each collective, or call reaching one, that only
     some threads of a block may reach."""
-    if not walk(module, COLLECTIVES):
-        return []
-    d = Divergence(module)
-    out, seen, reaches = [], set(), {}
-    for k in top_ops(module, ("func.func",)):
-        if targets.KERNEL_ATTR in k.attributes and k.regions[0].blocks:
-            _check(d, k, None, out, seen, reaches)
-    return out
-
-
-def _check(d, fn, flags, out, seen, reaches) -> None:
-    key = (sym_name(fn), tuple(flags or ()))
-    if key in seen:
-        return
-    seen.add(key)
-    div = d.function(fn, flags)[0]
-    for op in walk(fn, COLLECTIVES + ("func.call",)):
-        fn2 = d.callee(op) if op.name == "func.call" else None
-        if op.name == "func.call":
-            found = _first(d, fn2, reaches) if fn2 is not None else None
-            if found is None:
-                continue
-        why = _why(d, op, div)
-        if why is None:
-            if fn2 is not None:
-                _check(d, fn2, [o in div for o in op.operands], out, seen, reaches)
-        elif fn2 is None:
-            out.append((op, f"{builtin_name(op)} {why}: {_ADVICE}"))
-        else:
-            out.append((op, f"this call reaches {builtin_name(found)} (at "
-                            f"{location_text(found.location)}) {why}: {_ADVICE}"))
-
-
-def _why(d, op, div):
-    why = None
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        kind = d.control(parent, div)
-        if kind:
-            why = _WHY[kind].format(location_text(parent.location))
-        parent = parent.parent
-    return why
-
-
-def _first(d, fn, reaches, stack=()):
-    """A collective `fn` reaches (directly or through calls), or None."""
-    name = sym_name(fn)
-    if name in reaches:
-        return reaches[name]
-    if name in stack:
-        return None
-    found = None
-    for op in walk(fn, COLLECTIVES + ("func.call",)):
-        if op.name in COLLECTIVES:
-            found = op
-        elif d.callee(op) is not None:
-            found = _first(d, d.callee(op), reaches, stack + (name,))
-        if found is not None:
-            break
-    reaches[name] = found
-    return found
+    return divergent_reaches(module, COLLECTIVES, builtin_name, _ADVICE)
 
 
 @register_pass
