@@ -65,7 +65,7 @@ class ExpandCollectives(ModulePass):
                     self.error(op, why)
         if self._failed:
             return
-        reach = _reaching(host)
+        reach = host_inline.functions_reaching(host, COLLECTIVES)
         for k in kernels:
             self._inline(k, reach)
         if self._failed:
@@ -114,21 +114,6 @@ class ExpandCollectives(ModulePass):
             o.operation.attributes[ATOMIC_ATTR] = ir.UnitAttr.get()
         op.results[0].replace_all_uses_with(load.result)
         op.erase()
-
-
-def _reaching(host) -> dict:
-    """name -> function of the host functions reaching a collective."""
-    by_name = {sym_name(f): f for f in host}
-    calls = {n: {callee_of(c) for c in walk(f, ("func.call",))} for n, f in by_name.items()}
-    reach = {n for n, f in by_name.items() if walk(f, COLLECTIVES)}
-    changed = True
-    while changed:
-        changed = False
-        for n, callees in calls.items():
-            if n not in reach and callees & reach:
-                reach.add(n)
-                changed = True
-    return {n: by_name[n] for n in reach}
 
 
 def _expand(k, ops) -> None:

@@ -37,11 +37,12 @@ class InlineError(Exception):
 
 
 
-def barrier_functions(host_funcs) -> dict:
-    """name -> func of the host functions that reach a barrier or shared memory."""
+def functions_reaching(host_funcs, names) -> dict:
+    """name -> func of the host functions that hold an op named in `names`,
+    or call (directly or through other calls) one that does."""
     by_name = {sym_name(f): f for f in host_funcs}
     calls = {n: {callee_of(c) for c in walk(f, ("func.call",))} for n, f in by_name.items()}
-    reach = {n for n, f in by_name.items() if walk(f, NEEDS_INLINE)}
+    reach = {n for n, f in by_name.items() if walk(f, names)}
     changed = True
     while changed:
         changed = False
@@ -50,6 +51,11 @@ def barrier_functions(host_funcs) -> dict:
                 reach.add(n)
                 changed = True
     return {n: by_name[n] for n in reach}
+
+
+def barrier_functions(host_funcs) -> dict:
+    """name -> func of the host functions that reach a barrier or shared memory."""
+    return functions_reaching(host_funcs, NEEDS_INLINE)
 
 
 def inline_call(call, callee) -> None:
