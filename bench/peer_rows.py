@@ -13,7 +13,10 @@ and reads dY once), layernorm_fast (one row per block) for `layernorm_f1`,
 kernels_rows_collective.py's layernorm and softmax for
 `layernorm_1t` / `softmax_1t` (a thread per column), kernels_rows_params.py's
 layernorm_rows for `layernorm_r2` (ROWS rows per block, whose g and b
-gradients the compiler sums per block: lowering/reduce/combine_adds.py) and
+gradients the compiler sums per block: lowering/reduce/combine_adds.py),
+kernels_rows_variants.py's softmax_v8 (128 threads per row, 8 columns per
+thread), softmax_r2 (2 rows per block) and layernorm_r8 (8 rows per block:
+one dg, db add per 8 rows and column) for the cases of those names, and
 peer_cases.kernels()'s conv5.
 The references compare sampled rows (pixels) and the whole parameter
 gradients, in float64.
@@ -34,6 +37,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from kernels_rows_params import COLS, EPS, ROWS, THREADS  # noqa: E402
 from kernels_rows_fast import ROWS as FAST_ROWS  # noqa: E402
 from kernels_rows_fast import THREADS as FAST_THREADS  # noqa: E402
+# kernels_rows_variants.py's: softmax_v8's threads, softmax_r2's and layernorm_r8's rows
+from kernels_rows_variants import R2_ROWS, R8_ROWS, V8_THREADS  # noqa: E402
 #: rows compared element by element
 SAMPLE_ROWS = 64
 
@@ -159,11 +164,13 @@ def row_cases(n: int) -> list:
     m = side - 4
     tile = (32, 8)
 
-    def rows_of(rng):
-        return _f32(rng, rows * COLS).reshape(rows, COLS)
+    rows8 = -(-rows // R8_ROWS) * R8_ROWS
 
-    def ln_inputs(rng, x="X", y="Y"):
-        return {y: np.zeros((rows, COLS), np.float32), x: rows_of(rng),
+    def rows_of(rng, k=rows):
+        return _f32(rng, k * COLS).reshape(k, COLS)
+
+    def ln_inputs(rng, x="X", y="Y", rows=rows):
+        return {y: np.zeros((rows, COLS), np.float32), x: rows_of(rng, rows),
                 "g": (1 + 0.1 * _f32(rng, COLS)).astype(np.float32), "b": _f32(rng, COLS)}
 
     return [
@@ -198,6 +205,23 @@ def row_cases(n: int) -> list:
              lambda rng: {"Y": np.zeros((rows, COLS), np.float32), "X": rows_of(rng)},
              _peer_softmax, _sm_y, _sm_grads, kernel="softmax",
              geometry=lambda n: ((1, rows), (COLS, 1))),
+        # kernels_rows_variants.py: 128 threads per row, 8 columns per thread
+        Case("softmax_v8", ["Y", "X"], ["X"], "Y", (2, 3, 6),
+             lambda rng: {"Y": np.zeros((rows, COLS), np.float32), "X": rows_of(rng)},
+             _peer_softmax, _sm_y, _sm_grads, kernel="softmax_v8",
+             geometry=lambda n: ((1, rows), (V8_THREADS, 1))),
+        # 256 threads, R2_ROWS (2) rows per block (a constant-trip loop)
+        Case("softmax_r2", ["Y", "X"], ["X"], "Y", (2, 3, 6),
+             lambda rng: {"Y": np.zeros((rows, COLS), np.float32), "X": rows_of(rng)},
+             _peer_softmax, _sm_y, _sm_grads, kernel="softmax_r2",
+             geometry=lambda n: ((1, rows // R2_ROWS), (FAST_THREADS, 1))),
+        # layernorm_fast_rows with 8 rows per block: dg and db one add per 8 rows and column
+        # (at least 8 rows: the smoke's n takes 4)
+        Case("layernorm_r8", ["Y", "X", "g", "b"], ["X", "g", "b"], "Y", (2, 3, 6),
+             lambda rng: ln_inputs(rng, rows=rows8), _peer_layernorm,
+             lambda h, s: _ln_y(h, s, "X", "Y"),
+             lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm_r8",
+             geometry=lambda n: ((1, rows8 // R8_ROWS), (FAST_THREADS, 1))),
         Case("conv2d", ["y", "x", "w"], ["x", "w"], "y", (0.5, 0.75, 1.5),
              lambda rng: {"y": np.zeros((m, m), np.float32),
                           "x": _f32(rng, side * side).reshape(side, side),
