@@ -71,9 +71,18 @@ def _in_region(op, region) -> bool:
     return op.block.region == region
 
 
-def block_ops(op) -> list:
-    """The ops of the block holding `op` (one pass over that block only)."""
-    return [o.operation for o in op.block.operations]
+def later_ops(op):
+    """The ops after `op` in its block, in order, each found from the one
+    before it (O(1): no pass over the ops before `op`, nor a list of the block)."""
+    nxt = ir.InsertionPoint.after(op).ref_operation
+    while nxt is not None:
+        yield nxt.operation
+        nxt = ir.InsertionPoint.after(nxt).ref_operation
+
+
+def terminator(block):
+    """The last op of `block` (O(1): no pass over the block)."""
+    return ir.InsertionPoint.at_block_terminator(block).ref_operation.operation
 
 
 def is_arg(v) -> bool:
@@ -104,11 +113,12 @@ def _space(v):
 
 def silent_after(op, target, noalias, stop) -> bool:
     """Nothing after `op` in its block (nested ops included) can observe an
-    add to `target`, nor after each enclosing op up to `stop`'s body."""
+    add to `target`, nor after each enclosing op up to `stop`'s body (the
+    work is the ops after `op`, not the blocks holding it: a long kernel's
+    adds are checked in linear time)."""
     cur = op
     while cur != stop:
-        ops = block_ops(cur)
-        for later in ops[ops.index(cur) + 1:]:
+        for later in later_ops(cur):
             if not all(_harmless(o, target, noalias) for o in walk(later)):
                 return False
         cur = parent_op(cur)
@@ -183,21 +193,28 @@ def yield_value(ifop, region, value):
 
 def yield_values(ifop, region, values):
     """`yield_value` for several values at once (one copy of `ifop`): their
-    new results, in order."""
+    new results, in order. The regions' blocks move to the copy whole (O(1)
+    per region, not per op: a guard around a long kernel is copied once per
+    hoisted add); the other region's zeros open its block."""
     n_old = len(ifop.results)
-    new = scf.IfOp(ifop.operands[0], [r.type for r in ifop.results] + [v.type for v in values],
-                   has_else=True, ip=ir.InsertionPoint(ifop), loc=ifop.location)
+    new = ir.Operation.create(
+        "scf.if", results=[r.type for r in ifop.results] + [v.type for v in values],
+        operands=[ifop.operands[0]], regions=2, loc=ifop.location, ip=ir.InsertionPoint(ifop))
     for r in (0, 1):
         blocks = ifop.regions[r].blocks
-        src = [o.operation for o in blocks[0].operations] if len(blocks) else []
-        old_args = list(src[-1].operands) if src else []
-        with ifop.location, ir.InsertionPoint(new.regions[r].blocks[0]):
+        if len(blocks):
+            block = blocks[0]
+            block.append_to(new.regions[r])
+            term = terminator(block)
+        else:
+            block, term = new.regions[r].blocks.append(), None
+        with ifop.location, ir.InsertionPoint.at_block_begin(block):
             extra = list(values) if r == region else [zero(v.type) for v in values]
-            term = scf.YieldOp(old_args + extra).operation
-        for o in src[:-1]:
-            o.move_before(term)
-        if src:
-            src[-1].erase()
+        with ifop.location, (ir.InsertionPoint(term) if term is not None
+                             else ir.InsertionPoint(block)):
+            scf.YieldOp((list(term.operands) if term is not None else []) + extra)
+        if term is not None:
+            term.erase()
     for old, rep in zip(ifop.results, new.results):
         old.replace_all_uses_with(rep)
     ifop.erase()
@@ -207,7 +224,7 @@ def yield_values(ifop, region, values):
 def return_value(fn, call, value):
     """`fn` returns `value` as one more result, `call` is rebuilt with it;
     returns the call's new result."""
-    ret = [o.operation for o in fn.regions[0].blocks[0].operations][-1]
+    ret = terminator(fn.regions[0].blocks[0])
     ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
     fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
         list(ftype.inputs), list(ftype.results) + [value.type]))
@@ -240,6 +257,6 @@ def hoist(value, site):
 
 
 def after(op, site):
-    """The insertion point right after `op` in the kernel's body."""
-    ops = [o.operation for o in site.kernel.regions[0].blocks[0].operations]
-    return ir.InsertionPoint(ops[ops.index(op) + 1])
+    """The insertion point right after `op` in the kernel's body (before the
+    op that follows it: O(1), no list of the body)."""
+    return ir.InsertionPoint.after(op)
