@@ -78,33 +78,39 @@ def block_sum_gpu(v, add_atomic):
         scf.YieldOp([])
 
 
+def _pairwise_sum(sh, n, add, base=None):
+    """Sum the `n` values at `sh[base ...]` (base None: at sh[0 ...]) pairwise
+    into the first: for (s = 1; s < n; s *= 2) for (j = 0; j + s < n; j += 2s)
+    sh[base + j] += sh[base + j + s]."""
+    index = ir.IndexType.get()
+    loop = scf.WhileOp([index], [_idx(1)])
+    before = loop.before.blocks.append(index)
+    with ir.InsertionPoint(before):
+        s = before.arguments[0]
+        scf.ConditionOp(arith.cmpi(arith.CmpIPredicate.ult, s, n), [s])
+    after = loop.after.blocks.append(index)
+    with ir.InsertionPoint(after):
+        s = after.arguments[0]
+        s2 = arith.addi(s, s)
+        inner = scf.ForOp(_idx(0), arith.subi(n, s), s2)
+        with ir.InsertionPoint(inner.body):
+            j = inner.induction_variable
+            at = j if base is None else arith.addi(base, j)
+            a = memref.load(sh, [at])
+            b = memref.load(sh, [arith.addi(at, s)])
+            memref.store(add(a, b), sh, [at])
+            scf.YieldOp([])
+        scf.YieldOp([s2])
+
+
 def block_sum_host(v, add_atomic):
     lin, n = _linear_thread()
     sh = _shared(v.type, MAX_THREADS)
     memref.store(v, sh, [lin])
     dg.barrier()
     first = scf.IfOp(_eq(lin, _idx(0)), [])
-    index = ir.IndexType.get()
     with ir.InsertionPoint(first.then_block):
-        # for (s = 1; s < n; s *= 2) for (j = 0; j + s < n; j += 2s) sh[j] += sh[j + s]
-        loop = scf.WhileOp([index], [_idx(1)])
-        before = loop.before.blocks.append(index)
-        with ir.InsertionPoint(before):
-            s = before.arguments[0]
-            scf.ConditionOp(arith.cmpi(arith.CmpIPredicate.ult, s, n), [s])
-        after = loop.after.blocks.append(index)
-        with ir.InsertionPoint(after):
-            s = after.arguments[0]
-            s2 = arith.addi(s, s)
-            inner = scf.ForOp(_idx(0), arith.subi(n, s), s2)
-            with ir.InsertionPoint(inner.body):
-                j = inner.induction_variable
-                a = memref.load(sh, [j])
-                b = memref.load(sh, [arith.addi(j, s)])
-                add = arith.addf if isinstance(v.type, ir.FloatType) else arith.addi
-                memref.store(add(a, b), sh, [j])
-                scf.YieldOp([])
-            scf.YieldOp([s2])
+        _pairwise_sum(sh, n, arith.addf if isinstance(v.type, ir.FloatType) else arith.addi)
         add_atomic(memref.load(sh, [_idx(0)]))
         scf.YieldOp([])
 
@@ -217,27 +223,10 @@ def block_sums_host(values, add_atomic):
         memref.store(v, sh, [arith.addi(lin, _idx(j * MAX_THREADS))])
     dg.barrier()
     first = scf.IfOp(_eq(lin, _idx(0)), [])
-    index = ir.IndexType.get()
     add = arith.addf if isinstance(t, ir.FloatType) else arith.addi
     with ir.InsertionPoint(first.then_block):
         for j in range(len(values)):
             base = _idx(j * MAX_THREADS)
-            loop = scf.WhileOp([index], [_idx(1)])
-            before = loop.before.blocks.append(index)
-            with ir.InsertionPoint(before):
-                s = before.arguments[0]
-                scf.ConditionOp(arith.cmpi(arith.CmpIPredicate.ult, s, n), [s])
-            after = loop.after.blocks.append(index)
-            with ir.InsertionPoint(after):
-                s = after.arguments[0]
-                s2 = arith.addi(s, s)
-                inner = scf.ForOp(_idx(0), arith.subi(n, s), s2)
-                with ir.InsertionPoint(inner.body):
-                    at = arith.addi(base, inner.induction_variable)
-                    a = memref.load(sh, [at])
-                    b = memref.load(sh, [arith.addi(at, s)])
-                    memref.store(add(a, b), sh, [at])
-                    scf.YieldOp([])
-                scf.YieldOp([s2])
+            _pairwise_sum(sh, n, add, base)
             add_atomic(memref.load(sh, [base]), j)
         scf.YieldOp([])
