@@ -22,7 +22,8 @@ def test_loss_without_atomic_forward_and_details():
     assert err is not None
     msg = str(err)
     line = line_of("# RACY-LOSS")
-    assert f"{KERNELS_FILE}:{line}:" in msg and "out[0] += x[i] * x[i]" in msg
+    # both accesses (the add's store and its load) carry the line of `out[0] += ...`
+    assert msg.count(f"{KERNELS_FILE}:{line}:") == 2 and "out[0] += x[i] * x[i]" in msg
     assert "data race on out[0] (global memory)" in msg
     assert "write by block (0, 0, 0) thread (0, 0, 0)" in msg
     assert "read by block (0, 0, 0) thread (1, 0, 0)" in msg
