@@ -28,7 +28,7 @@ func.func @k(%y: !A, %dy: !A) attributes {diffgpu.kernel, diffgpu.target = #host
 func.func @f(%y: !A, %x: !A) attributes {diffgpu.target = #host} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
   %v = memref.load %x[%t] : !A
-  // expected-error@+1 {{argument 0 is 'cot' but its stores are neither one store outside loops at a thread-unique index (global ids and constants) nor rows `c * gid + k` that no two threads share}}
+  // expected-error@+1 {{argument 0 is 'cot' but its stores are neither one store outside loops at a thread-unique index (global ids and constants) nor rows `c * gid + k` that no two threads share (nor stores at distinct constant offsets of global ids)}}
   memref.store %v, %y[%t] : !A
   return
 }
@@ -58,7 +58,7 @@ func.func @f(%y: !A, %x: !A) attributes {diffgpu.target = #host} {
   %v = memref.load %x[%i] : !A
   scf.for %d = %c0 to %c4 step %c1 {
     %j = arith.addi %base, %d : index
-    // expected-error@+1 {{argument 0 is 'cot' but its stores are neither one store outside loops}}
+    // expected-error@+1 {{argument 0 is 'cot' but its stores are neither one store outside loops at a thread-unique index (global ids and constants) nor rows `c * gid + k` that no two threads share (nor stores at distinct constant offsets of global ids)}}
     memref.store %v, %y[%j] : !A
   }
   return
@@ -73,8 +73,10 @@ func.func @k(%y: !A, %dy: !A, %x: !A, %dx: !A) attributes {diffgpu.kernel, diffg
 !A = memref<?xf32, strided<[?], offset: ?>>
 #host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
 
-// 'grad' needs every load at one global-id index: x[i] and x[i + 1] differ.
-// expected-error@+1 {{argument 1 is 'grad' but its loads are not all at one index made of global ids}}
+// 'grad' of x read at x[i] and x[i + 1]: not one global-id index, and no gather
+// either, since y is 'dup' (its reverse reads and zeroes dy). The same stencil
+// with y 'cot' is transposed into a gather: functional-stencil.mlir.
+// expected-error@+1 {{argument 1 is 'grad' but its loads are not all at one index made of global ids, nor a 1-D stencil whose adjoint transposes into a gather}}
 func.func @f(%y: !A, %x: !A) attributes {diffgpu.target = #host} {
   %b = "diffgpu.block_id"() {dim = 0 : i64} : () -> index
   %n = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index
