@@ -68,12 +68,46 @@ GATHERED = "diffgpu.gathered"
 _LOOPS = ("scf.for", "scf.while")
 
 
-def _owner(use):
+def owner(use):
+    """The op holding the use `use`."""
     return use.owner.operation if hasattr(use.owner, "operation") else use.owner
 
 
-def _is_alloca(v) -> bool:
+def is_alloca(v) -> bool:
+    """Is `v` a private `memref.alloca`?"""
     return not isinstance(v.owner, ir.Block) and v.owner.operation.name == "memref.alloca"
+
+
+def written_and_read(fn) -> bool:
+    """Is an array other than a private alloca both written and read in `fn`?"""
+    written, read = set(), set()
+    for op in walk(fn.operation):
+        name = op.name
+        if name == "memref.store" and not is_alloca(op.operands[1]):
+            written.add(op.operands[1])
+        elif name == N.ATOMIC_ADD:
+            written.add(op.operands[0])
+        elif name == "memref.load" and not is_alloca(op.operands[0]):
+            read.add(op.operands[0])
+    return bool(written & read)
+
+
+def keep_own_adds(clone, csh, acc, mine) -> None:
+    """Erase every write of `clone` outside its private allocas, but turn
+    each of its adds into `csh` for which `mine(add)` holds into `acc += value`
+    (`mine` sees every add before anything is erased)."""
+    drop = []  # (write, whether it is one of `mine`)
+    for op in walk(clone):
+        if op.name == N.ATOMIC_ADD and op.operands[0] == csh:
+            drop.append((op, mine(op)))
+        elif op.name == N.ATOMIC_ADD or (op.name == "memref.store"
+                                         and not is_alloca(op.operands[1])):
+            drop.append((op, False))
+    for op, own in drop:
+        if own:
+            with ir.InsertionPoint(op), op.location:
+                memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
+        op.erase()
 
 
 def _key(offsets) -> tuple:
@@ -85,7 +119,7 @@ def _adds(sh):
     (rule 1), or a reason (str)."""
     dims, adds, polys = None, {}, {}
     for use in sh.uses:
-        op = _owner(use)
+        op = owner(use)
         if op.name == "memref.dim":
             continue
         if op.name != N.ATOMIC_ADD or use.operand_number != N.ATOMIC_MEMREF:
@@ -116,12 +150,12 @@ def _ids_only_in_gids(fn, dims) -> str | None:
         if d not in dims:
             continue
         for use in op.results[0].uses:
-            user = _owner(use)
+            user = owner(use)
             if op.name == N.THREAD_ID:
                 ok = user.name == "arith.addi" and global_dim(user.results[0]) == d
             else:
                 ok = user.name == "arith.muli" and all(
-                    _owner(u).name == "arith.addi" and global_dim(_owner(u).results[0]) == d
+                    owner(u).name == "arith.addi" and global_dim(owner(u).results[0]) == d
                     for u in user.results[0].uses)
             if not ok:
                 return f"the thread or block id of dimension {d} is used outside a global id"
@@ -130,18 +164,11 @@ def _ids_only_in_gids(fn, dims) -> str | None:
 
 def _legal_body(fn, dims) -> str | None:
     """Rules 2 and 3, or the reason they fail."""
-    written, read = set(), set()
     for op in walk(fn.operation):
         name = op.name
         if not (name.startswith(("arith.", "math.", "scf.")) or name in _ALLOWED):
             return f"the function holds '{name}'"
-        if name == "memref.store" and not _is_alloca(op.operands[1]):
-            written.add(op.operands[1])
-        elif name == N.ATOMIC_ADD:
-            written.add(op.operands[0])
-        elif name == "memref.load" and not _is_alloca(op.operands[0]):
-            read.add(op.operands[0])
-    if written & read:
+    if written_and_read(fn):
         return "an array is both written and read"
     return _ids_only_in_gids(fn, dims)
 
@@ -181,7 +208,7 @@ def stencil_dims(fn, arg):
         carg = clone.regions[0].blocks[0].arguments[n]
         dims, consts = None, set()
         for use in carg.uses:
-            op = _owner(use)
+            op = owner(use)
             if op.name == "memref.dim":
                 continue
             if op.name != "memref.load":
@@ -270,19 +297,11 @@ def _replay(fn, entry, acc, sh, k, clone, src, at) -> None:
     for op in list(centry.operations):  # an earlier input's gather: only its writes
         if GATHERED in op.operation.attributes:
             op.operation.erase()
-    drop = []  # (write, whether it is the add of offsets k), read before the shift
-    for op in walk(clone):
-        if op.name == N.ATOMIC_ADD and op.operands[0] == csh:
-            got = stencil_index(list(op.operands)[2:])
-            drop.append((op, isinstance(got, tuple) and _key(got[1]) == k))
-        elif op.name == N.ATOMIC_ADD or (op.name == "memref.store"
-                                         and not _is_alloca(op.operands[1])):
-            drop.append((op, False))
-    for op, mine in drop:
-        if mine:
-            with ir.InsertionPoint(op), op.location:
-                memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
-        op.erase()
+    def mine(add):  # the add of offsets k (read before the shift)
+        got = stencil_index(list(add.operands)[2:])
+        return isinstance(got, tuple) and _key(got[1]) == k
+
+    keep_own_adds(clone, csh, acc, mine)
     gids = [(op, global_dim(op.results[0])) for op in walk(clone) if op.name == "arith.addi"]
     for op, d in gids:  # its global ids -> the source's
         if d is None or d not in src:

@@ -61,21 +61,13 @@ _ALLOWED = {"memref.load", "memref.store", "memref.alloca", "memref.dim", "func.
             "func.func", N.ATOMIC_ADD} | set(N.GEOMETRY)
 
 
-def _owner(use):
-    return use.owner.operation if hasattr(use.owner, "operation") else use.owner
-
-
-def _is_alloca(v) -> bool:
-    return not isinstance(v.owner, ir.Block) and v.owner.operation.name == "memref.alloca"
-
-
 def _adds(sh):
     """{add op: k} for the uses of `sh` (rule 1), or None."""
     if ir.MemRefType(sh.type).rank != 1:
         return None
     adds = {}
     for use in sh.uses:
-        op = _owner(use)
+        op = gather.owner(use)
         if op.name == "memref.dim":
             continue
         if (op.name != N.ATOMIC_ADD or use.operand_number != N.ATOMIC_MEMREF
@@ -97,7 +89,7 @@ def plain(fn) -> bool:
             return False
         if op.name == N.THREAD_ID and ir.IntegerAttr(op.attributes["dim"]).value == 0:
             for use in op.results[0].uses:
-                user = _owner(use)
+                user = gather.owner(use)
                 if user.name != "arith.addi" or global_dim(user.results[0]) != 0:
                     return False
     return True
@@ -107,16 +99,7 @@ def _legal_body(fn) -> bool:
     """Rules 2 and 3."""
     if not plain(fn):
         return False
-    written, read = set(), set()
-    for op in walk(fn.operation):
-        name = op.name
-        if name == "memref.store" and not _is_alloca(op.operands[1]):
-            written.add(op.operands[1])
-        elif name == N.ATOMIC_ADD:
-            written.add(op.operands[0])
-        elif name == "memref.load" and not _is_alloca(op.operands[0]):
-            read.add(op.operands[0])
-    return not (written & read)
+    return not gather.written_and_read(fn)
 
 
 def transpose(fn, prim, sh) -> bool:
@@ -184,18 +167,8 @@ def _gather(fn, entry, ret, acc, sh, k, clone, gid) -> None:
     centry = clone.regions[0].blocks[0]
     cargs, args = list(centry.arguments), list(entry.arguments)
     csh = cargs[args.index(sh)]
-    drop = []  # (write, whether it is the add of offset k), read before the shift
-    for op in walk(clone):
-        if op.name == N.ATOMIC_ADD and op.operands[0] == csh:
-            drop.append((op, offset_of(op.operands[2]) == (0, k)))
-        elif op.name == N.ATOMIC_ADD or (op.name == "memref.store"
-                                         and not _is_alloca(op.operands[1])):
-            drop.append((op, False))
-    for op, mine in drop:
-        if mine:
-            with ir.InsertionPoint(op), op.location:
-                memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
-        op.erase()
+    # the add of offset k (read before the shift)
+    gather.keep_own_adds(clone, csh, acc, lambda add: offset_of(add.operands[2]) == (0, k))
     for op in walk(clone):  # its global ids -> gid - k
         if op.name == "arith.addi" and global_dim(op.results[0]) == 0:
             v = shifted
