@@ -73,9 +73,15 @@ def _see(v):
         slot = _op(op.operands[0])
         if slot is None or slot.name != "memref.alloca":
             return v
-        stored = [u.owner.operation if hasattr(u.owner, "operation") else u.owner
-                  for u in slot.results[0].uses]
-        stored = [o.operands[0] for o in stored if o.name == "memref.store"]
+        users = [u.owner.operation if hasattr(u.owner, "operation") else u.owner
+                 for u in slot.results[0].uses]
+        # only loads of the slot and stores into it: a slot that a call, an
+        # atomic or a view also reaches may hold something else
+        if not all(o.name == "memref.load" or (o.name == "memref.store"
+                                               and o.operands[1] == slot.results[0])
+                   for o in users):
+            return v
+        stored = [o.operands[0] for o in users if o.name == "memref.store"]
         if len(stored) != 1 or not _geometry_pure(stored[0]):
             return v
         v = stored[0]
