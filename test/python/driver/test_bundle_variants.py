@@ -20,9 +20,11 @@ from diffgpu.driver.launch import STATS
 from diffgpu.errors import LaunchError
 from diffgpu.runtime import gpu
 
-HERE = os.path.dirname(__file__)
-sys.path.insert(0, os.path.join(HERE, ".."))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+# normalised paths: a module imported through "driver/.." would carry that path into
+# the source locations of its kernels (other tests compare them)
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..")))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "..", "bench")))
 from kernels_elementwise import saxpy, square  # noqa: E402  (defined once)
 import launch_overhead as LO  # noqa: E402  (the CuPy stand-in)
 import vjp_overhead as VO  # noqa: E402
@@ -280,7 +282,7 @@ def test_untouched_variant_bundle_loads(with_variants):
 
 
 def test_a_repeated_bundled_launch_is_the_jit_fast_path(tmp_path, launched):
-    sys.path.insert(0, os.path.join(HERE, "..", "runtime"))
+    sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "runtime")))
     from test_launch_one_way import returns, stays
 
     n = 1 << 12

@@ -16,7 +16,7 @@ from diffgpu.driver.launch import STATS
 from diffgpu.errors import user_facing
 from diffgpu.runtime import gpu
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
 import launch_overhead as LO  # noqa: E402  (the CuPy stand-in)
 import vjp_overhead as VO  # noqa: E402  (its allocations)
