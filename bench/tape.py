@@ -55,50 +55,9 @@ SMOKE = {"heat": (1 << 12, 16), "spring": (1 << 8, 100)}
 PREP = {"heat": (1 << 16, 4), "spring": (1 << 14, 4)}
 
 
-@dg.kernel
-def lap_step(dst, src, c):
-    i = dg.global_id(0)
-    n = len(src)
-    if i < n:
-        if i > 0 and i < n - 1:
-            dst[i] = src[i] + c * (src[i - 1] - 2.0 * src[i] + src[i + 1])
-        else:
-            dst[i] = src[i]
-
-
-@dg.kernel
-def dot_loss(u, w, loss):
-    i = dg.global_id(0)
-    if i < len(u):
-        dg.atomic_add(loss, 0, u[i] * w[i])
-
-
-@dg.kernel
-def spring_force(f, x, k):
-    i = dg.global_id(0)
-    n = len(x)
-    if i < n:
-        acc = 0.0
-        if i < n - 1:
-            acc = acc + k[i] * (x[i + 1] - x[i] - 1.0)
-        if i > 0:
-            acc = acc - k[i - 1] * (x[i] - x[i - 1] - 1.0)
-        f[i] = acc
-
-
-@dg.kernel
-def integrate(x, v, f, dt):
-    i = dg.global_id(0)
-    if i < len(x):
-        v[i] = v[i] + dt * f[i]
-        x[i] = x[i] + dt * v[i]
-
-
-@dg.kernel
-def sq_loss(u, loss):
-    i = dg.global_id(0)
-    if i < len(u):
-        dg.atomic_add(loss, 0, u[i] * u[i])
+# the programs' kernels, defined once (the tape tests run the same ones)
+sys.path.insert(0, os.path.join(REPO, "test", "python", "tape"))
+from tape_programs import dot_loss, integrate, lap_step, spring_force, sq_loss  # noqa: E402,F401
 
 
 def grid(n):
