@@ -7,7 +7,11 @@
 Programs: `heat`, 64 steps of an explicit 3-point heat equation on 2^24
 float32 points (ping-pong between two arrays), loss = sum(u * w); `spring`,
 1000 steps of a chain of 2^14 masses and springs (force, then semi-implicit
-Euler in place), loss = sum(x^2). Per program and way, the forward plus
+Euler in place), loss = sum(x^2), in float64: its k gradient sums
+products of position differences whose float32 rounding (positions up to
+2^14) is larger than the gradient itself (a float32 numpy run of the same
+reverse is off by 4x the gradient's magnitude), so no float32 result, ours or
+a peer's, could be checked. Per program and way, the forward plus
 reverse time (ms, median of rounds), the peak device memory (CuPy's pool
 high-water mark after `free_all_blocks`, JAX's `peak_bytes_in_use`,
 `torch.cuda.max_memory_allocated`) in MB, and for the tape the host time per
@@ -22,6 +26,10 @@ recorded launch (the recording loop) and per operation of a captured graph.
 | vjp/new   | heat only: a new array per step instead of ping-pong (nothing to copy) |
 | jax       | `jax.jit(jax.grad(loss))` of the same update over `lax.scan`       |
 | torch     | the same update in torch ops, `loss.backward()`                    |
+| torch.compile | the same, each step a `torch.compile`d function (forward and backward graphs) |
+
+Every gradient, diffgpu's and the peers', is checked against a float64 numpy
+reverse of the same program (`numpy_reference`) before anything is timed.
 
 `--prepare` runs every program with the tape on the CPU (at sizes with the
 same types, geometry divisibility and launch facts), which caches the read/write
@@ -74,9 +82,9 @@ def inputs(name, n, xp):
                  loss=xp.zeros(1, np.float32))
     else:
         d = {"x0": np.arange(n) * 1.0 + rng.uniform(0, 0.05, n), "k": rng.uniform(0.5, 1.5, n)}
-        d = {k: xp.asarray(v.astype(np.float32)) for k, v in d.items()}
-        d.update(x=xp.zeros(n, np.float32), v=xp.zeros(n, np.float32),
-                 f=xp.zeros(n, np.float32), loss=xp.zeros(1, np.float32))
+        d = {k: xp.asarray(v.astype(np.float64)) for k, v in d.items()}
+        d.update(x=xp.zeros(n, np.float64), v=xp.zeros(n, np.float64),
+                 f=xp.zeros(n, np.float64), loss=xp.zeros(1, np.float64))
     return d
 
 
@@ -95,7 +103,7 @@ def forward(name, a, steps):
     dg.fill(a["v"], 0.0)
     for _ in range(steps):
         spring_force[g, B](a["f"], a["x"], a["k"])
-        integrate[g, B](a["x"], a["v"], a["f"], np.float32(0.01))
+        integrate[g, B](a["x"], a["v"], a["f"], np.float64(0.01))
     sq_loss[g, B](a["x"], a["loss"])
     return ["x0", "k"]
 
@@ -106,8 +114,8 @@ def by_hand(name, a, steps, xp, fresh=False):
     (`fresh`: a new array per step instead, nothing copied)."""
     n = a["u0"].shape[0] if name == "heat" else a["x0"].shape[0]
     g = grid(n)
-    c, dt = np.float32(0.25), np.float32(0.01)
-    one = xp.ones(1, np.float32)
+    c, dt = np.float32(0.25), np.float64(0.01)
+    one = xp.ones(1, np.float32 if name == "heat" else np.float64)
     if name == "heat":
         cur, nxt = xp.array(a["u0"], copy=True), xp.zeros(n, np.float32)
         states = []  # states[t]: what step t reads
@@ -128,19 +136,19 @@ def by_hand(name, a, steps, xp, fresh=False):
             gu = dg.vjp(lap_step[g, B], out, states[t], dg.Const(c),
                         cotangents={"dst": gu})["src"]
         return [gu, gw]
-    x, v = xp.array(a["x0"], copy=True), xp.zeros(n, np.float32)
-    f = xp.zeros(n, np.float32)
+    x, v = xp.array(a["x0"], copy=True), xp.zeros(n, np.float64)
+    f = xp.zeros(n, np.float64)
     saved = []  # per step x and v before it, f after the force: what the reverse reads
     for _ in range(steps):
         xs, vs = xp.array(x, copy=True), xp.array(v, copy=True)
         spring_force[g, B](f, x, a["k"])
         saved.append((xs, vs, xp.array(f, copy=True)))
         integrate[g, B](x, v, f, dt)
-    loss = xp.zeros(1, np.float32)
+    loss = xp.zeros(1, np.float64)
     sq_loss[g, B](x, loss)
     gx = dg.vjp(sq_loss[g, B], x, loss, cotangents={"loss": one})["u"]
-    gv = xp.zeros(n, np.float32)
-    gk = xp.zeros(n, np.float32)
+    gv = xp.zeros(n, np.float64)
+    gk = xp.zeros(n, np.float64)
     for t in range(steps - 1, -1, -1):
         xs, vs, fs = saved[t]
         r = dg.vjp(integrate[g, B], xs, vs, fs, dg.Const(dt), cotangents={"x": gx, "v": gv})
@@ -155,6 +163,69 @@ def taped(name, a, steps, **opts):
     with dg.Tape(**opts) as tape:
         wrt = forward(name, a, steps)
     return tape, [a[w] for w in wrt]
+
+
+# -- the float64 numpy reference -----------------------------------------------------
+def numpy_reference(name, a, steps, dtype=np.float64):
+    """The gradients of `forward`'s loss, by a hand-written numpy reverse of
+    the same update, in `dtype` (float64: the check every timed row passes
+    first; float32: how far a float32 program is from it, the tolerance)."""
+    h = {k: np.asarray(v.get() if hasattr(v, "get") else v, dtype) for k, v in a.items()}
+    c, dt = dtype(0.25), dtype(0.01)
+    if name == "heat":
+        u = h["u0"].copy()
+        for _ in range(steps):
+            u[1:-1] = u[1:-1] + c * (u[:-2] - 2 * u[1:-1] + u[2:])
+        g = h["w"].copy()
+        for _ in range(steps):  # the transposed step: ends held, interior 1 - 2c, c beside
+            t = g.copy()
+            t[1:-1] *= 1 - 2 * c
+            t[:-2] += c * g[1:-1]  # S[j + 1, j] = c for interior j + 1
+            t[2:] += c * g[1:-1]   # S[j - 1, j] = c for interior j - 1
+            g = t
+        return [g, u]
+    k, x, v = h["k"], h["x0"].copy(), np.zeros_like(h["x0"])
+    xs = []
+    for _ in range(steps):
+        xs.append(x.copy())
+        t = k[:-1] * (x[1:] - x[:-1] - 1.0)
+        f = np.zeros_like(x)
+        f[:-1] += t
+        f[1:] -= t
+        v = v + dt * f
+        x = x + dt * v
+    gx, gv, gk = 2 * x, np.zeros_like(x), np.zeros_like(x)
+    for s in range(steps - 1, -1, -1):
+        x = xs[s]
+        gv = gv + dt * gx          # x' = x + dt v'
+        gf = dt * gv               # v' = v + dt f
+        gt = gf[:-1] - gf[1:]      # f = t (at i) - t (at i + 1)
+        gk[:-1] += gt * (x[1:] - x[:-1] - 1.0)
+        gx[1:] += gt * k[:-1]
+        gx[:-1] -= gt * k[:-1]
+    return [gx, gk]
+
+
+def reference(name, a, steps):
+    """(float64 gradients, per-gradient tolerance): 4x the distance of the
+    same numpy reverse run in the program's float type from float64, at
+    least 2e-3 (float32) or 1e-9 (float64) of the largest magnitude."""
+    r64 = numpy_reference(name, a, steps)
+    r32 = numpy_reference(name, a, steps, np.float32 if name == "heat" else np.float64)
+    rel = 2e-3 if name == "heat" else 1e-9
+    return r64, [max(4 * float(np.abs(p - q).max()), rel * float(np.abs(q).max()))
+                 for p, q in zip(r32, r64)]
+
+
+def check_reference(who, got, ref):
+    """`got` (any array library) against `reference`'s (gradients, tolerances)."""
+    for g, r, tol in zip(got, *ref):
+        g = np.asarray(g.get() if hasattr(g, "get") else
+                       (g.detach().cpu().numpy() if hasattr(g, "detach") else g), np.float64)
+        err = float(np.abs(g - r).max())
+        if not err <= tol:
+            raise AssertionError(f"{who}: gradient differs from float64 numpy by {err:.3g} "
+                                 f"(tolerance {tol:.3g}, largest {float(np.abs(r).max()):.3g})")
 
 
 # -- CPU smoke ------------------------------------------------------------------------
@@ -172,6 +243,7 @@ def cpu_smoke() -> int:
         t1 = time.perf_counter()
         ref = tape.gradient(a["loss"], wrt=wrt)
         t2 = time.perf_counter()
+        check_reference(f"{name} tape", ref, reference(name, inputs(name, n, np), steps))
         T = len(tape.operations)
         k = max(2, int(2 * math.sqrt(T)))
         b = inputs(name, n, np)
@@ -196,7 +268,8 @@ def cpu_smoke() -> int:
     for r in rows:
         print(f"{r[0]:8} {r[1]:5d} {r[2]:12.1f} {r[3]:12.1f} {r[4]:11.1f} {r[5]:10.1f} "
               f"{r[6]:8.2f} {r[7]:8.2f} {r[8]:4d} {r[9]:7d}")
-    print("checks: checkpointed == tape bitwise, hand-chained dg.vjp == tape (rtol 2e-4)")
+    print("checks: tape == float64 numpy, checkpointed == tape bitwise, hand-chained dg.vjp "
+          "== tape (rtol 2e-4)")
     return 0
 
 
@@ -285,6 +358,8 @@ def run(path: str) -> int:
         a = inputs(name, n, cp)
         tape, wrt = taped(name, a, steps)
         ref = [cp.asnumpy(g) for g in tape.gradient(a["loss"], wrt=wrt)]
+        ref64 = reference(name, inputs(name, n, np), steps)
+        check_reference(f"{name} tape", ref, ref64)
         T = len(tape.operations)
         k = max(2, int(2 * math.sqrt(T)))
 
@@ -325,15 +400,15 @@ def run(path: str) -> int:
         plain_us = (time.perf_counter() - t0) / T * 1e6
         sync()
         graph_us = row["graph"][0] * 1e3 / (2 * T)
-        row.update(peers(name, n, steps))
+        row.update(peers(name, n, steps, ref64))
         rows.append((name, T, row, rec_us, plain_us, graph_us, k))
     print("H200, wall ms of forward + reverse (median), peak device MB")
     for name, T, row, rec_us, plain_us, graph_us, k in rows:
         print(f"\n{name}: {T} operations, checkpoints={k}")
-        print(f"  {'way':6} {'F+B ms':>9} {'peak MB':>9} {'vs vjp':>7}")
+        print(f"  {'way':9} {'F+B ms':>9} {'peak MB':>9} {'vs vjp':>7}")
         for way, (ms, mb) in row.items():
             rel = ms / row["vjp"][0] if row["vjp"][0] else float("nan")
-            print(f"  {way:6} {ms:9.2f} {mb:9.1f} {rel:7.2f}")
+            print(f"  {way:9} {ms:9.2f} {mb:9.1f} {rel:7.2f}")
         print(f"  host per recorded launch: {rec_us:.1f} us (plain launch {plain_us:.1f} us); "
               f"per operation of the captured graph (F+B): {graph_us:.2f} us")
     print(f"\nprograms: {STATS['disk_hit']} from the cache, {STATS['compile']} compiled, "
@@ -341,14 +416,15 @@ def run(path: str) -> int:
     return 0
 
 
-def peers(name, n, steps) -> dict:
-    """JAX and PyTorch rows, where installed with a GPU."""
+def peers(name, n, steps, ref64) -> dict:
+    """JAX and PyTorch rows, where installed with a GPU, each checked
+    against the float64 reference first."""
     out = {}
     try:
         import jax
         import jax.numpy as jnp
         if jax.default_backend() == "gpu":
-            out["jax"] = _jax(jax, jnp, name, n, steps)
+            out["jax"] = _jax(jax, jnp, name, n, steps, ref64)
         else:
             print(f"  ({name}: no JAX row: JAX runs on {jax.default_backend()}, not a GPU)")
     except Exception as e:  # not installed, no GPU backend
@@ -356,13 +432,15 @@ def peers(name, n, steps) -> dict:
     try:
         import torch
         if torch.cuda.is_available():
-            out["torch"] = _torch(torch, name, n, steps)
+            out["torch"] = _torch(torch, name, n, steps, ref64)
+            out["t.compile"] = _torch(torch, name, n, steps, ref64, compiled=True)
     except Exception as e:
         print(f"  ({name}: no PyTorch row: {type(e).__name__}: {e})")
     return out
 
 
-def _jax(jax, jnp, name, n, steps):
+def _jax(jax, jnp, name, n, steps, ref64):
+    jax.config.update("jax_enable_x64", True)  # the spring is float64 (heat's arrays stay float32)
     a = {k: jnp.asarray(np.asarray(v.get() if hasattr(v, "get") else v))
          for k, v in inputs(name, n, np).items()}
 
@@ -391,13 +469,28 @@ def _jax(jax, jnp, name, n, steps):
         f = jax.jit(jax.grad(loss, argnums=(0, 1)))
         args = (a["x0"], a["k"])
     dev = jax.devices()[0]
+    check_reference(f"{name} jax", [np.asarray(g) for g in f(*args)], ref64)
     ms = _wall_ms(lambda: jax.block_until_ready(f(*args)), lambda: None)
     stats = dev.memory_stats() or {}
     return ms, stats.get("peak_bytes_in_use", float("nan")) / 1e6
 
 
-def _torch(torch, name, n, steps):
+def _torch(torch, name, n, steps, ref64, compiled=False):
+    """PyTorch autograd over the same update; `compiled`: each step a
+    torch.compile'd function (its forward and backward graphs compiled once)."""
     a = {k: torch.as_tensor(np.asarray(v), device="cuda") for k, v in inputs(name, n, np).items()}
+
+    def heat_step(u):
+        mid = u[1:-1] + 0.25 * (u[:-2] - 2 * u[1:-1] + u[2:])
+        return torch.cat([u[:1], mid, u[-1:]])
+
+    def spring_step(x, v, k):
+        t = k[:-1] * (x[1:] - x[:-1] - 1.0)
+        force = torch.nn.functional.pad(t, (0, 1)) - torch.nn.functional.pad(t, (1, 0))
+        v = v + 0.01 * force
+        return x + 0.01 * v, v
+    if compiled:
+        heat_step, spring_step = torch.compile(heat_step), torch.compile(spring_step)
 
     def fb():
         if name == "heat":
@@ -405,8 +498,7 @@ def _torch(torch, name, n, steps):
             w = a["w"].clone().requires_grad_(True)
             u = u0
             for _ in range(steps):
-                mid = u[1:-1] + 0.25 * (u[:-2] - 2 * u[1:-1] + u[2:])
-                u = torch.cat([u[:1], mid, u[-1:]])
+                u = heat_step(u)
             loss = (u * w).sum()
             loss.backward()
             return u0.grad, w.grad
@@ -414,13 +506,11 @@ def _torch(torch, name, n, steps):
         k = a["k"].clone().requires_grad_(True)
         x, v = x0, torch.zeros_like(x0)
         for _ in range(steps):
-            t = k[:-1] * (x[1:] - x[:-1] - 1.0)
-            force = torch.nn.functional.pad(t, (0, 1)) - torch.nn.functional.pad(t, (1, 0))
-            v = v + 0.01 * force
-            x = x + 0.01 * v
+            x, v = spring_step(x, v, k)
         (x * x).sum().backward()
         return x0.grad, k.grad
     sync = torch.cuda.synchronize
+    check_reference(f"{name} torch{'.compile' if compiled else ''}", fb(), ref64)
     ms = _wall_ms(fb, sync, rounds=3)
     torch.cuda.reset_peak_memory_stats()
     fb()
