@@ -20,7 +20,7 @@ recorded launch (the recording loop) and per operation of a captured graph.
 | way       | what runs                                                         |
 |-----------|-------------------------------------------------------------------|
 | tape      | `with dg.Tape()`, `tape.gradient`                                  |
-| ckpt      | `dg.Tape(checkpoints=2*sqrt(T))` (T operations), `tape.gradient`   |
+| ckpt      | `dg.Tape(checkpoints=2*sqrt(T))` (T steps), `tape.gradient`        |
 | graph     | `tape.capture(...)`, `graph.launch()` (forward and reverse replayed) |
 | vjp       | the same launches with the states copied by hand, then one `dg.vjp` per launch |
 | vjp/new   | heat only: a new array per step instead of ping-pong (nothing to copy) |
@@ -245,7 +245,7 @@ def cpu_smoke() -> int:
         t2 = time.perf_counter()
         check_reference(f"{name} tape", ref, reference(name, inputs(name, n, np), steps))
         T = len(tape.operations)
-        k = max(2, int(2 * math.sqrt(T)))
+        k = max(2, int(2 * math.sqrt(steps)))  # 2 sqrt(T) states for T steps
         b = inputs(name, n, np)
         ct, cw = taped(name, b, steps, checkpoints=k)
         t3 = time.perf_counter()
@@ -361,7 +361,7 @@ def run(path: str) -> int:
         ref64 = reference(name, inputs(name, n, np), steps)
         check_reference(f"{name} tape", ref, ref64)
         T = len(tape.operations)
-        k = max(2, int(2 * math.sqrt(T)))
+        k = max(2, int(2 * math.sqrt(steps)))  # 2 sqrt(T) states for T steps
 
         def tape_fb(**opts):
             b = inputs(name, n, cp)
