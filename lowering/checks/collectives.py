@@ -20,15 +20,28 @@ as `diffgpu-check-barriers` does for barriers.
 
 Conditions it cannot prove divergent (`if x[t] > 0`) are caught at run
 time by the race-checked CPU variant, where a collective is a barrier.
+
+The pass also records, per kernel, the collectives it reaches (directly,
+through device-function calls, in its derivatives): `used_collectives`,
+handed to the innermost `record_used()` of this thread. The compile driver
+keeps them in the program (payload "collectives"), and the runtime refuses
+a launch of such a kernel whose block's thread count is not a multiple of
+the warp (runtime/launch_checks.py).
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering.checks.all_threads import divergent_reaches
+from diffgpu.lowering.common import targets
+from diffgpu.lowering.common.ir_util import callee, sym_name, top_ops, walk
 from diffgpu.lowering.registry import ModulePass, register_pass
+
+_local = threading.local()
 
 COLLECTIVES = N.COLLECTIVES
 _ADVICE = ("every thread of the warp/block must reach a collective, or none; call it where "
@@ -52,6 +65,43 @@ def divergent_collectives(module) -> list:
     return divergent_reaches(module, COLLECTIVES, builtin_name, _ADVICE)
 
 
+def used_collectives(module) -> dict:
+    """kernel name -> sorted tuple of the collectives (as the user wrote
+    them: `dg.warp_sum`, ...) it reaches, directly or through calls; kernels
+    reaching none are left out."""
+    funcs = {sym_name(f): f for f in top_ops(module, ("func.func",))}
+    own = {n: {builtin_name(op) for op in walk(f, COLLECTIVES)} for n, f in funcs.items()}
+    calls = {n: {callee(c) for c in walk(f, ("func.call",))} for n, f in funcs.items()}
+    out = {}
+    for name, f in funcs.items():
+        if targets.KERNEL_ATTR not in f.attributes:
+            continue
+        found, seen, todo = set(), {name}, [name]
+        while todo:
+            n = todo.pop()
+            found |= own.get(n, set())
+            for c in calls.get(n, ()):
+                if c in funcs and c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        if found:
+            out[name] = tuple(sorted(found))
+    return out
+
+
+@contextlib.contextmanager
+def record_used():
+    """Collect `used_collectives` of every module `diffgpu-check-collectives`
+    checks inside (this thread) into the dict yielded."""
+    found: dict = {}
+    prev = getattr(_local, "found", None)
+    _local.found = found
+    try:
+        yield found
+    finally:
+        _local.found = prev
+
+
 @register_pass
 @dataclass
 class CheckCollectives(ModulePass):
@@ -62,5 +112,8 @@ class CheckCollectives(ModulePass):
                               "depends on the thread id")
 
     def run(self, module) -> None:
+        found = getattr(_local, "found", None)
+        if found is not None and walk(module, COLLECTIVES):
+            found.update(used_collectives(module))
         for op, message in divergent_collectives(module):
             self.error(op, message)

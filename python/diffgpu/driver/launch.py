@@ -17,6 +17,7 @@ from diffgpu.errors import CompileError, DiffgpuError
 from diffgpu.runtime import fastpath, specialize
 from diffgpu.runtime.store import cache
 from diffgpu.runtime.args import check_arity, infer_signature, parse_type
+from diffgpu.runtime.launch_checks import check_block
 from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import launch_facts
 
@@ -118,7 +119,10 @@ def program_key(defn, types, target: str, diff=None, facts=None) -> str:
 
 def run_program(program, args, sig, grid, block) -> None:
     """Run `program` on checked `args` (launches of the fast path run
-    through their `fastpath.Ready`)."""
+    through their `fastpath.Ready`). LaunchError, before anything runs,
+    when the program's collectives do not fit the block
+    (runtime/launch_checks.py)."""
+    check_block(program, block)
     if program.kind == "gpu":  # coarsened x, folded y / z (fastpath.gpu_grid)
         program.gpu.launch(args, program.flat_types, fastpath.gpu_grid(program, grid), block,
                            sig.gpu_id or 0)
@@ -139,6 +143,8 @@ class Program:
         self.coarsen = int(payload.get("coarsen") or 1)
         #: () or the logical (y, z) grid extents the program was folded for
         self.grid_fold = tuple(payload.get("grid_fold") or ())
+        #: the warp / block collectives the entry reaches (lowering/checks/collectives.py)
+        self.collectives = tuple(payload.get("collectives") or ())
         self.host = host
         self.gpu = None
         if self.kind == "gpu":
@@ -288,8 +294,9 @@ def build_module(defn, types, target: str, diff=None, facts=None):
 
 
 #: activity kinds whose parameter gets a shadow right after it in the entry
-#: (cot, grad: dg.vjp's kinds, docs/functional.md)
-SHADOWED_KINDS = ("dup", "dupnoneed", "cot", "grad")
+#: (cot, grad: dg.vjp's kinds, docs/functional.md; dup32: a float32 shadow of
+#: a 16-bit array, dialects/names.py DUP32)
+SHADOWED_KINDS = ("dup", "dupnoneed", "cot", "grad", "dup32", "rmw")
 
 
 def flat_types(types, diff) -> list:
@@ -302,7 +309,9 @@ def flat_types(types, diff) -> list:
     out, grads = [], []
     for t, k in zip(types, kinds):
         out.append(t)
-        if k in SHADOWED_KINDS:
+        if k == "dup32":
+            out.append(ArrayType("float32", t.ndim))
+        elif k in SHADOWED_KINDS:
             out.append(t)
         if k == "active" and mode == "reverse":
             grads.append(ArrayType(t.dtype, 1))
@@ -336,17 +345,20 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
                "facts": facts.key() if facts is not None else None,
                "arg_names": flat_names(defn.arg_names, diff), "racecheck": racecheck}
     from diffgpu.lowering.common.explain import collect  # the passes' remarks, kept
+    from diffgpu.lowering.checks.collectives import record_used  # the entry's collectives
     if target == "host":
         from diffgpu.driver.compiler import compile_host
-        with collect() as remarks:
+        with collect() as remarks, record_used() as used:
             host = _compiler_call(lambda: compile_host(src.text, racecheck=racecheck),
                                   defn.name)
-        payload.update(kind="host", llvm=host.llvm_text, remarks=[r.text() for r in remarks])
+        payload.update(kind="host", llvm=host.llvm_text, remarks=[r.text() for r in remarks],
+                       collectives=list(used.get(src.entry, ())))
         return payload, host
     from diffgpu.driver.compiler import compile_ptx
-    with collect() as remarks:
+    with collect() as remarks, record_used() as used:
         res = _compiler_call(lambda: compile_ptx(src.text, target), defn.name)
     payload["remarks"] = [r.text() for r in remarks]
+    payload["collectives"] = list(used.get(src.entry, ()))
     abi = res.kernels.get(src.entry) if isinstance(res.kernels, dict) else None
     payload.update(kind="gpu", ptx=res.ptx, abi=_jsonable(abi))
     if facts is not None:  # the lean ABI of contiguous arrays (lowering/gpu/nvvm.py)

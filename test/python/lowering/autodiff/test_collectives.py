@@ -1,5 +1,6 @@
 """The collectives on the CPU: their values (numpy references, block sizes
-that are and are not multiples of 32, 3-D blocks), the GPU's summation
+that are multiples of 32, 3-D blocks), a block that is not a multiple of 32
+refused (launches and derivatives), the GPU's summation
 order reproduced bit for bit, and both derivative modes of every collective
 against central finite differences, float32 and float64 (dg.vjp / dg.jvp
 of the kernels of test/python/kernels_collectives.py)."""
@@ -10,8 +11,10 @@ import diffgpu as dg
 import kernels_collectives as K
 
 NAMES = sorted(K.OPS)
-#: block shapes: a multiple of 32, a partial last warp, a 3-D block (lin order)
-BLOCKS = [(64, 1, 1), (50, 1, 1), (8, 4, 2)]
+#: block shapes: two warps, three warps, a 3-D block (lin order)
+BLOCKS = [(64, 1, 1), (96, 1, 1), (8, 4, 2)]
+#: blocks with a partial warp: every launch of a collective on them is refused
+PARTIAL = [(50, 1, 1), (1, 1, 1), (16, 3, 1), (5, 4, 3)]
 TOL = {np.float64: 1e-6, np.float32: 2e-2}
 
 
@@ -33,6 +36,41 @@ def test_values(name, block):
     n = int(np.prod(block))
     X = _x(np.float64, 2, n)
     np.testing.assert_allclose(_run(name, X, block), K.reference(name, X), rtol=1e-12, atol=1e-12)
+
+
+def _refused(e, name, block):
+    n = int(np.prod(block))
+    msg = str(e.value)
+    assert f"kernel '{K.OPS[name].name}'" in msg, msg
+    assert f"dg.{name.replace('_const', '')}" in msg, msg
+    assert f"block {block} has {n} threads, not a multiple of the warp (32)" in msg, msg
+
+
+@pytest.mark.parametrize("block", PARTIAL)
+@pytest.mark.parametrize("name", NAMES)
+def test_partial_warp_is_refused(name, block):
+    """A block whose thread count is not a multiple of 32: the launch, the
+    dg.vjp and the dg.jvp are a LaunchError naming the kernel, the
+    collective and the block, and change nothing; the same kernel then runs
+    on whole warps (the fast path's second launch, with the error first)."""
+    n = int(np.prod(block))
+    X = _x(np.float64, 2, n)
+    Y = np.full_like(X, 7.0)
+    for _ in range(2):  # the full path, then the fast path of a known token
+        with pytest.raises(dg.LaunchError) as e:
+            K.OPS[name][2, block](X, Y)
+        _refused(e, name, block)
+        assert (Y == 7.0).all()
+    with pytest.raises(dg.LaunchError) as e:
+        dg.vjp(K.OPS[name][2, block], X, Y, cotangents={"Y": np.ones_like(X)})
+    _refused(e, name, block)
+    with pytest.raises(dg.LaunchError) as e:
+        dg.jvp(K.OPS[name][2, block], X, Y, tangents={"X": np.ones_like(X)})
+    _refused(e, name, block)
+    assert (Y == 7.0).all()
+    X = _x(np.float64, 2, 64)
+    np.testing.assert_allclose(_run(name, X, (64, 1, 1)), K.reference(name, X),
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_sums_and_scan_in_gpu_order():
@@ -59,7 +97,7 @@ def _loss(name, X, dY, block):
 
 
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
-@pytest.mark.parametrize("block", [(64, 1, 1), (50, 1, 1)])
+@pytest.mark.parametrize("block", [(64, 1, 1), (96, 1, 1)])
 @pytest.mark.parametrize("name", NAMES)
 def test_reverse_against_finite_differences(name, block, dt):
     n = int(np.prod(block))
@@ -78,7 +116,7 @@ def test_reverse_against_finite_differences(name, block, dt):
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 @pytest.mark.parametrize("name", NAMES)
 def test_forward_against_finite_differences_and_reverse(name, dt):
-    n = 50
+    n = 96
     X = _x(dt, 1, n, seed=5)
     tX = np.random.RandomState(6).randn(1, n).astype(dt)
     t = dg.jvp(K.OPS[name][1, n], X, np.zeros_like(X), tangents={"X": tX})["Y"]
@@ -120,7 +158,7 @@ def test_two_collectives_in_a_loop():
 
 @pytest.mark.parametrize("dt", [np.int32, np.int64])
 def test_integer_values(dt):
-    n = 50
+    n = 96
     x = (np.arange(n) * 7919 % 101 - 50).astype(dt)
     Y = np.zeros((6, n), dt)
     K.ints_k[1, n](x[None, :].copy(), Y)
@@ -167,7 +205,7 @@ def test_second_order_hessian_vector_product(dt):
     np.testing.assert_allclose(hv, fd, rtol=TOL[dt], atol=TOL[dt] * np.abs(fd).max())
 
 
-@pytest.mark.parametrize("n", [64, 50])
+@pytest.mark.parametrize("n", [64, 96])
 def test_shuffle_offsets_that_are_values(n):
     """shfl_xor/up/down by a loop variable (negative offsets too): the values
     and the gradient (the transpose of shfl_idx) against finite differences."""

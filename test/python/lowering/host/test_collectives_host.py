@@ -73,13 +73,13 @@ def test_atomic_max_has_no_derivative():
 
 @pytest.mark.parametrize("name", sorted(K.OPS))
 def test_racecheck_sees_no_race_in_the_staging(name):
-    X = K.reference("block_sum", np.ones((1, 50)))  # any values
+    X = K.reference("block_sum", np.ones((1, 96)))  # any values
     Y = np.zeros_like(X)
     with dg.racecheck():
-        K.OPS[name][1, 50](X, Y)
+        K.OPS[name][1, 96](X, Y)
     np.testing.assert_allclose(Y, K.reference(name, X), rtol=1e-12)
     with dg.racecheck():  # the derivative's collectives too
-        dg.vjp(K.OPS[name][1, 50], X, np.zeros_like(X), cotangents={"Y": np.ones_like(X)})
+        dg.vjp(K.OPS[name][1, 96], X, np.zeros_like(X), cotangents={"Y": np.ones_like(X)})
 
 
 def test_racecheck_reports_a_collective_only_some_threads_reach():
