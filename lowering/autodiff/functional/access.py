@@ -26,10 +26,16 @@ An array only read is an *input*, only written an *output*, otherwise
 every component the global id of one dimension or a constant) let the
 functional API move fewer bytes:
 
-- `store_key`: an output with exactly one `memref.store`, in the kernel's own
-  body outside any loop, at a thread-unique index: every element is written
+- `store_key`: an output stored once (`stored_once`): its `memref.store`s,
+  in the kernel's own body outside any loop, all at one thread-unique index
+  (the same global ids and constants), no two on one execution path: one
+  store, or several in different regions of a common `scf.if` (`if ...:
+  y[i] = a else: y[i] = b`, at any nesting). Every element is then written
   at most once in a launch (given that the dimensions not named in the key
-  have one thread), so its cotangent need not be consumed. Also a 1-D
+  have one thread), so its cotangent need not be consumed. Two stores one
+  after the other on a path (`y[i] = a; y[i] = b`) are not: the first
+  store's adjoint is zero, which erasing the consuming `shadow = 0` stores
+  would lose (the cotangent would count twice). Also a 1-D
   output written in rows (`out[c * i + k]` for distinct constants `k`
   spanning less than `c`, from several stores or one constant-trip loop:
   lowering/autodiff/functional/rows.py): then the key is `[d]` of that global id.
@@ -169,6 +175,43 @@ def _diff_use(op, operand: int, funcs):
     return ()
 
 
+def _ancestry(op, fn) -> list:
+    """[(ancestor op, index of the region holding the previous one)], from
+    `op`'s parent out to (not including) `fn`."""
+    out, child, p = [], op, op.parent
+    while p is not None and p != fn.operation:
+        out.append((p, _region_of(child, p)))
+        child, p = p, p.parent
+    return out
+
+
+def exclusive(a, b, fn) -> bool:
+    """No execution of `fn` runs both ops: their innermost common ancestor
+    is an `scf.if` holding them in different regions (then / else)."""
+    up_a, up_b = _ancestry(a, fn), _ancestry(b, fn)
+    for p, ra in up_a:
+        for q, rb in up_b:
+            if p == q:
+                return p.name == "scf.if" and ra != rb
+    return False  # both in the function's own block: one path runs both
+
+
+def stored_once(stores, fn):
+    """The one index key (elision.py's `index_key`) of `stores` (the
+    `memref.store`s of one array in `fn`'s own body) when the array is
+    stored once: every store outside loops at that thread-unique index and
+    every two of them `exclusive`; else None."""
+    keys = {index_key(list(op.operands)[2:]) for op in stores}
+    if not stores or len(keys) != 1 or None in keys:
+        return None
+    if any(_in_loop(op, fn) for op in stores):
+        return None
+    for i, a in enumerate(stores):
+        if not all(exclusive(a, b, fn) for b in stores[i + 1:]):
+            return None
+    return next(iter(keys))
+
+
 def _dims(key):
     return None if key is None else [c[1] if c[0] == "gid" else None for c in key]
 
@@ -249,13 +292,12 @@ def analyze_module(module) -> list:
         info = _Param()
         _visit(arg, fn, funcs, info, 0, set())
         store_key = load_key = store_guards = None
-        if (info.write and not info.read and not info.nested and not info.opaque
-                and len(info.stores) == 1):
-            op, key, where = info.stores[0]
-            if key is not None and not _in_loop(op, where):
+        if info.write and not info.read and not info.nested and not info.opaque:
+            key = stored_once([op for op, _, _ in info.stores], fn)
+            if key is not None:
                 store_key = _dims(key)
-                if all(c[0] == "gid" for c in key):
-                    store_guards = _guards(op, fn)
+                if all(c[0] == "gid" for c in key) and len(info.stores) == 1:
+                    store_guards = _guards(info.stores[0][0], fn)
         if (store_key is None and info.write and not info.read and not info.nested
                 and not info.opaque and info.stores):
             d = rows_dim([op for op, _, _ in info.stores], fn)  # out[c * gid + k]
@@ -310,4 +352,4 @@ def analyze_text(text: str) -> list:
         return analyze_module(ir.Module.parse(text))
 
 
-__all__ = ["analyze_module", "analyze_text"]
+__all__ = ["analyze_module", "analyze_text", "exclusive", "stored_once"]

@@ -7,11 +7,12 @@ that the shadows follow the functional convention, as in JAX's vjp:
 
 | kind   | the array is                           | rewrite                                   |
 |--------|----------------------------------------|-------------------------------------------|
-| `cot`  | an output: one `memref.store`, outside | erase the primal stores (the result is not |
-|        | loops, at a thread-unique index, or    | needed) and the consuming `shadow = 0`     |
-|        | 1-D rows `c * gid + k` (rows.py), no   | stores: the cotangent is only read (for    |
-|        | other access; or an in-out array only  | atomic adds: erase them; it is read anyway)|
-|        | `diffgpu.atomic_add`ed (unused result) |                                            |
+| `cot`  | an output stored once: its stores, out-| erase the primal stores (the result is not |
+|        | side loops, at one thread-unique index,| needed) and the consuming `shadow = 0`     |
+|        | no two on one path (access.py's        | stores: the cotangent is only read (for    |
+|        | `stored_once`), or 1-D rows `c * gid + | atomic adds: erase them; it is read anyway)|
+|        | k` (rows.py), no other access; or an   |                                            |
+|        | in-out array only `diffgpu.atomic_add`ed (unused result) |                          |
 | `grad` | an input: only loads, all at one index | its shadow updates go to a per-thread      |
 |        | of global ids (`x[i]`, `x[j, i]`)      | register, zero at entry, written once to   |
 |        |                                        | `shadow[key]` at exit (when in bounds): the |
@@ -52,8 +53,7 @@ from diffgpu.lowering.autodiff.functional.rows import rows_dim
 from diffgpu.lowering.autodiff.spec import FUNCTIONAL
 from diffgpu.lowering.autodiff.functional.transpose import transpose
 from diffgpu.lowering.autodiff.functional import owned, owned_grad
-
-_LOOPS = ("scf.for", "scf.while", "scf.parallel", "scf.forall")
+from diffgpu.lowering.autodiff.functional.access import stored_once
 
 
 def finish(pas, gen) -> None:
@@ -82,22 +82,13 @@ def _uses(v):
     return [(_owner(u), u.operand_number) for u in v.uses]
 
 
-def _in_loop(op, fn) -> bool:
-    p = op.parent
-    while p is not None and p != fn.operation:
-        if p.name in _LOOPS:
-            return True
-        p = p.parent
-    return False
-
-
 def _rewrite(pas, fn, acts, kinds) -> None:
     entry = fn.regions[0].blocks[0]
     args = list(entry.arguments)
     n = len(acts)
     pos, shadow = n, {}
     for k, a in enumerate(acts):
-        if a in ("dup", "dupnoneed"):
+        if a in ("dup", "dupnoneed", N.DUP32):
             shadow[k] = args[pos]
             pos += 1
     # a stencil's gather replays the body: last, once the other shadows are
@@ -135,15 +126,15 @@ def _cot(pas, fn, k, prim, sh) -> None:
         return _bad(pas, fn.operation, k, "cot",
                     f"it is stored {len(stores)} times and added to {len(adds)} times "
                     "(only stores, or only atomic adds, are needed)")
-    one = (len(stores) == 1 and not _in_loop(stores[0], fn)
-           and index_key(list(stores[0].operands)[2:]) is not None)
+    one = stored_once(stores, fn) is not None
     if (not one and rows_dim(stores, fn) is None
             and owned.pattern([(op, list(op.operands)[2:]) for op in stores], fn,
                               stores=True) is None):
         return _bad(pas, stores[0], k, "cot",
-                    "its stores are neither one store outside loops at a thread-unique "
-                    "index (global ids and constants) nor rows `c * gid + k` that no two "
-                    "threads share (nor stores at distinct constant offsets of global ids)")
+                    "its stores are neither stored once (outside loops, at one "
+                    "thread-unique index of global ids and constants, no two on one "
+                    "path) nor rows `c * gid + k` that no two threads share (nor stores "
+                    "at distinct constant offsets of global ids)")
     consume = []
     for op, i in _uses(sh):
         if op.name in ("memref.dim", "memref.load"):
