@@ -75,8 +75,12 @@ ALL = (GEOMETRY + (BARRIER, ATOMIC_ADD) + (ATOMIC_RMW,) + COLLECTIVES + (SHARED_
 MAX_TYPE_RUNS = 128
 #: the attribute holding the operand count of each callee argument
 GROUPS_ATTR = "groups"
+#: reverse mode's `dup` of a 16-bit float array whose shadow is a float32
+#: array of its shape (the host API's scratch shadows: docs/language.md,
+#: 16-bit floats): the gradients accumulate in float32, the host rounds once
+DUP32 = "dup32"
 #: activities whose argument group holds the primal then its shadow/tangent
-SHADOWED = ("dup", "dupnoneed", "cot", "grad")
+SHADOWED = ("dup", "dupnoneed", "cot", "grad", DUP32)
 
 #: operand layout of diffgpu.atomic_add: memref, value, then the indices
 ATOMIC_MEMREF, ATOMIC_VALUE, ATOMIC_FIRST_INDEX = 0, 1, 2

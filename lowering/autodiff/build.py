@@ -30,6 +30,25 @@ def memref_elem(t):
     return ir.MemRefType(t).element_type
 
 
+def is_half(t) -> bool:
+    """A 16-bit float type (float16, bfloat16): stored in 16 bits, computed
+    and accumulated in float32."""
+    return isa(t, ir.F16Type) or isa(t, ir.BF16Type)
+
+
+def adjoint_type(t):
+    """The type adjoints of values of type `t` accumulate in: float32 for
+    the 16-bit floats (one rounding, when stored), `t` itself otherwise."""
+    return ir.F32Type.get() if is_half(t) else t
+
+
+def wide_memref(t):
+    """The float32 scratch shadow type of a 16-bit float memref type `t`:
+    the same shape, layout and memory space with float32 elements."""
+    m = ir.MemRefType(t)
+    return ir.MemRefType.get(m.shape, ir.F32Type.get(), m.layout, m.memory_space)
+
+
 def index_type():
     return ir.IndexType.get()
 

@@ -197,13 +197,18 @@ def whole_launch(op, funcs):
 def accumulate(shadow, d, idx, guard):
     """shadow[idx] += d: plain when `guard` is () , atomic when None, else
     plain under the runtime check that the dimensions in `guard` have one
-    thread and one block."""
+    thread and one block. `d` (float32 for a 16-bit element: B.adjoint_type)
+    is rounded once to a 16-bit shadow's type: by the atomic, or after the
+    float32 add of the plain update."""
+    elem = B.memref_elem(shadow.type)
+
     def atomic():
-        dg_ops.atomic_add(shadow, d, idx)
+        dg_ops.atomic_add(shadow, B.cast_float(d, elem), idx)
 
     def plain():
         old = memref.load(shadow, idx)
-        memref.store(arith.addf(old, d), shadow, idx)
+        new = arith.addf(B.cast_float(old, d.type), d)
+        memref.store(B.cast_float(new, elem), shadow, idx)
 
     if guard is None:
         return atomic()

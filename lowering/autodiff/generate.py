@@ -7,10 +7,12 @@ import hashlib
 import itertools
 
 from diffgpu._mlir import func, ir
+from diffgpu.dialects import names as N
 from diffgpu.dialects.ops import AutodiffOp, DiffOp, SharedAllocOp
 
 from diffgpu.lowering.common import targets
 
+from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff import elision as E
 from diffgpu.lowering.autodiff import locals as L
 from diffgpu.lowering.autodiff import shared as SH
@@ -165,14 +167,16 @@ class Generator:
         shadows = {}
         for k, a in enumerate(spec.acts):
             if S.is_shadowed(a):
-                shadows[args[k]] = entry.add_argument(spec.arg_types[k], fn.location)
+                t = spec.arg_types[k]  # a float32 scratch for dup32 (names.DUP32)
+                shadows[args[k]] = entry.add_argument(
+                    B.wide_memref(t) if a == N.DUP32 else t, fn.location)
         seed = [entry.add_argument(t, fn.location) for t in spec.result_types]
         sh, sh_idx, _ = SH.hoist(self.pas, fn, entry, SH.shared_allocs(self.pas, fn))
         shadows.update(sh)
         ins = [a.type for a in entry.arguments]
         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, grads))
         act = Activity(entry, _idx(spec.acts, ("active",)),
-                       _idx(spec.acts, ("dup", "dupnoneed")) | set(sh_idx))
+                       _idx(spec.acts, ("dup", "dupnoneed", N.DUP32)) | set(sh_idx))
         tape = T.Tape(entry, entry)
         R = ReverseSweep(self, act, tape, shadows, split=False)
         R.augment_calls(spec.target, entry)
@@ -213,18 +217,19 @@ class Generator:
         fh = (entry.add_argument(ht, aug.location), entry.add_argument(ct, aug.location))
         aug.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(list(ins) + [ht, ct], list(outs)))
-        rins = list(ins) + [t for a, t in zip(acts, ins) if a == "dup"] + list(outs) + [ht, ct]
+        rins = list(ins) + [B.wide_memref(t) if a == N.DUP32 else t for a, t in zip(acts, ins)
+                            if a in _DUPS] + list(outs) + [ht, ct]
         rev = self.new_func(rev_name, rins, grads, target, aug.location)
         rentry = rev.regions[0].blocks[0]
         rargs = list(rentry.arguments)
         args = list(entry.arguments)
         shadows, pos = {}, len(ins)
         for k, a in enumerate(acts):
-            if a == "dup":
+            if a in _DUPS:
                 shadows[args[k]] = rargs[pos]
                 pos += 1
         seed = rargs[pos:pos + len(outs)]
-        act = Activity(entry, _idx(acts, ("active",)), _idx(acts, ("dup",)))
+        act = Activity(entry, _idx(acts, ("active",)), _idx(acts, _DUPS))
         tape = T.Tape(entry, rentry, fwd_holder=fh, rev_holder=(rargs[-2], rargs[-1]))
         R = ReverseSweep(self, act, tape, shadows, split=True, rev_args=rargs)
         R.augment_calls(target, entry)
@@ -236,6 +241,10 @@ class Generator:
                     finish=lambda: _finish(R, args, acts, None))
         self.busy.discard(key)
         return self.made[key]
+
+
+#: the call arguments with a shadow in a split function: a float32 one for dup32
+_DUPS = ("dup", N.DUP32)
 
 
 def _idx(acts, kinds):

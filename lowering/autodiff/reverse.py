@@ -13,6 +13,7 @@ recomputed: see remat.py).
 from __future__ import annotations
 
 from diffgpu._mlir import arith, func, ir, memref
+from diffgpu.dialects import names as N
 from diffgpu.lowering.common import targets
 
 from diffgpu.lowering.autodiff import build as B
@@ -108,8 +109,8 @@ class ReverseSweep:
                     or any(self.is_active(r) for r in results)):
                 continue
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            acts = ["dup" if self.is_dup(a) else "active" if self.is_active(a) else "const"
-                    for a in args]
+            acts = [self._dup_kind(a) if self.is_dup(a) else "active" if self.is_active(a)
+                    else "const" for a in args]
             names = self.gen.split(callee, acts, target, op)
             if names is None:
                 continue
@@ -126,6 +127,12 @@ class ReverseSweep:
                                                      [r.type for r in results], grad_types)
             op.operation.erase()
         self.act.ops = walk_ops(entry)
+
+    def _dup_kind(self, a) -> str:
+        """A call argument's shadowed kind: dup32 when its shadow is a float32
+        scratch of a 16-bit array (names.DUP32), else dup."""
+        sh = self.shadows.get(a)
+        return N.DUP32 if sh is not None and sh.type != a.type else "dup"
 
     def needs(self, op) -> bool:
         if op.operation in self.added:
@@ -241,10 +248,13 @@ class ReverseSweep:
 
     # -- adjoints -----------------------------------------------------------
     def add_adj(self, v, d):
-        """adjoint(v) += d (d: a value of v's type)."""
+        """adjoint(v) += d (d: a value of v's type; of a 16-bit float's, its
+        adjoint is float32: B.adjoint_type)."""
         if not self.is_active(v) or d is None:
             return
         d = d.v if isinstance(d, B.V) else d
+        if B.is_half(v.type):
+            d = B.cast_float(d, B.adjoint_type(v.type))
         frame = self.frame_of(v)
         if frame is self.frame and v not in self.nested:
             old = frame.local.get(v)
@@ -252,25 +262,26 @@ class ReverseSweep:
             return
         slot = self.slots.get(v)
         if slot is None:
-            slot = self.slots[v] = self.tape.adj_slot(v.type)
+            slot = self.slots[v] = self.tape.adj_slot(B.adjoint_type(v.type))
         memref.store((B.V(memref.load(slot, [])) + d).v, slot, [])
 
     def get_adj(self, v):
-        """The total adjoint of v, read at its definition (None when zero);
-        a slot is reset to zero for the next loop iteration."""
+        """The total adjoint of v, read at its definition (None when zero),
+        of type B.adjoint_type(v.type); a slot is reset to zero for the next
+        loop iteration."""
         if not self.is_active(v):
             return None
         a = self.frame.local.pop(v, None)
         slot = self.slots.get(v)
         if slot is not None:
             s = memref.load(slot, [])
-            memref.store(B.zero(v.type), slot, [])
+            memref.store(B.zero(B.adjoint_type(v.type)), slot, [])
             a = s if a is None else (B.V(a) + s).v
         return a
 
     def adj_or_zero(self, v):
         a = self.get_adj(v)
-        return a if a is not None else B.zero(v.type)
+        return a if a is not None else B.zero(B.adjoint_type(v.type))
 
     def prepare(self, entry_block, noalias=False):
         """Before the sweep, on the forward code: `noalias`, the launch proved
@@ -301,4 +312,4 @@ def rev_elementwise(R, op):
             continue
         c = scale(d, partial, args)
         if c is not None:
-            R.add_adj(v, B.cast_float(c.v, v.type))
+            R.add_adj(v, B.cast_float(c.v, B.adjoint_type(v.type)))

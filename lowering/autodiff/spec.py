@@ -17,7 +17,7 @@ from diffgpu.lowering.common import targets
 
 from diffgpu.lowering.autodiff import build as B
 
-KINDS = ("const", "dup", "dupnoneed", "active", "cot", "grad")
+KINDS = ("const", "dup", "dupnoneed", "active", "cot", "grad", N.DUP32)
 #: functional kinds (reverse mode only): shadowed, differentiated as "dup"
 FUNCTIONAL = ("cot", "grad")
 
@@ -125,10 +125,11 @@ def parse(pas, op, gen, mode):
                           f"{n} operand(s), got {seg[k]}")
             return None
         group = groups[k]
-        for v in group:
-            if v.type != t:
+        for j, v in enumerate(group):
+            want = B.wide_memref(t) if act == N.DUP32 and j == 1 else t
+            if v.type != want:
                 pas.error(op, f"'{opname}' argument {k} of @{callee}: operand type "
-                              f"{v.type} does not match parameter type {t}")
+                              f"{v.type} does not match parameter type {want}")
                 return None
         spec.primals.append(group[0])
         if n == 2:
@@ -151,6 +152,9 @@ def _check_act(act, t, mode):
         return None
     if act in FUNCTIONAL and (mode != "rev" or not B.is_memref(t)):
         return f"'{act}' is for arrays in reverse mode (dg.vjp)"
+    if act == N.DUP32 and (mode != "rev" or not B.is_memref(t)
+                           or not B.is_half(B.memref_elem(t))):
+        return f"'{act}' is for 16-bit float arrays in reverse mode"
     if B.is_memref(t):
         if act == "active":
             return "arrays cannot be 'active'; use 'dup'"

@@ -17,6 +17,7 @@ context (`call_info_of`, `reverse_tape_holder`).
 from __future__ import annotations
 
 from diffgpu._mlir import func, ir
+from diffgpu.dialects import names as N
 
 from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff.rules.partials import Rule
@@ -36,7 +37,7 @@ def _call_reverse(R, op):
     info = R.call_info_of(op)
     args = list(op.operands)[:info.nargs]
     primals = [R.need(a) for a in args]
-    shadows = [R.shadow(a) for a, k in zip(args, info.acts) if k == "dup"]
+    shadows = [R.shadow(a) for a, k in zip(args, info.acts) if k in ("dup", N.DUP32)]
     seed = [R.adj_or_zero(r) if B.is_float(r.type) else B.zero(r.type) for r in op.results]
     h, n = R.reverse_tape_holder()
     call = func.CallOp(list(info.grad_types), ir.FlatSymbolRefAttr.get(info.rev_name),

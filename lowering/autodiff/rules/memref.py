@@ -1,7 +1,9 @@
 """Derivative rules of the `memref` dialect.
 
     %v = memref.load %A[%i]     reverse: atomic dA[i] += adj(v) (plain when
-                                elision.py proves i thread-unique)
+                                elision.py proves i thread-unique; a 16-bit
+                                element's float32 adjoint rounded once there,
+                                or added as it is to a float32 scratch shadow)
     memref.store %v, %A[%i]     reverse: adj(v) += dA[i]; dA[i] = 0
 
 The store consumes the adjoint of the overwritten element (SPEC: a shadow
@@ -68,7 +70,7 @@ def _store_reverse(R, op):
     sh = R.shadow(mem)
     idx = [R.need(i) for i in op.operands[2:]]
     d = memref.load(sh, idx) if R.is_active(value) else None
-    memref.store(B.zero(elem), sh, idx)
+    memref.store(B.zero(B.memref_elem(sh.type)), sh, idx)  # a float32 scratch: its own
     R.add_adj(value, d)
 
 

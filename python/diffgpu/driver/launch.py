@@ -294,8 +294,9 @@ def build_module(defn, types, target: str, diff=None, facts=None):
 
 
 #: activity kinds whose parameter gets a shadow right after it in the entry
-#: (cot, grad: dg.vjp's kinds, docs/functional.md)
-SHADOWED_KINDS = ("dup", "dupnoneed", "cot", "grad")
+#: (cot, grad: dg.vjp's kinds, docs/functional.md; dup32: a float32 shadow of
+#: a 16-bit array, dialects/names.py DUP32)
+SHADOWED_KINDS = ("dup", "dupnoneed", "cot", "grad", "dup32")
 
 
 def flat_types(types, diff) -> list:
@@ -308,7 +309,9 @@ def flat_types(types, diff) -> list:
     out, grads = [], []
     for t, k in zip(types, kinds):
         out.append(t)
-        if k in SHADOWED_KINDS:
+        if k == "dup32":
+            out.append(ArrayType("float32", t.ndim))
+        elif k in SHADOWED_KINDS:
             out.append(t)
         if k == "active" and mode == "reverse":
             grads.append(ArrayType(t.dtype, 1))

@@ -60,6 +60,8 @@ def build_diff_text(defn, mode, kinds, arg_types, target):
         g = [param(t)]
         if kind in ("dup", "dupnoneed") + FUNCTIONAL:
             g.append(param(t))
+        elif kind == N.DUP32:  # a float32 scratch shadow of a 16-bit array
+            g.append(param(ArrayT("f32", t.ndim)))
         groups.append(g)
     bufs = [param(ArrayT(t.ty, 1)) for kind, t in zip(kinds, types) if kind == "active"]
     rtypes = [t for kind, t in zip(kinds, types) if kind == "active"]

@@ -22,7 +22,7 @@ import ast
 from diffgpu import activities
 from diffgpu.dialects import names as N
 from diffgpu.frontend.source import FrontendError
-from diffgpu.frontend.types_infer import FLOAT_ELEMS, ArrayT, Scalar
+from diffgpu.frontend.types_infer import FLOAT_ELEMS, STORAGE, ArrayT, Scalar
 from diffgpu.frontend.values import Const, PyObj, TupleV, Value, VecV, describe
 
 KINDS = {activities.Const: "const", activities.Duplicated: "dup",
@@ -39,9 +39,14 @@ FUNCTIONAL = ("cot", "grad")
 def check_activity(kind: str, t, mode: str, k: int) -> None:
     """Raise FrontendError if activity `kind` is invalid for a value of type t."""
     what = f"argument {k} ({t})"
-    if kind not in CLASS_OF and kind not in FUNCTIONAL:
+    if kind not in CLASS_OF and kind not in FUNCTIONAL and kind != N.DUP32:
         raise FrontendError(f"unknown activity {kind!r} for {what}")
     if kind == "const":
+        return
+    if kind == N.DUP32:  # the host API's float32 scratch shadow of a 16-bit array
+        if mode != "reverse" or not isinstance(t, ArrayT) or t.elem not in STORAGE:
+            raise FrontendError(f"{what}: '{kind}' is for 16-bit float arrays in reverse "
+                                "mode")
         return
     if kind in FUNCTIONAL:
         if mode != "reverse" or not isinstance(t, ArrayT) or t.elem not in FLOAT_ELEMS:

@@ -11,6 +11,7 @@ import numpy as np
 
 from diffgpu.runtime.args import is_device_array
 from diffgpu.runtime.fastpath import _ARRAYS
+from diffgpu.types import STORAGE_DTYPES
 
 #: slots of an Active scalar's gradient buffer: the reverse kernel's block b
 #: adds its share at slot b % ACTIVE_SLOTS (frontend/diff_kernel.py), so the
@@ -129,6 +130,42 @@ def empty_like(a):
     return xp_of(a).empty(*_shape_dtype(a))
 
 
+# float32 scratch shadows of 16-bit arrays (docs/language.md, 16-bit floats):
+# the derivative kernel accumulates a gradient into one with float32 adds
+# (atomics from many threads too), and the host rounds it once to the 16-bit
+# dtype after the launch
+def is_half(a) -> bool:
+    """A float16 / bfloat16 array (numpy, ml_dtypes or CuPy)."""
+    dt = getattr(a, "dtype", None)
+    return (np.dtype(dt).name if dt is not None else dtype_of(a)) in STORAGE_DTYPES
+
+
+def zeros32_like(a):
+    """float32 zeros of `a`'s shape on its device (a scratch shadow)."""
+    return xp_of(a).zeros(_shape_dtype(a)[0], np.float32)
+
+
+def copy32(a):
+    """A fresh contiguous float32 copy of `a` (exact: every 16-bit float is a
+    float32) on its device."""
+    xp = xp_of(a)
+    return xp.asarray(a).astype(np.float32, order="C")
+
+
+def narrow(scratch, dtype):
+    """A new array of `dtype` holding the float32 `scratch` rounded to nearest
+    even (one elementwise pass on its device)."""
+    return scratch.astype(dtype)
+
+
+def narrow_into(dst, scratch) -> None:
+    """`dst[...] = scratch`, each float32 element rounded to `dst`'s 16-bit dtype."""
+    if isinstance(dst, np.ndarray):
+        np.copyto(dst, scratch, casting="unsafe")
+        return
+    xp_of(dst).asarray(dst)[...] = scratch
+
+
 def device_scope(a):
     """A context selecting the array's GPU (a no-op on the host)."""
     if not is_device_array(a):
@@ -140,4 +177,5 @@ def device_scope(a):
 
 
 __all__ = ["xp_of", "layout", "byte_range", "overlap", "shape_of", "dtype_of", "copy",
-           "zeros_like", "empty_like", "device_scope"]
+           "zeros_like", "empty_like", "device_scope", "is_half", "zeros32_like", "copy32",
+           "narrow", "narrow_into"]

@@ -12,6 +12,11 @@ functions validate the activities (before anything runs), allocate the
 gradient slots on the arrays' device and launch. Inside kernels the same
 names are builtins the frontend compiles (tag `__diffgpu_builtin__`).
 
+A 16-bit array's shadow (float16, bfloat16) is, in reverse mode, a float32
+copy the kernel accumulates into (kind `dup32`: float32 adds and atomics),
+rounded back into the caller's shadow after the launch (one rounding per
+element; docs/language.md, 16-bit floats).
+
 A checked call becomes a `replay.Recipe`, kept per call key (`_call_key`:
 mode, kinds, the launch key of primals and shadows). A repeat with an equal
 key skips the checks, facts and program lookup and relaunches with the
@@ -32,6 +37,7 @@ from diffgpu.activities import Active, Activity, Const, Duplicated, DuplicatedNo
 from diffgpu.errors import user_facing
 from diffgpu.errors import LaunchError
 from diffgpu.hostdiff.buffers import ACTIVE_SLOTS  # noqa: F401  (kept importable here)
+from diffgpu.hostdiff.buffers import is_half
 from diffgpu.runtime import fastpath
 from diffgpu.runtime.args import arg_type, describe_arg, infer_signature, is_device_array
 from diffgpu.types import ScalarType, is_float
@@ -173,10 +179,14 @@ def _diff_launch(mode: str, launcher, activities):
     launcher = _launcher_of(launcher, mode)
     kernel = launcher.kernel
     kinds, primals, shadows = split_activities(kernel, activities, mode)
-    flat = []
-    for p, s in zip(primals, shadows):
+    flat, wide = [], []
+    for k, (p, s) in enumerate(zip(primals, shadows)):
         flat.append(p)
         if s is not None:
+            if mode == "reverse" and not isinstance(arg_type(p, "")[0], ScalarType) \
+                    and is_half(s):  # a float32 scratch shadow (replay.diff_recipe)
+                kinds[k] = "dup32"
+                wide.append(len(flat))
             flat.append(s)
     sig = infer_signature(flat, None, kernel.name)  # device agreement of everything
     types = tuple(arg_type(p, describe_arg(i, kernel.arg_names))[0]
@@ -185,7 +195,8 @@ def _diff_launch(mode: str, launcher, activities):
                   if isinstance(v, np.ndarray) or is_device_array(v)), None)
     from diffgpu.hostdiff.buffers import slot_sum
     summed = _scalar if sig.device == "host" else slot_sum  # no test per call
-    recipe = replay.diff_recipe(launcher, mode, kinds, types, sig, len(flat), scope, summed)
+    recipe = replay.diff_recipe(launcher, mode, kinds, types, sig, len(flat), scope, summed,
+                                wide)
     out = recipe.run(flat, _NO_SEEDS, first=True)
     replay.keep(kernel, key, recipe, flat, _NO_SEEDS)
     STATS["autodiff_plan"] += 1

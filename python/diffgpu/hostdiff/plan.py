@@ -411,6 +411,15 @@ class Call:
                 prim[i] = src
         return prim
 
+    def _wide(self, g, kind) -> bool:
+        """Does alias group `g`, of functional kind `kind`, get a float32
+        scratch shadow? A 16-bit array the kernel reads, under Enzyme's
+        convention (its gradient accumulates, atomically where threads may
+        meet): the adds are float32 and the result is rounded once
+        (docs/language.md, 16-bit floats)."""
+        return (kind is None and self.read(g) and M.is_half(self.args[g[0]])
+                and not self.facts[g[0]].get("rmw"))
+
     def vjp(self, cotangents: dict, outputs: bool):
         """The Recipe of this call's reverse mode (replay.py)."""
         seeds = self.seeds(cotangents, "cotangents", self.written)
@@ -432,9 +441,12 @@ class Call:
             elif kind == "grad":
                 sh = _buf(bufs, "empty" if self.covered(g[0]) else "zeros", ("arg", g[0]))
             elif gi in seeds:
-                sh = _buf(bufs, "copy", ("seed", seeds[gi]))
+                sh = _buf(bufs, "copy32" if self._wide(g, kind) else "copy",
+                          ("seed", seeds[gi]))
             else:
-                sh = _buf(bufs, "zeros", ("arg", g[0]))
+                sh = _buf(bufs, "zeros32" if self._wide(g, kind) else "zeros", ("arg", g[0]))
+            if self._wide(g, kind):  # a float32 scratch shadow (names.DUP32)
+                kind = "dup32"
             for i in g:
                 kinds[i], shadows[i] = kind or "dup", sh
         out, slots = {}, []
@@ -447,6 +459,8 @@ class Call:
             if self.read(g):
                 # an accumulated in-out array: its gradient is its cotangent
                 grad = ("copy", seeds[gi]) if kinds[g[0]] == "cot" else shadows[g[0]]
+                if kinds[g[0]] == "dup32":  # the float32 scratch rounded once
+                    grad = ("narrow", (grad[1], M.dtype_of(self.args[g[0]])))
                 for i in g:
                     if self.wrt is None or self.names[i] in self.wrt:
                         out[self.names[i]] = grad

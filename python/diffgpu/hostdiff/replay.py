@@ -60,20 +60,28 @@ from diffgpu.runtime.specialize import ALIGN
 _MAX = 1024
 
 
-def diff_recipe(launcher, mode: str, kinds, types, sig, nflat: int, scope, slot_sum):
+def diff_recipe(launcher, mode: str, kinds, types, sig, nflat: int, scope, slot_sum,
+                wide=()):
     """The Recipe of a checked host-level `dg.autodiff` / `dg.fwddiff` call
     (diff.py): the derivative kernel takes the caller's `nflat` values
     (primals and shadows, in order: "arg" i) then, in reverse mode, one
     fresh slot array per Active scalar, whose sums `slot_sum` makes are
     the results, in order (named 0, 1, ...). `scope`: the position of an
-    array among the values (its device is the call's), or None."""
+    array among the values (its device is the call's), or None. `wide`:
+    the positions of 16-bit shadows that the kernel takes as float32
+    copies ("copy32"), rounded back into them after the launch."""
     from types import SimpleNamespace
 
     slots = [t.dtype for t, k in zip(types, kinds) if k == "active"] if mode == "reverse" else []
     call = SimpleNamespace(launcher=launcher, types=tuple(types), sig=sig,
                            kernel=launcher.kernel)
-    recipe = Recipe(call, mode, kinds, (), [("arg", i) for i in range(nflat)], slots,
+    flat = [("arg", i) for i in range(nflat)]
+    bufs = [("copy32", ("arg", i)) for i in wide]
+    for b, i in enumerate(wide):
+        flat[i] = ("buf", b)
+    recipe = Recipe(call, mode, kinds, bufs, flat, slots,
                     [(k, ("slot", k)) for k in range(len(slots))], False, scope)
+    recipe.back = tuple((b, i) for b, i in enumerate(wide))
     recipe.slot_sum = slot_sum
     return recipe
 
@@ -113,15 +121,19 @@ class Recipe:
     `flat`: per argument of the derivative kernel ("arg", i), ("seed",
     name), ("buf", b) or ("val", float); `slots`: the dtypes of the Active
     scalars' slot arrays (appended to `flat`); `results`: (name, source)
-    with source ("buf", b), ("slot", k) or ("copy", name) (a copy of that
-    seed); `late`: a plain launch of the kernel follows (outputs=True);
+    with source ("buf", b), ("slot", k), ("copy", name) (a copy of that
+    seed) or ("narrow", (b, dtype)) (float32 buffer b rounded to a 16-bit
+    dtype); `late`: a plain launch of the kernel follows (outputs=True);
     `baked`: the seeds taken by value (scalar tangents: kept only when
-    immutable, so the key holds their value)."""
+    immutable, so the key holds their value); `back`: (b, i) per float32
+    scratch shadow b that the launch's argument i (a 16-bit array) takes
+    back, rounded, after it (host-level dg.autodiff). Buffers "zeros32" and
+    "copy32" are float32 scratch shadows (buffers.py)."""
 
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
                  "program", "facts", "aligned", "packed", "_scope", "_slot_make", "_makers", "baked",
-                 "slot_sum", "absent")
+                 "slot_sum", "absent", "back")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -147,6 +159,7 @@ class Recipe:
         #: `dg.vjp` / `dg.jvp`: {parameter without a result: why}, the
         #: results a `Derivatives` dict; None: a plain dict (`dg.autodiff`)
         self.absent = None
+        self.back = ()
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
@@ -198,6 +211,8 @@ class Recipe:
                 if _pointer(flat[p]) % ALIGN:
                     return None
             self._launch(flat)
+        for b, i in self.back:  # float32 scratch shadows, rounded into the caller's
+            M.narrow_into(args[i], bufs[b])
         if self.late:
             self.launcher(*args)
         if self.absent is None:
@@ -210,6 +225,8 @@ class Recipe:
                 out[name] = bufs[what]
             elif where == "slot":
                 out[name] = self.slot_sum(slots[what])
+            elif where == "narrow":
+                out[name] = M.narrow(bufs[what[0]], what[1])
             else:
                 out[name] = M.copy(seeds[what])
         return out
@@ -334,10 +351,15 @@ class Derivatives(dict):
         raise NoDerivativeError(why or f"{name!r} is not a parameter of the kernel")
 
 
+_PLANNED = {"copy": "copy", "empty": "empty_like", "zeros": "zeros_like",
+            "zeros32": "zeros32_like", "copy32": "copy32"}
+
+
 def _planned(how: str):
     """buffers.py's function making a fresh buffer of kind `how` ("copy",
-    "empty" or "zeros"), looked up at each planned call."""
-    return M.copy if how == "copy" else M.empty_like if how == "empty" else M.zeros_like
+    "empty", "zeros", or a float32 scratch: "zeros32", "copy32"), looked up
+    at each planned call."""
+    return getattr(M, _PLANNED[how])
 
 
 def _maker(how: str, src):
@@ -351,6 +373,11 @@ def _maker(how: str, src):
     xp = M.xp_of(src)
     if how == "copy":  # `asarray` of these is the array itself
         return lambda a: xp.array(a, copy=True)
+    if how == "copy32":
+        return lambda a: a.astype(np.float32, order="C")
+    if how == "zeros32":
+        shape = src.shape
+        return lambda a: xp.zeros(shape, np.float32)
     make, shape, dtype = xp.empty if how == "empty" else xp.zeros, src.shape, src.dtype
     return lambda a: make(shape, dtype)
 
