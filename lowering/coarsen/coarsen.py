@@ -329,6 +329,9 @@ def _autodiff_free(fn) -> bool:
     return not any(o.name in N.DIFF for o in _walk(fn))
 
 
+from diffgpu.lowering.coarsen import rows as _rows  # noqa: E402,F401  (registers diffgpu-coarsen-rows)
+
+
 def factor_in_ptx(ptx: str, entry: str) -> int:
     """The coarsening a compiled kernel got: its tail function (always
     called, never inlined; `__dg_tail` for COARSEN, `__dg_tail_x<F>` for

@@ -1,5 +1,6 @@
 """`mark_facts`: a launch's facts recorded on the frontend's module, and the
-coarsening they allow. It sits above both halves it joins: the facts
+coarsening they allow (of x: lowering/coarsen/coarsen.py; of the rows of a
+reverse program: lowering/coarsen/rows.py). It sits above both halves it joins: the facts
 (lowering/facts/specialize.py says what they are and who reads them) and the
 coarsening decision (lowering/coarsen/coarsen.py's `factor_for`).
 """
@@ -7,7 +8,9 @@ from __future__ import annotations
 
 from diffgpu._mlir import ir
 
+from diffgpu.dialects import names as N
 from diffgpu.lowering.coarsen import coarsen
+from diffgpu.lowering.coarsen import rows as rows_pass
 from diffgpu.lowering.common import session
 from diffgpu.lowering.facts.attrs import COARSEN_ATTR, FACTS_ATTR, NOALIAS_ATTR
 from diffgpu.lowering.facts.specialize_shapes import index32_safe
@@ -40,8 +43,18 @@ def mark_facts(text: str, entry: str, facts) -> str:
                     if factor > 1:
                         op.attributes[COARSEN_ATTR] = ir.IntegerAttr.get(
                             ir.IntegerType.get_signless(64), factor)
+                if getattr(facts, "rows", ()) and _reverse_wrapper(op):
+                    op.attributes[rows_pass.ROWS_ATTR] = ir.DenseI64ArrayAttr.get(
+                        [int(v) for v in facts.rows])
                 break
         else:
             raise ValueError(f"no function @{entry} to specialise")
         return session.hand_over(module)  # the driver compiles it without a re-parse
 
+
+
+def _reverse_wrapper(fn) -> bool:
+    """Is kernel `fn` a reverse derivative wrapper (its body starts with a
+    `diffgpu.autodiff`): the programs the rows coarsening is for."""
+    ops = list(fn.regions[0].blocks[0].operations) if len(fn.regions[0].blocks) else []
+    return bool(ops) and ops[0].operation.name == N.AUTODIFF

@@ -387,8 +387,10 @@ def _host_pipeline(opts) -> list[str]:
     # the race-checked variant checks the program as written: the block sums
     # of diffgpu-aggregate-atomics add barriers that could hide its races
     aggregate = [] if opts.racecheck else ["diffgpu-block-sums", "diffgpu-aggregate-atomics"]
+    # and runs its blocks as launched: no rows coarsening (lowering/coarsen/rows.py)
+    rows = [] if opts.racecheck else ["diffgpu-coarsen-rows"]
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
             "diffgpu-expand-special-math", "diffgpu-check-barriers", "diffgpu-check-collectives",
-            "diffgpu-specialize", "diffgpu-stencil-adjoint", "diffgpu-combine-adds",
+            "diffgpu-specialize", *rows, "diffgpu-stencil-adjoint", "diffgpu-combine-adds",
             *aggregate, "diffgpu-expand-collectives", lower,
             *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

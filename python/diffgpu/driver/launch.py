@@ -143,6 +143,9 @@ class Program:
         self.coarsen = int(payload.get("coarsen") or 1)
         #: () or the logical (y, z) grid extents the program was folded for
         self.grid_fold = tuple(payload.get("grid_fold") or ())
+        #: () or (R, remainder): a reverse program running R rows of grid y per
+        #: block (lowering/coarsen/rows.py); its launch divides grid y by R
+        self.rows = tuple(payload.get("rows") or ())
         #: the warp / block collectives the entry reaches (lowering/checks/collectives.py)
         self.collectives = tuple(payload.get("collectives") or ())
         self.host = host
@@ -155,6 +158,8 @@ class Program:
             from diffgpu.runtime.cpu import HostProgram
             self.host = _compiler_call(lambda: HostProgram.from_llvm_text(payload["llvm"]),
                                        payload.get("name", self.entry))
+        if self.rows and self.host is not None:
+            self.host.row_blocks[self.entry] = self.rows[0]
 
 
 def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
@@ -166,6 +171,10 @@ def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
     (a GPU machine without MLIR) falls back to the generic one.
     """
     checked = target == "host" and racecheck_enabled()  # its own compiled variant
+    if facts is not None and facts.rows and (diff is None or diff[0] != "reverse"):
+        import dataclasses
+        facts = dataclasses.replace(facts, rows=())  # for reverse programs only
+        facts = None if facts.trivial() else facts
     mem_key = (tuple(types), target, diff) + ((facts.key(),) if facts is not None else ()) \
         + (("racecheck",) if checked else ())
     prog = defn._programs.get(mem_key)
@@ -336,7 +345,25 @@ def flat_names(names, diff) -> list:
 
 def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=False):
     """Compile from source: (cache payload, host program or None);
-    `racecheck`: the host variant with the data-race detector."""
+    `racecheck`: the host variant with the data-race detector. A reverse
+    program whose rows were coarsened (lowering/coarsen/rows.py) keeps
+    (R, remainder) as "rows" and the grid fold of its coarsened grid."""
+    from diffgpu.lowering.coarsen.rows import folded_grid, record
+    with record() as coarsened:
+        payload, host = _compile_payload(defn, types, target, diff, facts, racecheck)
+    rows = coarsened.get(payload["entry"])
+    if rows:
+        payload["rows"] = list(rows)
+        fold = folded_grid(facts.grid_fold if facts is not None else (), rows[0])
+        if fold:
+            payload["grid_fold"] = list(fold)
+        else:
+            payload.pop("grid_fold", None)
+    return payload, host
+
+
+def _compile_payload(defn, types, target: str, diff=None, facts=None, racecheck=False):
+    """`build_payload`'s compile: (cache payload, host program or None)."""
     src = build_module(defn, types, target, diff, facts)
     payload = {"name": defn.name, "target": target, "entry": src.entry,
                "arg_types": [str(t) for t in types],

@@ -185,6 +185,9 @@ class HostProgram:
         self._dirty = False  # a launch was interrupted before its status was read
         self._scratch_slots: dict = {}  # kernel -> slots of its per-launch scratch
         self._scratch: dict = {}  # kernel -> its runtime/scratch.HostScratch
+        #: kernel -> R: a reverse program running R rows of grid y per block
+        #: (lowering/coarsen/rows.py): its launches run ceil(y / R) blocks in y
+        self.row_blocks: dict = {}
         self._bind(_engine, _keep)
 
     def _bind(self, engine, keep) -> None:
@@ -326,6 +329,9 @@ class HostProgram:
             raise LaunchError(f"kernel {kernel_name!r} takes {len(arg_types)} arguments, "
                               f"got {len(args)}")
         grid, block = _check_dims("grid", grid), _check_dims("block", block)
+        rows = self.row_blocks.get(kernel_name)
+        if rows:
+            grid = (grid[0], -(-grid[1] // rows), grid[2])
         fn = self._entry(kernel_name)
         keep: list = []
         ptrs = [_pack_arg(i, a, t, keep) for i, (a, t) in enumerate(zip(args, arg_types))]

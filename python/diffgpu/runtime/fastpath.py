@@ -238,12 +238,16 @@ class Ready:
 
 def gpu_grid(program, grid) -> tuple:
     """The hardware grid a GPU `program` runs the logical `grid` on: x
-    divided by its coarsening factor, y and z folded when beyond the GPU's
-    limit (runtime/args.py `hardware_grid`). LaunchError when the program
+    divided by its coarsening factor, y by its rows per block (ceil), y
+    and z folded when beyond the GPU's limit (runtime/args.py
+    `hardware_grid`). LaunchError when the program
     was not compiled for that fold (its `grid_fold`, from the payload): a
     folded grid never runs a program that reads the hardware's y and z."""
     from diffgpu.runtime.args import grid_fold, hardware_grid
 
+    rows = program.rows  # R rows of y per block (lowering/coarsen/rows.py)
+    if rows:
+        grid = (grid[0], -(-grid[1] // rows[0]), grid[2])
     fold = grid_fold(grid)
     if tuple(program.grid_fold) != fold:
         from diffgpu.errors import LaunchError

@@ -17,6 +17,7 @@ of the program key (memory and disk cache), like the argument types:
 | `extents`    | per array and dimension: the first array with the same size there | `len(y)` / `memref.dim` read the representative's size (equal guards become one) |
 | `index32`    | every array's element offsets, sizes and strides, and the grid * block extents (per dimension and in total) fit in int32 | GPU: index arithmetic in 32 bits (parameters stay 64-bit) |
 | `grid_fold`  | the grid's y or z extent exceeds the GPU's 65535: its (y, z) extents | GPU: `block_id` / `grid_dim` of y and z computed from the folded hardware grid (runtime/args.py `hardware_grid`); kept with the switch off too: no other program runs such a grid |
+| `rows`       | the block's y extent is 1 and the grid's y extent G >= 2: (R, G % R), R = `rows_factor(G)` | a reverse program may run R consecutive blocks of y in one block (lowering/coarsen/rows.py); primal programs do not take this fact |
 
 No fact holding gives `None`: the generic program, the one every launch
 could use. Overlapping arrays (in-place kernels, the same array passed
@@ -46,6 +47,14 @@ ENABLED = os.environ.get("DIFFGPU_SPECIALIZE", "1") not in ("0", "false", "no")
 COARSEN = 4
 REDUCE_COARSEN = 16
 ALIGN = 16
+#: the rows coarsening (lowering/coarsen/rows.py, docs/coarsening.md): at most
+#: MAX_ROWS rows of y per block, and at least ROW_BLOCKS blocks left in the
+#: launch (two waves of an H200's 132 SMs x 8 resident 256-thread blocks)
+MAX_ROWS = 64
+ROW_BLOCKS = 2 * 132 * 8
+#: DIFFGPU_ROWS=R: every eligible launch takes R rows per block (a power of
+#: two up to MAX_ROWS; 1 turns the coarsening off): to measure the rule
+ROWS_OVERRIDE = int(os.environ.get("DIFFGPU_ROWS", "0") or 0)
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,9 @@ class Facts:
     index32: bool = False   # every index value of the launch fits in int32
     #: () or the logical (y, z) extents of a grid the GPU runs folded
     grid_fold: tuple = ()
+    #: () or (R, G % R): rows of the grid's y extent G per block of a
+    #: coarsened reverse program (`rows_factor`)
+    rows: tuple = ()
 
     def key(self) -> str:
         """Stable text for cache keys."""
@@ -80,20 +92,23 @@ class Facts:
             text += " index32=1"
         if self.grid_fold:
             text += " grid_fold=%d,%d" % tuple(self.grid_fold)
+        if self.rows:
+            text += " rows=%d,%d" % tuple(self.rows)
         return text
 
     def for_target(self, target: str) -> "Facts | None":
         """The facts a target's compiler uses: the CPU lowering reads only
-        `noalias`, `unit_dims` and `extents`, so host programs are not split
+        `noalias`, `unit_dims`, `extents` and `rows`, so host programs are not split
         by the others."""
         f = self if target != "host" else Facts(self.noalias, (), self.unit_dims,
-                                               extents=self.extents)  # no grid_fold
+                                               extents=self.extents,
+                                               rows=self.rows)  # no grid_fold
         return None if f.trivial() else f
 
     def trivial(self) -> bool:
         return not (self.noalias or any(self.contiguous) or self.unit_dims
                     or any(self.aligned) or self.grid_div or self.shared_extents()
-                    or self.index32 or self.grid_fold)
+                    or self.index32 or self.grid_fold or self.rows)
 
     def shared_extents(self) -> bool:
         """Does some array share a size with an earlier one?"""
@@ -297,7 +312,7 @@ def fact_values(arrays, grid=None, block=None) -> tuple | None:
     shaped = _SHAPED.get((layouts, grid, block))
     if shaped is None:
         shaped = _shaped(layouts, grid, block)
-    spans, contiguous, unit, grid_div, grid_div16, extents, index32 = shaped
+    spans, contiguous, unit, grid_div, grid_div16, rows, extents, index32 = shaped
     ranges, aligned, any_array = [], [], False
     for a, span in zip(arrays, spans):
         if a is None:
@@ -310,7 +325,7 @@ def fact_values(arrays, grid=None, block=None) -> tuple | None:
             ranges.append((ptr + span[0], ptr + span[1]))
     noalias = any_array and (len(ranges) < 2 or disjoint(ranges))
     return (noalias, contiguous, unit, tuple(aligned), grid_div, grid_div16, extents, index32,
-            _fold(grid))
+            _fold(grid), rows)
 
 
 def _fold(grid) -> tuple:
@@ -332,7 +347,7 @@ def _fold_only(grid):
     """The fact values with the specialisation off: None, or only the
     `grid_fold` of a grid the GPU cannot run as it is."""
     fold = _fold(grid)
-    return (False, (), (), (), False, False, (), False, fold) if fold else None
+    return (False, (), (), (), False, False, (), False, fold, ()) if fold else None
 
 
 #: (layouts, grid, block) -> `_shaped` of them
@@ -342,7 +357,7 @@ _SHAPED: dict = {}
 def _shaped(layouts, grid, block) -> tuple:
     """The facts of a launch that do not depend on its pointers, and per
     argument the bytes an array covers relative to its pointer (None: none):
-    (spans, contiguous, unit_dims, grid_div, grid_div16, extents, index32)."""
+    (spans, contiguous, unit_dims, grid_div, grid_div16, rows, extents, index32)."""
     spans, contiguous, shapes = [], [], []
     for lay in layouts:
         if lay is None:
@@ -374,8 +389,29 @@ def _shaped(layouts, grid, block) -> tuple:
 
 
 def _geometry_facts(grid, block) -> tuple:
-    """(unit_dims, grid_div, grid_div16) of a geometry (None: unknown)."""
+    """(unit_dims, grid_div, grid_div16, rows) of a geometry (None: unknown)."""
     if grid is None or block is None:
-        return (), False, False
+        return (), False, False, ()
+    r = rows_factor(grid[1]) if block[1] == 1 else 1
     return (tuple(d for d in (1, 2) if grid[d] == 1 and block[d] == 1),
-            grid[0] % COARSEN == 0, grid[0] % REDUCE_COARSEN == 0)
+            grid[0] % COARSEN == 0, grid[0] % REDUCE_COARSEN == 0,
+            (r, grid[1] % r) if r > 1 else ())
+
+
+def rows_factor(rows: int) -> int:
+    """The rows per block R of a coarsened reverse launch whose grid has
+    `rows` blocks in y (lowering/coarsen/rows.py): the largest power of two
+    up to MAX_ROWS and `rows` that leaves at least ROW_BLOCKS blocks
+    (ceil(rows / R)); 1 for none. Each block then adds a parameter's
+    gradient once per column instead of once per row, and the launch keeps
+    enough blocks to fill the GPU twice. `DIFFGPU_ROWS` overrides R.
+
+    >>> rows_factor(65536), rows_factor(2112), rows_factor(4224), rows_factor(1)
+    (16, 1, 2, 1)
+    """
+    if ROWS_OVERRIDE:
+        return ROWS_OVERRIDE if 2 <= ROWS_OVERRIDE <= min(MAX_ROWS, rows) else 1
+    r = MAX_ROWS
+    while r > 1 and (r > rows or -(-rows // r) < ROW_BLOCKS):
+        r //= 2
+    return r
