@@ -107,12 +107,21 @@ def _call(fn: str, launcher, args, seeds: dict, outputs: bool, wrt) -> dict:
         if out is not None:
             STATS["vjp_reuse"] += 1
             return out
+    # the same layouts and aliasing elsewhere in memory (a chain of calls on
+    # new arrays): the plan kept for them, the pointers put in (replay.py)
+    mkey = replay.moved_key(key, args, given)
+    recipe = replay.lookup_moved(kernel, mkey)
+    if recipe is not None:
+        out = recipe.run_moved(args, seeds)
+        replay.keep(kernel, key, recipe, args, seeds)  # these pointers again: a reuse
+        STATS["vjp_moved"] += 1
+        return out
     from diffgpu.hostdiff.plan import Call
 
     call = Call(launcher, args, fn, consts, wrt)
     recipe = call.vjp(seeds, outputs) if fn == "vjp" else call.jvp(seeds, outputs)
     out = recipe.run(args, seeds, first=True)
-    replay.keep(kernel, key, recipe, args, seeds)
+    replay.keep(kernel, key, recipe, args, seeds, mkey)
     STATS["vjp_plan"] += 1
     return out
 

@@ -83,13 +83,8 @@ def _analyze(kernel, types) -> list:
     src = build_module(kernel, types, "host")
 
     def run():
-        from diffgpu.hostdiff.rmw import rmw_kinds
         from diffgpu.lowering.autodiff.functional.access import analyze_text
-        facts = analyze_text(src.text)
-        for f, k in zip(facts, rmw_kinds(src.text)):  # dg.atomic_max/min targets (rmw.py)
-            if f.get("array"):
-                f["rmw"] = k
-        return facts
+        return analyze_text(src.text)
     return _compiler_call(run, f"the read/write analysis of {kernel.name}")
 
 
@@ -416,25 +411,6 @@ class Call:
                 prim[i] = src
         return prim
 
-    def _rmw_groups(self) -> list:
-        """Indices of the alias groups that are one rmw array (rmw.py: only
-        dg.atomic_max, or only dg.atomic_min, with the old value unused)."""
-        return [gi for gi, g in enumerate(self.groups)
-                if len(g) == 1 and self.facts[g[0]].get("rmw") in ("max", "min")]
-
-    def _finals(self, rmw, prim, bufs) -> object:
-        """For the rmw groups `rmw`: each one's primal becomes a fresh copy
-        that rmw.Finals turns into the final values before the launch."""
-        from diffgpu.hostdiff.rmw import Finals
-
-        at = []
-        for gi in rmw:
-            i = self.groups[gi][0]
-            if prim[i][0] != "buf" or bufs[prim[i][1]][0] != "copy":
-                prim[i] = _buf(bufs, "copy", ("arg", i))
-            at.append((i, prim[i][1]))
-        return Finals(self.launcher, [g for g in self.groups if self.written(g)], at)
-
     def _wide(self, g, kind) -> bool:
         """Does alias group `g`, of functional kind `kind`, get a float32
         scratch shadow? A 16-bit array the kernel reads, under Enzyme's
@@ -448,15 +424,12 @@ class Call:
         """The Recipe of this call's reverse mode (replay.py)."""
         seeds = self.seeds(cotangents, "cotangents", self.written)
         inout = any(self.written(g) and self.read(g) for g in self.groups)
-        rmw = self._rmw_groups()
-        late = outputs and (not inout or bool(rmw))  # outputs by a plain launch after
+        late = outputs and not inout  # outputs by a plain launch after the gradient
         if late:
             outputs = False
         n = len(self.names)
         kinds, shadows, bufs = ["const"] * n, [None] * n, []
         fk = self._gatherable([self.functional_kind(g, outputs) for g in self.groups])
-        if rmw:  # Enzyme's convention throughout (rmw.py)
-            fk = [None] * len(fk)
         # a `cot` array's writes are dropped: the caller's array is passed
         prim = self._primals(bufs, outputs, {gi for gi, k in enumerate(fk) if k == "cot"})
         for gi, g in enumerate(self.groups):
@@ -475,8 +448,7 @@ class Call:
             if self._wide(g, kind):  # a float32 scratch shadow (names.DUP32)
                 kind = "dup32"
             for i in g:
-                kinds[i], shadows[i] = kind or ("rmw" if gi in rmw else "dup"), sh
-        pre = self._finals(rmw, prim, bufs) if rmw else None
+                kinds[i], shadows[i] = kind or "dup", sh
         out, slots = {}, []
         for i, r in enumerate(self.role):
             if r == "scalar":
@@ -492,9 +464,7 @@ class Call:
                 for i in g:
                     if self.wrt is None or self.names[i] in self.wrt:
                         out[self.names[i]] = grad
-        recipe = self._recipe("reverse", kinds, prim, shadows, bufs, slots, out, late)
-        recipe.pre = pre
-        return recipe
+        return self._recipe("reverse", kinds, prim, shadows, bufs, slots, out, late)
 
     def jvp(self, tangents: dict, outputs: bool):
         """The Recipe of this call's forward mode (replay.py)."""
@@ -502,9 +472,7 @@ class Call:
         scal = self.scalar_seeds(tangents)
         n = len(self.names)
         kinds, shadows, bufs = ["const"] * n, [None] * n, []
-        rmw = self._rmw_groups()
-        late = outputs and bool(rmw)  # outputs by a plain launch after the tangents
-        prim = self._primals(bufs, outputs and not late)
+        prim = self._primals(bufs, outputs)
         for gi, g in enumerate(self.groups):
             if not self.written(g):
                 sh = ("seed", seeds[gi])  # read only: the tangent code never stores into it
@@ -515,8 +483,7 @@ class Call:
             else:
                 sh = _buf(bufs, "zeros", ("arg", g[0]))
             for i in g:
-                kinds[i], shadows[i] = "rmw" if gi in rmw else "dup", sh
-        pre = self._finals(rmw, prim, bufs) if rmw else None
+                kinds[i], shadows[i] = "dup", sh
         for i, v in scal.items():  # by value: replay.keep keeps only immutable ones
             kinds[i], shadows[i] = "dup", ("val", v)
         out = {}
@@ -524,9 +491,8 @@ class Call:
             if self.written(g):
                 for i in g:
                     out[self.names[i]] = shadows[i]
-        recipe = self._recipe("forward", kinds, prim, shadows, bufs, [], out, late)
+        recipe = self._recipe("forward", kinds, prim, shadows, bufs, [], out, False)
         recipe.baked = tuple(self.names[i] for i in scal)
-        recipe.pre = pre
         return recipe
 
     def _recipe(self, mode, kinds, prim, shadows, bufs, slots, out, late):

@@ -97,11 +97,41 @@ def lookup(kernel, key):
     return table.get(key)
 
 
-def keep(kernel, key, recipe, args, seeds) -> None:
+def moved_key(key, args, given):
+    """The key of a `dg.vjp` / `dg.jvp` call without its pointers (`key`
+    with the launch keys of args and seeds replaced by fastpath.moved_key's
+    of both), or None (no key, or overlapping arrays that are not one view)."""
+    if key is None:
+        return None
+    fn, outputs, names, akey, skey, rest = key
+    both = fastpath.moved_key(((args, akey), (given, skey)))
+    return None if both is None else (fn, outputs, names, both, rest)
+
+
+def lookup_moved(kernel, mkey):
+    """The recipe kept for the pointer-free key `mkey`, or None."""
+    if mkey is None:
+        return None
+    table = kernel.__dict__.get("_moved")
+    if not table:
+        return None
+    if not kernel._programs:  # programs dropped: start over
+        table.clear()
+        return None
+    return table.get(mkey)
+
+
+def keep(kernel, key, recipe, args, seeds, mkey=None) -> None:
     """After a planned call: keep its recipe under `key` (None: the call had
-    a device array type the key did not know yet; it joins for the next)."""
+    a device array type the key did not know yet; it joins for the next)
+    and under the pointer-free `mkey` (`moved_key`), when given."""
     if key is not None and any(type(seeds[n]) not in fastpath._SCALARS for n in recipe.baked):
         return  # a scalar tangent taken by value from a mutable object (a 0-d array)
+    if mkey is not None:
+        moved = kernel.__dict__.setdefault("_moved", {})
+        if len(moved) >= _MAX:
+            moved.clear()
+        moved[mkey] = recipe
     if key is None:
         for a in list(args) + list(seeds.values()):  # device array types join the key
             t = type(a)
@@ -133,7 +163,7 @@ class Recipe:
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
                  "program", "facts", "aligned", "packed", "_scope", "_slot_make", "_makers", "baked",
-                 "slot_sum", "absent", "back", "pre")
+                 "slot_sum", "absent", "back", "moved", "_arrays")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -153,9 +183,6 @@ class Recipe:
         self.packed = None
         self._scope = self._slot_make = self._makers = None  # from the first call (_resolve)
         self.baked = ()  # names of the seeds in `flat` by value ("val")
-        #: None, or pre(args, bufs) run once the fresh buffers exist, before the
-        #: launch (dg.atomic_max/min: the final values, hostdiff/rmw.py)
-        self.pre = None
         #: a slot array -> its scalar's gradient (`dg.autodiff` keeps numpy
         #: scalars on the host: diff.py `_scalar`)
         self.slot_sum = M.slot_sum
@@ -163,6 +190,11 @@ class Recipe:
         #: results a `Derivatives` dict; None: a plain dict (`dg.autodiff`)
         self.absent = None
         self.back = ()
+        #: a replay with every array elsewhere (`run_moved`): (the scalars'
+        #: key, the packed launch, per array its flat position and where its
+        #: pointer goes, lock) from its first such call
+        self.moved = None
+        self._arrays = None  # flat positions of the arrays, their byte spans
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
@@ -176,6 +208,22 @@ class Recipe:
             return self._run(args, seeds, first)
         with scope[0](scope[1]):
             return self._run(args, seeds, first)
+
+    def run_moved(self, args, seeds: dict) -> dict:
+        """Execute the recipe on arrays laid out as at its first call but
+        anywhere in memory (the caller found it by a key without pointers:
+        `moved_key`, the tape's `layout_key`): no checks, no planning, the
+        program kept, the launch packed once and the pointers put in. When
+        the new pointers break an alignment or no-alias fact the kept
+        program assumes, this call selects its program as a first call does
+        (the recipe keeps its own)."""
+        if fastpath.RECORD is not None:
+            fastpath.RECORD.host_diff(self.mode)
+        scope = self._scope
+        if scope is None or scope[2]() == scope[1]:
+            return self._run(args, seeds, False, True)
+        with scope[0](scope[1]):
+            return self._run(args, seeds, False, True)
 
     def _resolve(self, args, seeds) -> None:
         """What the first call learns once: the device scope, the function
@@ -193,13 +241,11 @@ class Recipe:
         self._makers = tuple(_maker(how, args[what] if where == "arg" else seeds[what])
                              for how, (where, what) in self.bufs)
 
-    def _run(self, args, seeds, first):
+    def _run(self, args, seeds, first, moved=False):
         makers = [_planned(how) for how, _ in self.bufs] if first else self._makers
         bufs = [make(args[what] if where == "arg" else seeds[what])
                 for make, (_how, (where, what)) in zip(makers, self.bufs)]
         slots = [make(n, dtype) for make, n, dtype in self._slot_make]
-        if self.pre is not None:
-            self.pre(args, bufs)
         flat = []
         for where, what in self.flat:
             flat.append(args[what] if where == "arg" else seeds[what] if where == "seed"
@@ -211,6 +257,15 @@ class Recipe:
                                          diff=self.diff, facts=self.facts)
             self.aligned = self._aligned_buffers(flat)
             L.run_program(self.program, flat, self.sig, self.grid, self.block)
+        elif moved:
+            if self._facts_hold(flat):
+                self._launch_moved(flat)
+            else:
+                STATS["moved_refacted"] += 1
+                facts = L.facts_for(flat, self.ftypes, self.target, self.grid, self.block)
+                program = L.get_program(self.kernel, self.types, self.target,
+                                        diff=self.diff, facts=facts)
+                L.run_program(program, flat, self.sig, self.grid, self.block)
         else:
             for p in self.aligned:
                 if _pointer(flat[p]) % ALIGN:
@@ -235,6 +290,86 @@ class Recipe:
             else:
                 out[name] = M.copy(seeds[what])
         return out
+
+    def _facts_hold(self, flat) -> bool:
+        """Do the launch facts the kept program was chosen for (alignment,
+        no aliasing) hold for these pointers? Layouts are the first call's."""
+        facts = self.facts
+        if facts is None:
+            return True  # the generic program runs anywhere
+        arrays = self._arrays
+        if arrays is None:
+            from diffgpu.runtime.specialize import array_extent
+            from diffgpu.types import ArrayType
+
+            arrays = []
+            for p, t in enumerate(self.ftypes):
+                if isinstance(t, ArrayType):
+                    lo, hi, _c, ptr = array_extent(flat[p])
+                    arrays.append((p, lo - ptr, hi - ptr))
+            arrays = self._arrays = tuple(arrays)
+        aligned = facts.aligned
+        ranges = []
+        for p, lo, hi in arrays:
+            ptr = _pointer(flat[p])
+            if p < len(aligned) and aligned[p] and ptr % ALIGN:
+                return False
+            if hi > lo:
+                ranges.append((ptr + lo, ptr + hi))
+        if facts.noalias:
+            ranges.sort()
+            for k in range(1, len(ranges)):
+                if ranges[k][0] < ranges[k - 1][1]:
+                    return False
+        return True
+
+    def _launch_moved(self, flat) -> None:
+        """`_launch` with every array's pointer put in (not only the fresh
+        buffers'); the packed launch is made again when a scalar differs."""
+        from diffgpu.types import ArrayType
+
+        program = self.program
+        scalars = tuple(_scalar_key(flat[p]) for p, t in enumerate(program.flat_types)
+                        if not isinstance(t, ArrayType))
+        state = self.moved
+        if state is None or state[0] != scalars:
+            STATS["moved_pack"] += 1
+            every = {p for p, t in enumerate(program.flat_types) if isinstance(t, ArrayType)}
+            if program.kind == "gpu":
+                ready = fastpath.Ready(program, self.sig, self.grid, self.block)
+                ready.seen = True
+                program.gpu.launch_cached(ready, flat, program.flat_types, self.sig.gpu_id or 0)
+                fn, values, current, device = ready.packed
+                self.moved = (scalars, (fn, tuple(values), current, device, ready.grid),
+                              tuple(self._pointer_slots(program, every)), None)
+                return
+            host, entry = program.host, program.entry
+            done = host.pack(entry, flat, program.flat_types, self.grid, self.block)
+            descs = self._descriptors(flat, done[2], every)
+            if descs is not None:
+                self.moved = (scalars, done, tuple(descs), threading.Lock())
+            host.run_packed(entry, done, flat, program.payload.get("arg_names"))
+            return
+        _scalars, done, where, lock = state
+        if lock is None:  # the GPU: every pointer into a copy of the kept values
+            fn, values, current, device, grid = done
+            values = list(values)
+            ptrs = kernel_pointers()(tuple(np.uint64(_pointer(flat[p])) for p, _o in where))
+            for (_p, offsets), ptr in zip(where, ptrs):
+                for o in offsets:
+                    values[o] = ptr
+            device_id = self.sig.gpu_id or 0
+            if current() == device_id:
+                fn(grid, self.block, tuple(values))
+            else:
+                with device(device_id):
+                    fn(grid, self.block, tuple(values))
+            return
+        host = program.host
+        with lock:
+            for p, d in where:
+                d.allocated = d.aligned = _pointer(flat[p])
+            host.run_packed(program.entry, done, flat, program.payload.get("arg_names"))
 
     def _aligned_buffers(self, flat) -> tuple:
         """Positions in `flat` of the fresh buffers and slot arrays whose
@@ -298,15 +433,16 @@ class Recipe:
                 d.allocated = d.aligned = _pointer(flat[p])
             host.run_packed(entry, done, flat, names)
 
-    def _descriptors(self, flat, keep):
+    def _descriptors(self, flat, keep, fresh=None):
         """[(flat position, its memref descriptor in `keep`)] of the fresh
-        buffers and slot arrays (`pack` keeps a descriptor and its pointer
-        per array, a value per scalar, in order); None when `keep` does not
-        look like that."""
+        buffers and slot arrays (or of the positions `fresh`; `pack` keeps a
+        descriptor and its pointer per array, a value per scalar, in order);
+        None when `keep` does not look like that."""
         from diffgpu.types import ArrayType
 
-        fresh = {p for p, (where, _) in enumerate(self.flat) if where == "buf"}
-        fresh |= set(range(len(self.flat), len(flat)))
+        if fresh is None:
+            fresh = {p for p, (where, _) in enumerate(self.flat) if where == "buf"}
+            fresh |= set(range(len(self.flat), len(flat)))
         out, at = [], 0
         for p, t in enumerate(self.program.flat_types):
             if isinstance(t, ArrayType):
@@ -320,13 +456,15 @@ class Recipe:
                 at += 1
         return out
 
-    def _pointer_slots(self, program) -> list:
+    def _pointer_slots(self, program, fresh=None) -> list:
         """[(flat position, [offsets of its pointer in the packed values])]
-        of the fresh buffers and slot arrays (runtime/gpu.py `pack_fast`)."""
+        of the fresh buffers and slot arrays, or of the positions `fresh`
+        (runtime/gpu.py `pack_fast`)."""
         from diffgpu.types import ArrayType
 
-        fresh = {p for p, (where, _) in enumerate(self.flat) if where == "buf"}
-        fresh |= set(range(len(self.flat), len(program.flat_types)))
+        if fresh is None:
+            fresh = {p for p, (where, _) in enumerate(self.flat) if where == "buf"}
+            fresh |= set(range(len(self.flat), len(program.flat_types)))
         lean = program.gpu.lean
         out, at = [], 0
         for p, t in enumerate(program.flat_types):
@@ -388,6 +526,12 @@ def _maker(how: str, src):
 
 
 _AT, _OFFSET = fastpath._AT, fastpath._OFFSET
+STATS = fastpath.STATS
+
+
+def _scalar_key(v):
+    """A packed scalar's value as the launch key has it (0.0 and -0.0 apart)."""
+    return (type(v), v if v else (v, repr(v)))
 
 
 def _pointer(a) -> int:

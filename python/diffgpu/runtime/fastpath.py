@@ -134,6 +134,51 @@ def launch_key(args, grid, block):
     return tuple(key)
 
 
+def moved_key(pairs):
+    """The launch keys of `pairs` ((values, their `launch_key`), ...) with
+    each array's data pointer replaced by its alias class: the index of the
+    first array of all the pairs' that is the same view (pointer, shape,
+    strides, dtype), else its own. None when two arrays of the same kind of
+    memory share a byte without being the same view (the byte ranges are
+    compared: a caller plans such calls every time). What a checked call
+    reads of the pointers (the alias groups, overlaps) is a function of
+    this key; alignment is not in it (the caller checks it per call)."""
+    out, seen = [], []
+    for values, key in pairs:
+        key, at = list(key), 3
+        for a in values:
+            t = type(a)
+            if t in _SCALARS:
+                at += 2
+                continue
+            ptr, shape, strides = key[at + 2], key[at + 3], key[at + 4]
+            lo = hi = ptr
+            for n, s in zip(shape, strides):
+                if n == 0:
+                    hi = lo = ptr
+                    break
+                if s >= 0:
+                    hi += (n - 1) * s
+                else:
+                    lo += (n - 1) * s
+            else:
+                hi += a.dtype.itemsize
+            me = (ptr, shape, strides, key[at + 1], t is np.ndarray)
+            for k, (other, olo, ohi) in enumerate(seen):
+                if other == me:
+                    cls = k
+                    break
+                if other[4] == me[4] and lo < ohi and olo < hi:
+                    return None
+            else:
+                cls = len(seen)
+                seen.append((me, lo, hi))
+            key[at + 2] = cls
+            at += 6
+        out.append(tuple(key))
+    return tuple(out)
+
+
 def token(args):
     """The token of `args`, or None when one is not fast-path material."""
     out = []

@@ -194,6 +194,7 @@ def test_device_replay_packs_the_fresh_pointers(standin):
     launched = standin
     y, x, ybar = (LO.StandinArray(f32(256)) for _ in range(3))
     dg.vjp(dev_square[1, 256], y, ybar, cotangents={"y": x})  # the device type joins keys
+    dev_square.__dict__.pop("_moved", None)  # (its plan for these layouts: the next call plans)
     del launched[:]
     before = counts()
     grads = [dg.vjp(dev_square[1, 256], y, x, cotangents={"y": ybar})["x"] for _ in range(4)]
@@ -226,6 +227,7 @@ def test_device_replay_gives_each_call_its_own_slots(standin):
     launched = standin
     o, x, y, obar = (LO.StandinArray(f32(256)) for _ in range(4))
     dg.vjp(dev_saxpy[1, 256], o, 2.0, obar, y, cotangents={"o": x})  # the type joins keys
+    dev_saxpy.__dict__.pop("_moved", None)  # (its plan for these layouts: the next call plans)
     made = []
     cp = sys.modules["cupy"]
     zeros = cp.zeros
@@ -264,6 +266,7 @@ def test_device_replay_on_another_gpu_selects_it(standin):
         return a
     y, x, ybar = (on1(f32(256)) for _ in range(3))
     dg.vjp(dev_square[1, 256], y, ybar, cotangents={"y": x})  # the type joins keys
+    dev_square.__dict__.pop("_moved", None)  # (its plan for these layouts: the next call plans)
     before = counts()
     for _ in range(3):
         del entered[:]

@@ -93,11 +93,12 @@ def planned_vjp(op, launcher, args, consts, seeds) -> dict:
         table = kernel.__dict__["_tape_plans"] = {}
     key = layout_key(op)
     recipe = table.get(key)
-    if recipe is None:
-        recipe = Call(launcher, args, "vjp", consts, None).vjp(seeds, False)
-        if len(table) >= _MAX:
-            table.clear()
-        table[key] = recipe
+    if recipe is not None:
+        return recipe.run_moved(args, seeds)
+    recipe = Call(launcher, args, "vjp", consts, None).vjp(seeds, False)
+    if len(table) >= _MAX:
+        table.clear()
+    table[key] = recipe
     return recipe.run(args, seeds, first=True)
 
 
