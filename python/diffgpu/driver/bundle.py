@@ -257,9 +257,10 @@ def _check_fields(where: str, payload: dict) -> None:
                     and len(payload["arg_names"]) == len(payload["arg_types"])) \
             or not (coarsen is None or type(coarsen) is int and coarsen >= 1) \
             or not (lean is None or isinstance(lean, list)
-                    and all(isinstance(x, bool) for x in lean)):
+                    and all(isinstance(x, bool) for x in lean)) \
+            or not (payload.get("collectives") is None or strings(payload["collectives"])):
         raise BundleError(f"{where}: malformed entry (its entry, arg_types, flat_types, "
-                          "arg_names, coarsen or lean)")
+                          "arg_names, coarsen, lean or collectives)")
 
 
 class Bundle:

@@ -81,8 +81,13 @@ def test_softmax_forward_and_vjp(dt):
 
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 def test_layernorm_vjp_against_finite_differences(dt):
-    X, g, b, dY = _data(dt, seed=2, r=2, c=40)  # 40: a partial last warp
+    X, g, b, dY = _data(dt, seed=2, r=2, c=40)  # 40: a partial last warp, refused
     grid, block = K.row_launch(2, 40)
+    with pytest.raises(dg.LaunchError, match=r"kernel 'layernorm' uses dg.block_sum, .*"
+                       r"block \(40, 1, 1\) has 40 threads, not a multiple of the warp"):
+        dg.vjp(K.layernorm[grid, block], X, g, b, np.zeros_like(X), cotangents={"Y": dY})
+    X, g, b, dY = _data(dt, seed=2, r=2, c=64)
+    grid, block = K.row_launch(2, 64)
     G = dg.vjp(K.layernorm[grid, block], X, g, b, np.zeros_like(X), cotangents={"Y": dY})
 
     def loss(X, g, b):

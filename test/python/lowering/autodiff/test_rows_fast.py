@@ -90,20 +90,20 @@ def test_gradcheck_finite_differences():
 
 @dg.kernel
 def _pairs(X, Y):
-    """Each thread reads columns j and j + 4 of its row, writes column j."""
+    """Each thread reads columns j and j + 32 of its row, writes column j."""
     r = dg.global_id(1)
     j = dg.global_id(0)
     u = X[r, j]
-    v = X[r, j + 4]
+    v = X[r, j + 32]
     s = dg.block_sum(u * v)
     Y[r, j] = u * s + v
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("threads,cols,want", [
-    (4, 8, ["grad", "cot"]),   # columns 0..3 and 4..7: every element one thread's
-    (4, 10, ["grad", "cot"]),  # columns 8, 9 never read: the gradient zero-filled
-    (8, 12, ["dup", "cot"]),   # threads j and j + 4 both read columns 4..7: accumulated
+    (32, 64, ["grad", "cot"]),  # columns 0..31 and 32..63: every element one thread's
+    (32, 70, ["grad", "cot"]),  # columns 64..69 never read: the gradient zero-filled
+    (64, 96, ["dup", "cot"]),   # threads j and j + 32 both read columns 32..63: accumulated
 ])
 def test_offsets_shared_by_two_threads_keep_the_dup_kinds(dt, threads, cols, want, kinds):
     """The launch decides: with an x extent above the offsets' distance two
