@@ -6,8 +6,9 @@ test/python/lowering/host/test_collectives_host.py) and the GPU check
 `OPS` maps a name to a kernel `k(X, Y)` over a 1-D block: thread t (linear
 index of a block of any shape) reads v = X[b, t] of its block b and writes
 Y[b, t] = g(op(f(v)), v) with f, g smooth, so every derivative path is taken.
-`reference(name, X)` computes the same with numpy (lanes past a partial
-warp, or out of range, give the thread's own value, as documented).
+`reference(name, X)` computes the same with numpy (a shuffle from a lane
+out of range gives the thread its own value, as documented; blocks are
+whole warps: others are refused at launch).
 """
 import numpy as np
 

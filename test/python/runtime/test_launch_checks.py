@@ -175,3 +175,25 @@ def test_decided_once_per_launch_key(monkeypatch):
     for _ in range(50):
         through_func[1, 64](X, Y)
     assert len(calls) <= 1
+
+
+def test_a_gpu_program_is_refused_before_the_gpu_is_touched():
+    """sm_90 (compiled here, no GPU needed): the payload records the
+    collective, and both ways into a GPU launch (the full path's
+    run_program, the fast path's Ready) raise before the program loads."""
+    from diffgpu.driver.launch import run_program
+    from diffgpu.runtime import fastpath
+    from diffgpu.runtime.args import Signature
+
+    entry = dg.compile(through_func, ("float64[:]", "float64[:]"), target="sm_90")
+    assert entry.payload["collectives"] == ["dg.block_sum"]
+    prog = entry.program_for(None)
+    assert prog.kind == "gpu" and prog.collectives == ("dg.block_sum",)
+    sig = Signature(prog.flat_types, "gpu", 0)
+    assert launch_checks.check_block(prog, (48, 2, 1)) is None  # 96 threads: only the count
+    for block in ((48, 1, 1), (1, 1, 1)):
+        with pytest.raises(dg.LaunchError, match="kernel 'through_func' uses dg.block_sum"):
+            run_program(prog, [object(), object()], sig, (1, 1, 1), block)
+        with pytest.raises(dg.LaunchError, match="kernel 'through_func' uses dg.block_sum"):
+            fastpath.Ready(prog, sig, (1, 1, 1), block)
+    assert prog.gpu._fns == {}  # nothing loaded
