@@ -42,7 +42,12 @@ when
 - an array the program both reads and writes is accessed only in its own
   rows (first index a gid(1)): no block reads what another writes;
 - some add's indices do not depend on gid(1) (a parameter's gradient):
-  otherwise there is nothing to sum and the rewrite only lengthens blocks.
+  otherwise there is nothing to sum and the rewrite only lengthens blocks;
+- the launch proved its arrays disjoint (`diffgpu.noalias`: what
+  `diffgpu-combine-adds` needs to sum the adds).
+
+A kernel whose body is one call (the derivative wrapper after autodiff) is
+analysed through its callee and gets the callee's body only when accepted.
 
 Shared memory and barriers: the block collectives plan their slots for
 loops (lowering/gpu/slot_plan.py: the last collective of a loop body keeps
@@ -66,6 +71,7 @@ from typing import ClassVar
 from diffgpu.dialects import names as N
 from diffgpu.lowering.common import explain
 from diffgpu.lowering.common.ir_util import walk
+from diffgpu.lowering.facts.attrs import NOALIAS_ATTR
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 #: the request `mark_facts` puts on a derivative wrapper: array<i64: R, G % R>
@@ -269,6 +275,26 @@ def _refold(fn, rows: int) -> None:
     fn.attributes[GRID_FOLD] = ir.DenseI64ArrayAttr.get([y, z, -(-(y * z) // hz), hz])
 
 
+def _lone_callee(fn, module):
+    """The function kernel `fn`'s body calls when it is one `func.call`
+    (distinct arguments of `fn`, no results) and a return, else None."""
+    from diffgpu._mlir import ir
+    ops = [o.operation for o in fn.regions[0].blocks[0].operations]
+    if len(ops) != 2 or ops[0].name != "func.call" or len(ops[0].results):
+        return None
+    args = list(fn.regions[0].blocks[0].arguments)
+    operands = list(ops[0].operands)
+    if not all(any(v == a for a in args) for v in operands) or any(
+            operands[i] == operands[j] for i in range(len(operands)) for j in range(i)):
+        return None  # (one array twice: the callee's arguments would alias)
+    name = ir.FlatSymbolRefAttr(ops[0].attributes["callee"]).value
+    for o in module.regions[0].blocks[0].operations:
+        o = o.operation
+        if o.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value == name:
+            return o if len(o.regions[0].blocks) else None
+    return None
+
+
 def folded_grid(fold, rows: int) -> tuple:
     """The (y, z) grid fold of a coarsened program (runtime/args.py
     `grid_fold` of the coarsened grid), from the launch's `fold` ((y, z) or ())."""
@@ -299,11 +325,22 @@ class CoarsenRows(ModulePass):
             del op.attributes[ROWS_ATTR]  # a request; done below or not at all
             if any(o.name in N.DIFF for o in walk(op, include_self=False)):
                 continue  # not differentiated (a pipeline without diffgpu-autodiff)
-            inline_lone_call(op, module)
-            found, why = analyze(op)
+            if NOALIAS_ATTR not in op.attributes:  # combine-adds needs it to sum
+                explain.missed(REMARK, op, "the derivative keeps a block per row: the launch "
+                               "did not prove its arrays disjoint")
+                continue
+            callee = _lone_callee(op, module)
+            found, why = analyze(op if callee is None else callee)
             if found is None:
                 explain.missed(REMARK, op, f"the derivative keeps a block per row: {why}")
                 continue
+            if callee is not None:  # accepted: the kernel gets the callee's body
+                inline_lone_call(op, module)
+                found, why = analyze(op)
+                if found is None:  # (the same ops, the kernel's arguments)
+                    raise ValueError(f"internal: {REMARK}: the inlined derivative of "
+                                     f"@{ir.StringAttr(op.attributes['sym_name']).value} "
+                                     f"is refused after its callee was accepted: {why}")
             coarsen_rows(op, found, rows, rem)
             name = ir.StringAttr(op.attributes["sym_name"]).value
             _note(name, (rows, rem))
