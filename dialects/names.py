@@ -79,8 +79,13 @@ GROUPS_ATTR = "groups"
 #: array of its shape (the host API's scratch shadows: docs/language.md,
 #: 16-bit floats): the gradients accumulate in float32, the host rounds once
 DUP32 = "dup32"
+#: the host API's `dup` of an array that only dg.atomic_max (or only
+#: dg.atomic_min) updates, in a launch after the forward: its primal holds
+#: the forward's final values, NaN where the original value won
+#: (docs/collectives.md, atomic max and min)
+RMW_FINAL = "rmw"
 #: activities whose argument group holds the primal then its shadow/tangent
-SHADOWED = ("dup", "dupnoneed", "cot", "grad", DUP32)
+SHADOWED = ("dup", "dupnoneed", "cot", "grad", DUP32, RMW_FINAL)
 
 #: operand layout of diffgpu.atomic_add: memref, value, then the indices
 ATOMIC_MEMREF, ATOMIC_VALUE, ATOMIC_FIRST_INDEX = 0, 1, 2

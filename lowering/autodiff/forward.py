@@ -19,6 +19,7 @@ tangent of its float result.
 from __future__ import annotations
 
 from diffgpu._mlir import func, ir
+from diffgpu.dialects import names as N
 
 from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff import locals as L
@@ -176,6 +177,10 @@ def forward_function(gen, callee, acts, target, at, shared=False):
         return gen.made[key]
     gen.begin(key, callee, at)
     new = gen.clone(fn, name, target, shared=shared)
+    if N.RMW_FINAL in acts:  # dg.atomic_max/min's final values (rules/collectives.py)
+        from diffgpu.lowering.autodiff.rules.collectives import FINAL_ATTR
+        new.attributes[FINAL_ATTR] = ir.DenseI64ArrayAttr.get(
+            [k for k, a in enumerate(acts) if a == N.RMW_FINAL])
     entry = new.regions[0].blocks[0]
     args = list(entry.arguments)
     tangents = {}

@@ -176,7 +176,8 @@ class Generator:
         ins = [a.type for a in entry.arguments]
         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, grads))
         act = Activity(entry, _idx(spec.acts, ("active",)),
-                       _idx(spec.acts, ("dup", "dupnoneed", N.DUP32)) | set(sh_idx))
+                       _idx(spec.acts, ("dup", "dupnoneed", N.DUP32, N.RMW_FINAL)) | set(sh_idx))
+        _mark_final(fn, spec.acts)
         tape = T.Tape(entry, entry)
         R = ReverseSweep(self, act, tape, shadows, split=False)
         R.augment_calls(spec.target, entry)
@@ -262,3 +263,13 @@ def _finish(R, args, acts, tape):
     if tape is not None:
         tape.release()
     func.ReturnOp(grads)
+
+
+def _mark_final(fn, acts) -> None:
+    """The positions of the "rmw" arguments (names.RMW_FINAL) on the
+    generated function, for dg.atomic_max/min's rule (rules/collectives.py)."""
+    from diffgpu.lowering.autodiff.rules.collectives import FINAL_ATTR
+
+    final = [k for k, a in enumerate(acts) if a == N.RMW_FINAL]
+    if final:
+        fn.attributes[FINAL_ATTR] = ir.DenseI64ArrayAttr.get(final)

@@ -17,7 +17,7 @@ from diffgpu.lowering.common import targets
 
 from diffgpu.lowering.autodiff import build as B
 
-KINDS = ("const", "dup", "dupnoneed", "active", "cot", "grad", N.DUP32)
+KINDS = ("const", "dup", "dupnoneed", "active", "cot", "grad", N.DUP32, N.RMW_FINAL)
 #: functional kinds (reverse mode only): shadowed, differentiated as "dup"
 FUNCTIONAL = ("cot", "grad")
 
@@ -155,6 +155,9 @@ def _check_act(act, t, mode):
     if act == N.DUP32 and (mode != "rev" or not B.is_memref(t)
                            or not B.is_half(B.memref_elem(t))):
         return f"'{act}' is for 16-bit float arrays in reverse mode"
+    if act == N.RMW_FINAL and (not B.is_memref(t) or not B.is_float(B.memref_elem(t))
+                               or B.is_half(B.memref_elem(t))):
+        return f"'{act}' is for float32 / float64 arrays (dg.vjp / dg.jvp of dg.atomic_max)"
     if B.is_memref(t):
         if act == "active":
             return "arrays cannot be 'active'; use 'dup'"

@@ -14,7 +14,14 @@ collective to the tangents.
     shuffle up k        the mirror image (down k)
     shuffle idx s       adj(v) of lane j += adj(r) of every lane that read j
                         (s constant: the warp's sum in lane s; else 32 rounds)
-    atomic_rmw max/min  no derivative: an error naming the op (RMW_WHY)
+    atomic_rmw max/min  in a launch that follows the forward (dg.vjp / dg.jvp: the
+                        array's activity "rmw", its primal the final values F
+                        with NaN where the original value won; FINAL_ATTR):
+                        v == F[i] ? adj(v) += exch(dA[i], 0)    (the first one
+                        to exchange takes dA[i], the others 0)
+                        v == F[i] ? (o = exch(dA[i], dv); o not NaN ? exch(dA[i], o))
+                        (dA[i] NaN where a contribution won: the first one stays)
+                        elsewhere no derivative: an error (RMW_WHY)
     (dg.atomic_sub is an atomic_add of -v: adj(v) = -dA[i])
 
 Max/min of a NaN send no adjoint (no lane compares equal to it).
@@ -152,24 +159,103 @@ def _shuffle_tangent(F, op):
 
 
 # -- atomic max / min ------------------------------------------------------------------
-#: why dg.atomic_max/min have no derivative (docs/collectives.md)
+#: why dg.atomic_max/min have no derivative inside a launch (docs/collectives.md)
 RMW_WHY = ("which contribution won is known only once every thread of the grid has "
-           "done its atomic, and a derivative runs in the same launch as the forward "
-           "(another block's thread may come later); compute the maximum with "
-           "dg.block_max / dg.warp_max, whose derivatives are exact, and store it from "
-           "one thread")
+           "done its atomic, and an in-kernel derivative (dg.autodiff / dg.fwddiff) runs "
+           "in the same launch as the forward (another block's thread may come later); "
+           "differentiate the launch from the host with dg.vjp / dg.jvp, which run the "
+           "forward first (the gradient goes to the value that won) when the array is "
+           "updated only by dg.atomic_max, or only by dg.atomic_min, in the kernel's own "
+           "body, or compute the maximum with dg.block_max / dg.warp_max")
+#: attribute of a generated derivative function: the positions of its "rmw"
+#: arguments (array<i64>), whose primal holds the launch's final values
+FINAL_ATTR = "diffgpu.rmw_final"
 
 
 def _rmw_activity(A, op):
     return A.is_dup(op.operands[0]) and A.mark(op.results[0])
 
 
+def _final_arg(op):
+    """Whether the memref of atomic_rmw `op` is an "rmw" argument of the
+    generated function holding it (its primal: the final values)."""
+    from diffgpu._mlir import ir as _ir
+
+    m = dg.opview(op).memref
+    if not isinstance(m, _ir.BlockArgument):
+        try:
+            m = _ir.BlockArgument(m)
+        except (ValueError, TypeError):
+            return False
+    fn = op.operation.parent
+    while fn is not None and fn.name != "func.func":
+        fn = fn.parent
+    if fn is None or FINAL_ATTR not in fn.attributes:
+        return False
+    if m.owner != fn.regions[0].blocks[0]:
+        return False
+    return m.arg_number in list(_ir.DenseI64ArrayAttr(fn.attributes[FINAL_ATTR]))
+
+
 def _rmw_needs(R, op):
     view = dg.opview(op)
-    if R.is_active(view.value) or (R.is_dup(view.memref) and R.is_active(op.results[0])):
+    shadowed = R.is_dup(view.memref)
+    if not (R.is_active(view.value) or shadowed):  # shadowed: a constant may win too
+        return False
+    if shadowed and len(list(op.results[0].uses)):
+        R.error(op, f"the old value returned by dg.atomic_{view.kind} ({N.ATOMIC_RMW}) is "
+                    "used: its derivative is not supported (use the atomic as a statement)")
+        return False
+    if not shadowed or view.kind not in ("max", "min") or not _final_arg(op):
         R.error(op, f"dg.atomic_{view.kind} ({N.ATOMIC_RMW}) of an active value or into a "
-                    f"shadowed array has no derivative: {RMW_WHY}")
-    return False
+                    f"shadowed array has no derivative here: {RMW_WHY}")
+        return False
+    return True
+
+
+def _won(view, final, value, idx):
+    """i1: this contribution equals the final value (NaN where the
+    original value won: no contribution equals it)."""
+    from diffgpu._mlir import memref
+
+    return B.cmpf("oeq", value, memref.load(final, idx))
+
+
+def _rmw_reverse(R, op):
+    view = dg.opview(op)
+    idx = [R.need(i) for i in view.indices]
+    v = R.need(view.value)
+    won = _won(view, R.need(view.memref), v, idx)
+    t = v.type
+    branch = scf.IfOp(won, [t], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([dg.atomic_rmw("exch", R.shadow(view.memref), B.zero(t), idx)])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([B.zero(t)])
+    if R.is_active(view.value):
+        R.add_adj(view.value, branch.results[0])
+    op.erase()  # F stays F (max(F, v) = F): the array is only read here
+
+
+
+
+def _rmw_tangent(F, op):
+    """The host leaves NaN in the tangent where a contribution wins (rmw.py):
+    the first to exchange finds it and keeps its tangent there; a later one
+    finds a number and puts it back."""
+    view = dg.opview(op)
+    idx = [F.val(i) for i in view.indices]
+    won = _won(view, F.val(view.memref), F.val(view.value), idx)
+    branch = scf.IfOp(won, [], has_else=False)
+    with ir.InsertionPoint(branch.then_block):
+        sh = F.shadow(view.memref)
+        old = dg.atomic_rmw("exch", sh, F.tangent(view.value), idx)
+        taken = scf.IfOp(B.cmpf("ord", old, old), [], has_else=False)
+        with ir.InsertionPoint(taken.then_block):
+            dg.atomic_rmw("exch", sh, old, idx)
+            scf.YieldOp([])
+        scf.YieldOp([])
+    op.erase()  # F stays F (max(F, v) = F): the array is only read here
 
 
 REVERSE = {
@@ -177,5 +263,5 @@ REVERSE = {
     N.BLOCK_REDUCE: Rule(_needs, _reduce_reverse, _reduce_tangent),
     N.BLOCK_SCAN: Rule(_needs, _scan_reverse, _scan_tangent),
     N.SHUFFLE: Rule(_needs, _shuffle_reverse, _shuffle_tangent),
-    N.ATOMIC_RMW: Rule(_rmw_needs, None, None, _rmw_activity),
+    N.ATOMIC_RMW: Rule(_rmw_needs, _rmw_reverse, _rmw_tangent, _rmw_activity),
 }

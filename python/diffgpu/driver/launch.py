@@ -305,7 +305,7 @@ def build_module(defn, types, target: str, diff=None, facts=None):
 #: activity kinds whose parameter gets a shadow right after it in the entry
 #: (cot, grad: dg.vjp's kinds, docs/functional.md; dup32: a float32 shadow of
 #: a 16-bit array, dialects/names.py DUP32)
-SHADOWED_KINDS = ("dup", "dupnoneed", "cot", "grad", "dup32")
+SHADOWED_KINDS = ("dup", "dupnoneed", "cot", "grad", "dup32", "rmw")
 
 
 def flat_types(types, diff) -> list:

@@ -58,7 +58,7 @@ def build_diff_text(defn, mode, kinds, arg_types, target):
         return v
     for kind, t in zip(kinds, types):
         g = [param(t)]
-        if kind in ("dup", "dupnoneed") + FUNCTIONAL:
+        if kind in ("dup", "dupnoneed", N.RMW_FINAL) + FUNCTIONAL:
             g.append(param(t))
         elif kind == N.DUP32:  # a float32 scratch shadow of a 16-bit array
             g.append(param(ArrayT("f32", t.ndim)))

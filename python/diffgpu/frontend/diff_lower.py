@@ -39,7 +39,7 @@ FUNCTIONAL = ("cot", "grad")
 def check_activity(kind: str, t, mode: str, k: int) -> None:
     """Raise FrontendError if activity `kind` is invalid for a value of type t."""
     what = f"argument {k} ({t})"
-    if kind not in CLASS_OF and kind not in FUNCTIONAL and kind != N.DUP32:
+    if kind not in CLASS_OF and kind not in FUNCTIONAL and kind not in (N.DUP32, N.RMW_FINAL):
         raise FrontendError(f"unknown activity {kind!r} for {what}")
     if kind == "const":
         return
@@ -47,6 +47,10 @@ def check_activity(kind: str, t, mode: str, k: int) -> None:
         if mode != "reverse" or not isinstance(t, ArrayT) or t.elem not in STORAGE:
             raise FrontendError(f"{what}: '{kind}' is for 16-bit float arrays in reverse "
                                 "mode")
+        return
+    if kind == N.RMW_FINAL:  # the host API's final values of dg.atomic_max/min
+        if not isinstance(t, ArrayT) or t.elem not in FLOAT_ELEMS or t.elem in STORAGE:
+            raise FrontendError(f"{what}: '{kind}' is for float32 / float64 arrays")
         return
     if kind in FUNCTIONAL:
         if mode != "reverse" or not isinstance(t, ArrayT) or t.elem not in FLOAT_ELEMS:

@@ -83,8 +83,13 @@ def _analyze(kernel, types) -> list:
     src = build_module(kernel, types, "host")
 
     def run():
+        from diffgpu.hostdiff.rmw import rmw_kinds
         from diffgpu.lowering.autodiff.functional.access import analyze_text
-        return analyze_text(src.text)
+        facts = analyze_text(src.text)
+        for f, k in zip(facts, rmw_kinds(src.text)):  # dg.atomic_max/min targets (rmw.py)
+            if f.get("array"):
+                f["rmw"] = k
+        return facts
     return _compiler_call(run, f"the read/write analysis of {kernel.name}")
 
 
@@ -411,6 +416,27 @@ class Call:
                 prim[i] = src
         return prim
 
+    def _rmw_groups(self) -> list:
+        """Indices of the alias groups that are one rmw array (rmw.py: only
+        dg.atomic_max, or only dg.atomic_min, with the old value unused)."""
+        return [gi for gi, g in enumerate(self.groups)
+                if len(g) == 1 and self.facts[g[0]].get("rmw") in ("max", "min")]
+
+    def _finals(self, rmw, prim, bufs, shadows=None) -> object:
+        """For the rmw groups `rmw`: each one's primal becomes a fresh copy
+        that rmw.Finals turns into the final values before the launch
+        (forward mode, `shadows`: and marks their tangents' buffers)."""
+        from diffgpu.hostdiff.rmw import Finals
+
+        at = []
+        for gi in rmw:
+            i = self.groups[gi][0]
+            if prim[i][0] != "buf" or bufs[prim[i][1]][0] != "copy":
+                prim[i] = _buf(bufs, "copy", ("arg", i))
+            at.append((i, prim[i][1]))
+        tangents = [shadows[i][1] for i, _ in at] if shadows is not None else ()
+        return Finals(self.launcher, [g for g in self.groups if self.written(g)], at, tangents)
+
     def _wide(self, g, kind) -> bool:
         """Does alias group `g`, of functional kind `kind`, get a float32
         scratch shadow? A 16-bit array the kernel reads, under Enzyme's
@@ -424,12 +450,15 @@ class Call:
         """The Recipe of this call's reverse mode (replay.py)."""
         seeds = self.seeds(cotangents, "cotangents", self.written)
         inout = any(self.written(g) and self.read(g) for g in self.groups)
-        late = outputs and not inout  # outputs by a plain launch after the gradient
+        rmw = self._rmw_groups()
+        late = outputs and (not inout or bool(rmw))  # outputs by a plain launch after
         if late:
             outputs = False
         n = len(self.names)
         kinds, shadows, bufs = ["const"] * n, [None] * n, []
         fk = self._gatherable([self.functional_kind(g, outputs) for g in self.groups])
+        if rmw:  # Enzyme's convention throughout (rmw.py)
+            fk = [None] * len(fk)
         # a `cot` array's writes are dropped: the caller's array is passed
         prim = self._primals(bufs, outputs, {gi for gi, k in enumerate(fk) if k == "cot"})
         for gi, g in enumerate(self.groups):
@@ -448,7 +477,8 @@ class Call:
             if self._wide(g, kind):  # a float32 scratch shadow (names.DUP32)
                 kind = "dup32"
             for i in g:
-                kinds[i], shadows[i] = kind or "dup", sh
+                kinds[i], shadows[i] = kind or ("rmw" if gi in rmw else "dup"), sh
+        pre = self._finals(rmw, prim, bufs) if rmw else None
         out, slots = {}, []
         for i, r in enumerate(self.role):
             if r == "scalar":
@@ -464,7 +494,9 @@ class Call:
                 for i in g:
                     if self.wrt is None or self.names[i] in self.wrt:
                         out[self.names[i]] = grad
-        return self._recipe("reverse", kinds, prim, shadows, bufs, slots, out, late)
+        recipe = self._recipe("reverse", kinds, prim, shadows, bufs, slots, out, late)
+        recipe.pre = pre
+        return recipe
 
     def jvp(self, tangents: dict, outputs: bool):
         """The Recipe of this call's forward mode (replay.py)."""
@@ -472,7 +504,9 @@ class Call:
         scal = self.scalar_seeds(tangents)
         n = len(self.names)
         kinds, shadows, bufs = ["const"] * n, [None] * n, []
-        prim = self._primals(bufs, outputs)
+        rmw = self._rmw_groups()
+        late = outputs and bool(rmw)  # outputs by a plain launch after the tangents
+        prim = self._primals(bufs, outputs and not late)
         for gi, g in enumerate(self.groups):
             if not self.written(g):
                 sh = ("seed", seeds[gi])  # read only: the tangent code never stores into it
@@ -483,7 +517,8 @@ class Call:
             else:
                 sh = _buf(bufs, "zeros", ("arg", g[0]))
             for i in g:
-                kinds[i], shadows[i] = "dup", sh
+                kinds[i], shadows[i] = "rmw" if gi in rmw else "dup", sh
+        pre = self._finals(rmw, prim, bufs, shadows) if rmw else None
         for i, v in scal.items():  # by value: replay.keep keeps only immutable ones
             kinds[i], shadows[i] = "dup", ("val", v)
         out = {}
@@ -491,8 +526,9 @@ class Call:
             if self.written(g):
                 for i in g:
                     out[self.names[i]] = shadows[i]
-        recipe = self._recipe("forward", kinds, prim, shadows, bufs, [], out, False)
+        recipe = self._recipe("forward", kinds, prim, shadows, bufs, [], out, late)
         recipe.baked = tuple(self.names[i] for i in scal)
+        recipe.pre = pre
         return recipe
 
     def _recipe(self, mode, kinds, prim, shadows, bufs, slots, out, late):

@@ -163,7 +163,7 @@ class Recipe:
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
                  "program", "facts", "aligned", "packed", "_scope", "_slot_make", "_makers", "baked",
-                 "slot_sum", "absent", "back", "moved", "_arrays")
+                 "slot_sum", "absent", "back", "moved", "_arrays", "pre")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -183,6 +183,9 @@ class Recipe:
         self.packed = None
         self._scope = self._slot_make = self._makers = None  # from the first call (_resolve)
         self.baked = ()  # names of the seeds in `flat` by value ("val")
+        #: None, or pre(args, bufs) run once the fresh buffers exist, before the
+        #: launch (dg.atomic_max/min: the final values, hostdiff/rmw.py)
+        self.pre = None
         #: a slot array -> its scalar's gradient (`dg.autodiff` keeps numpy
         #: scalars on the host: diff.py `_scalar`)
         self.slot_sum = M.slot_sum
@@ -246,6 +249,8 @@ class Recipe:
         bufs = [make(args[what] if where == "arg" else seeds[what])
                 for make, (_how, (where, what)) in zip(makers, self.bufs)]
         slots = [make(n, dtype) for make, n, dtype in self._slot_make]
+        if self.pre is not None:
+            self.pre(args, bufs)
         flat = []
         for where, what in self.flat:
             flat.append(args[what] if where == "arg" else seeds[what] if where == "seed"
