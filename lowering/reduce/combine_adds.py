@@ -59,12 +59,14 @@ from diffgpu.dialects import ops as dg
 from diffgpu.lowering.common import targets as T
 from diffgpu.lowering.common.ir_util import walk
 from diffgpu.lowering.facts.attrs import NOALIAS_ATTR
+from diffgpu.lowering.reduce import half as HALF
 from diffgpu.lowering.reduce import hoist as H
 from diffgpu.lowering.reduce.block_sum import zero
 from diffgpu.lowering.registry import ModulePass, register_pass
 
-#: element types whose adds are combined
-TYPES = ("f32", "f64", "i32", "i64")
+#: element types whose adds are combined (16-bit floats: summed in float32,
+#: rounded once at the one add: reduce/half.py)
+TYPES = ("f32", "f64", "i32", "i64") + HALF.HALF_TYPES
 #: ops an index may be computed by (pure, the same value wherever it is recomputed)
 _PURE_PREFIX = ("arith.", "index.")
 _PURE = ("memref.dim",) + N.GEOMETRY
@@ -201,7 +203,8 @@ def guards_to(op, block):
 def lift(op, path):
     """The add's value and a flag (None: always taken) at the level of the
     block `path` leads to, and the top-level op after which both exist."""
-    value, flag = op.operands[1], None
+    with op.location, ir.InsertionPoint(op):
+        value, flag = HALF.wide(op.operands[1]), None  # a 16-bit add's float32 value
     if not path:
         return value, None, op
     with op.location, ir.InsertionPoint(op):
@@ -257,8 +260,10 @@ def pairwise(values):
 
 def emit_add(target, indices, value, flag, loc, ip, block):
     """`atomic_add(target[indices], value)` at `ip`, under `scf.if flag` unless
-    flag is None; the indices recomputed there where needed."""
+    flag is None; the indices recomputed there where needed. A float32 sum
+    into a 16-bit array is rounded once, here (reduce/half.py)."""
     with loc, ip:
+        value = HALF.narrow(value, target.type.element_type)
         if flag is None:
             idx = [materialize(i, block, ip) for i in indices]
             dg.atomic_add(target, value, idx)

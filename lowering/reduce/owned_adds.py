@@ -47,6 +47,7 @@ from diffgpu.dialects import ops as dg
 from diffgpu.dialects.ops import BlockIdOp, GridDimOp, ThreadIdOp
 from diffgpu.lowering.common.ir_util import const_int
 from diffgpu.lowering.facts.indices import _geom, _op, _strip, global_dim
+from diffgpu.lowering.reduce import half as HALF
 
 
 def _geometry_pure(v, depth=0) -> bool:
@@ -283,8 +284,11 @@ def _plain(add, cond):
 
 def _rmw(target, value, idx):
     old = memref.load(target, idx)
-    new = arith.addf(old, value) if isinstance(value.type, ir.FloatType) else \
-        arith.addi(old, value)
+    if HALF.is_half(old.type):  # float32 add, one rounding (reduce/half.py)
+        new = HALF.narrow(arith.addf(HALF.wide(old), HALF.wide(value)), old.type)
+    else:
+        new = arith.addf(old, value) if isinstance(value.type, ir.FloatType) else \
+            arith.addi(old, value)
     memref.store(new, target, idx)
 
 
