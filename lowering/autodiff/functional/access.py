@@ -44,8 +44,9 @@ functional API move fewer bytes:
   only one touching its element, so the gradient is accumulated plainly.
 - `stencil`: an input (not `load_key`) of a kernel made only of the ops
   lowering/autodiff/functional/transpose.py replays, all of whose loads are in the
-  kernel's own body at `gid(0) + k` (k constant): the sorted offsets k. Its
-  gradient can be gathered (thread j sums what threads j - k gave it).
+  kernel's own body at `gid(0) + k` (k constant), in any branches: the
+  sorted offsets k. Its gradient can be gathered (thread j sums what
+  threads j - k gave it, each replayed with its own branches).
 - `stencil_dims`: an input whose loads, once the kernel's constant-trip
   loops are unrolled, are all at other affine stencil indices
   (`x[i + a, j + b]`, `x[i + a * W + b]`: lowering/facts/affine.py) with

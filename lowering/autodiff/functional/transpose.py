@@ -23,7 +23,10 @@ dx, one vector load of dy and its two neighbours.
 Each clone replays the source thread's whole computation (its guards, its
 tape, its loads of `x` and `dy`), so boundary guards and nonlinear stencils
 need no re-derivation: the clone adds exactly what thread `j - k` added to
-`dx[j]`. Loads the result does not need (e.g. `x` in a linear stencil) are
+`dx[j]`. So the adds may lie in different branches (a heat step's interior
+`x[i - 1]`, `x[i]`, `x[i + 1]` and its ends' `x[i]`): the clone of offset k
+keeps every add at offset k, in whichever branch, and runs the branch its
+source thread took. Loads the result does not need (e.g. `x` in a linear stencil) are
 removed by canonicalisation; what stays is `dy[j - k]` per offset (cached
 neighbours) and one store per element.
 
