@@ -10,6 +10,7 @@ launch leaves the user's arrays untouched.
 from __future__ import annotations
 
 import numbers
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,7 +101,54 @@ def host_array_type(x: np.ndarray, where: str) -> ArrayType:
     return t
 
 
-def cuda_interface(x, where: str) -> dict:
+def torch_of(x):
+    """The torch module when `x` is a torch tensor, else None (never imports
+    torch: a tensor exists only once torch is imported)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, getattr(torch, "Tensor", ())):
+        return torch
+    return None
+
+
+def _numpy_dtype(name: str, where: str):
+    if name == "bfloat16":  # numpy knows it once ml_dtypes is imported
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise LaunchError(f"{where}: bfloat16 tensors need the ml_dtypes package "
+                              "(pip install ml_dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def torch_interface(x, where: str) -> dict:
+    """The `__cuda_array_interface__` of a torch CUDA tensor, from torch's own
+    attributes (pointer, shape, strides, dtype): torch's property has no
+    bfloat16 (older versions raise, newer ones say "<V2", a void type), so
+    "typestr" here is the numpy dtype itself (ml_dtypes' bfloat16 for it)."""
+    if x.requires_grad:
+        raise LaunchError(f"{where}: a torch tensor that requires grad; kernels write their "
+                          "arguments in place, which autograd would not see: pass x.detach() "
+                          "(or use dg.torch.op for a differentiable operator)")
+    if x.layout is not torch_of(x).strided:
+        raise LaunchError(f"{where}: a {x.layout} torch tensor; pass a dense one (x.to_dense())")
+    name = str(x.dtype).rpartition(".")[2]
+    if name not in DTYPES:
+        raise LaunchError(f"{where}: unsupported dtype torch.{name}; diffgpu arrays are "
+                          f"{', '.join(DTYPES)}")
+    item = x.element_size()
+    strides = None if x.is_contiguous() else tuple(int(s) * item for s in x.stride())
+    return {"shape": tuple(int(n) for n in x.shape), "typestr": _numpy_dtype(name, where),
+            "strides": strides, "data": (int(x.data_ptr()) if x.numel() else 0, False),
+            "version": 2}
+
+
+def cuda_interface(x, where: str = "array") -> dict:
+    """`x.__cuda_array_interface__` (a torch CUDA tensor's from its own
+    attributes: `torch_interface`), checked to be a dict with a shape and a
+    type; LaunchError otherwise."""
+    if torch_of(x) is not None and getattr(x, "is_cuda", False):
+        return torch_interface(x, where)
     try:
         cai = x.__cuda_array_interface__
     except Exception as exc:  # a property that raises

@@ -109,15 +109,18 @@ def _load_function(ptx: str, entry: str, device_id: int):
 def pack_args(args, arg_types, lean=None) -> list:
     """The kernel's flat argument list (numpy scalars CuPy passes by value);
     `lean[i]`: array i uses the lean ABI of a specialised kernel (pointer
-    and sizes only, lowering/gpu/nvvm.py)."""
+    and sizes only, lowering/gpu/nvvm.py). Arrays are read through their
+    `__cuda_array_interface__`, torch tensors through their own attributes
+    (args.cuda_interface: pointer, shape, strides; bfloat16 included)."""
+    from diffgpu.runtime.args import cuda_interface
     out = []
     for i, (x, t) in enumerate(zip(args, arg_types)):
         if isinstance(t, ArrayType) and lean and lean[i]:
-            cai = x.__cuda_array_interface__
+            cai = cuda_interface(x)
             out.append(np.uint64(int(cai["data"][0])))
             out += [np.int64(int(s)) for s in cai["shape"]]
         elif isinstance(t, ArrayType):
-            cai = x.__cuda_array_interface__
+            cai = cuda_interface(x)
             shape = tuple(int(s) for s in cai["shape"])
             itemsize = np.dtype(cai["typestr"]).itemsize
             strides = cai.get("strides")

@@ -19,6 +19,7 @@ import numpy as np
 
 from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff.tape.errors import TapeError
+from diffgpu.runtime import torch16
 from diffgpu.runtime.args import device_id, is_device_array
 from diffgpu.runtime.fastpath import host_pointer
 
@@ -27,6 +28,10 @@ def as_array(a):
     """`a` as numpy or CuPy (other CUDA arrays through `cupy.asarray`, no copy)."""
     if isinstance(a, np.ndarray) or not is_device_array(a):
         return a
+    if torch16.handles(a):
+        raise TapeError("dg.Tape: a bfloat16 torch tensor on the GPU: the tape keeps its "
+                        "copies as CuPy arrays, and CuPy has no bfloat16; tape a float32 or "
+                        "float16 tensor, or differentiate each launch with dg.vjp")
     cp = M.xp_of(a)
     return a if isinstance(a, cp.ndarray) else cp.asarray(a)
 
