@@ -56,7 +56,12 @@ if [ "$mode" = "--prepare" ] || [ "$mode" = "--pack" ]; then
       echo "=== prepare $1 -> $2"
       "$PY" "$1" --prepare "$2" || { echo "FAILED: $1 --prepare"; rc=1; }
     done
-    [ -f test/python/interop_kernels.py ] && "$PY" test/python/interop_kernels.py --prepare "$CHECK"
+    # the GPU pytest's programs and CPU results, into the GPU check's directory
+    for k in test/python/interop_kernels.py test/python/bridges/torch16_kernels.py; do
+      [ -f "$k" ] || continue
+      echo "=== prepare $k -> $CHECK"
+      "$PY" "$k" --prepare "$CHECK" || { echo "FAILED: $k --prepare"; rc=1; }
+    done
   fi
   echo "=== pack"
   pack || rc=1

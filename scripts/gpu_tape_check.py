@@ -123,6 +123,9 @@ def run(directory: str) -> int:
             status.append(f"FAIL {type(e).__name__}: {str(e)[:160]}")
             traceback.print_exc()
         rows.append((f"{name} {tag}", ", ".join(status)))
+    b, r = _torch_rows(expected)
+    bad += b
+    rows += r
     try:  # a CuPy write inside a tape, caught with check="launch"
         x = cp.linspace(0.5, 1.5, 12)
         y, loss = cp.zeros(12), cp.zeros(1)
@@ -142,6 +145,45 @@ def run(directory: str) -> int:
         print(f"  {n:28} {s}")
     print(f"{len(rows) - bad} passed, {bad} failed")
     return 1 if bad else 0
+
+
+def _torch_rows(expected) -> tuple[int, list]:
+    """The same programs on torch CUDA tensors (float64 and float32): the
+    tape's and the checkpointed tape's gradients against the CPU's. (bad, rows)"""
+    try:
+        import torch
+    except ImportError:
+        print("torch rows skipped: torch is not installed")
+        return 0, []
+    if not torch.cuda.is_available():
+        print("torch rows skipped: torch has no CUDA device")
+        return 0, []
+    rows, bad = [], 0
+    for name, tag in _cases():
+        status = []
+        try:
+            inputs = {k: torch.tensor(v, device="cuda")
+                      for k, v in P.make(name, dtype=DTYPES[tag]).items()}
+            for opts in ({}, {"checkpoints": 2}):
+                a = {k: v.clone() for k, v in inputs.items()}
+                with dg.Tape(**opts) as tape:
+                    P.PROGRAMS[name](a)
+                for w, g in zip(P.WRT[name], _grads(tape, a, name)):
+                    _check(_numpy(g), expected[f"{name}/{tag}/{w}"], tag)
+                status.append("ckpt" if opts else "tape")
+        except Exception as e:  # noqa: BLE001  (reported, the run goes on)
+            bad += 1
+            status.append(f"FAIL {type(e).__name__}: {str(e)[:160]}")
+            traceback.print_exc()
+        rows.append((f"torch {name} {tag}", ", ".join(status)))
+    return bad, rows
+
+
+def _numpy(g):
+    """A gradient (CuPy array, torch tensor, 0-d) as numpy."""
+    if hasattr(g, "detach"):
+        return g.detach().cpu().numpy()
+    return g.get() if hasattr(g, "get") else np.asarray(g)
 
 
 def main(argv=None) -> int:
