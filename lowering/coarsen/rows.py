@@ -48,6 +48,10 @@ when
 
 A kernel whose body is one call (the derivative wrapper after autodiff) is
 analysed through its callee and gets the callee's body only when accepted.
+Autodiff's atomic-elision guards (`block_dim(1) == 1 && grid_dim(1) == 1`:
+a plain read-modify-write of a parameter's gradient when one thread has the
+y extent) are false in every launch with these facts (grid y >= 2), so
+`fold_unit_guards` keeps only their atomic branch first.
 
 Shared memory and barriers: the block collectives plan their slots for
 loops (lowering/gpu/slot_plan.py: the last collective of a loop body keeps
@@ -275,6 +279,80 @@ def _refold(fn, rows: int) -> None:
     fn.attributes[GRID_FOLD] = ir.DenseI64ArrayAttr.get([y, z, -(-(y * z) // hz), hz])
 
 
+def _unit_test(op):
+    """True / False for `block_dim(1) == 1` / `grid_dim(1) == 1` (and their
+    `!=`) under the rows fact (block y extent 1, grid y extent >= 2), else
+    None."""
+    from diffgpu._mlir import ir
+    from diffgpu.lowering.common.ir_util import const_int
+    if op.name != "arith.cmpi":
+        return None
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    if pred not in (0, 1):  # eq, ne
+        return None
+    a, b = op.operands[0], op.operands[1]
+    if const_int(a) == 1:
+        a, b = b, a
+    g = _op(a)
+    if const_int(b) != 1 or g is None or g.name not in (N.BLOCK_DIM, N.GRID_DIM) or _dim(g) != 1:
+        return None
+    return (g.name == N.BLOCK_DIM) == (pred == 0)
+
+
+def _known(v):
+    """The value of an i1 computed from `_unit_test`s, constants, `andi`
+    and `ori`, else None."""
+    from diffgpu.lowering.common.ir_util import const_int
+    op = _op(v)
+    if op is None:
+        return None
+    if op.name == "arith.constant" and str(v.type) == "i1":
+        c = const_int(v)
+        return None if c is None else bool(c)
+    if op.name in ("arith.andi", "arith.ori"):
+        x, y = _known(op.operands[0]), _known(op.operands[1])
+        if op.name == "arith.andi":
+            return False if False in (x, y) else (True if x is True and y is True else None)
+        return True if True in (x, y) else (False if x is False and y is False else None)
+    return _unit_test(op)
+
+
+def fold_unit_guards(fn) -> None:
+    """The `scf.if`s (without results) of `fn` whose condition the rows fact
+    decides keep only the branch taken: autodiff's atomic-elision guard
+    `block_dim(1) == 1 && grid_dim(1) == 1` (lowering/autodiff/elision.py:
+    a plain read-modify-write when one thread has the y extent) is false in
+    a launch with grid y >= 2, so the adds stay adds (what
+    `diffgpu-combine-adds` sums). True of the original launch, so legal
+    whether the rows are coarsened or not."""
+    for op in walk(fn, include_self=False):
+        if op.name != "scf.if" or len(op.results):
+            continue
+        taken = _known(op.operands[0])
+        if taken is None:
+            continue
+        region = op.regions[0 if taken else 1]
+        if len(region.blocks):
+            inner = [o.operation for o in region.blocks[0].operations]
+            for o in inner[:-1]:  # not the scf.yield
+                o.move_before(op)
+        cond = op.operands[0]
+        op.erase()
+        _erase_dead(cond)
+
+
+def _erase_dead(v) -> None:
+    """Erase the unused pure op computing `v`, and so on up its operands."""
+    stack = [v]
+    while stack:
+        op = _op(stack.pop())
+        if (op is None or len(op.regions) or any(len(list(r.uses)) for r in op.results)
+                or not (op.name.startswith("arith.") or op.name in N.GEOMETRY)):
+            continue
+        stack.extend(op.operands)
+        op.erase()
+
+
 def _lone_callee(fn, module):
     """The function kernel `fn`'s body calls when it is one `func.call`
     (distinct arguments of `fn`, no results) and a return, else None."""
@@ -330,6 +408,7 @@ class CoarsenRows(ModulePass):
                                "did not prove its arrays disjoint")
                 continue
             callee = _lone_callee(op, module)
+            fold_unit_guards(op if callee is None else callee)
             found, why = analyze(op if callee is None else callee)
             if found is None:
                 explain.missed(REMARK, op, f"the derivative keeps a block per row: {why}")
