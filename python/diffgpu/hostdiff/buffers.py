@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffgpu.runtime.args import is_device_array
+from diffgpu.runtime import torch16
+from diffgpu.runtime.args import cuda_interface, is_device_array
 from diffgpu.runtime.fastpath import _ARRAYS
-from diffgpu.types import STORAGE_DTYPES
+from diffgpu.types import STORAGE_DTYPES, dtype_name
 
 #: slots of an Active scalar's gradient buffer: the reverse kernel's block b
 #: adds its share at slot b % ACTIVE_SLOTS (frontend/diff_kernel.py), so the
@@ -34,7 +35,7 @@ def xp_of(a):
 
 def _interface(a) -> dict:
     if is_device_array(a):
-        return a.__cuda_array_interface__
+        return cuda_interface(a)  # (torch tensors' from their attributes: bfloat16 too)
     return a.__array_interface__
 
 
@@ -97,6 +98,8 @@ def dtype_of(a) -> str:
 
 def copy(a):
     """A fresh contiguous copy on the array's device."""
+    if torch16.handles(a):  # (CuPy has no bfloat16: torch makes it)
+        return torch16.copy(a)
     xp = xp_of(a)
     return xp.array(xp.asarray(a), copy=True)
 
@@ -110,6 +113,8 @@ def _shape_dtype(a):
 
 
 def zeros_like(a):
+    if torch16.handles(a):
+        return torch16.zeros(a)
     return xp_of(a).zeros(*_shape_dtype(a))
 
 
@@ -127,6 +132,8 @@ def slot_sum(slots):
 
 
 def empty_like(a):
+    if torch16.handles(a):
+        return torch16.empty(a)
     return xp_of(a).empty(*_shape_dtype(a))
 
 
@@ -137,7 +144,7 @@ def empty_like(a):
 def is_half(a) -> bool:
     """A float16 / bfloat16 array (numpy, ml_dtypes or CuPy)."""
     dt = getattr(a, "dtype", None)
-    return (np.dtype(dt).name if dt is not None else dtype_of(a)) in STORAGE_DTYPES
+    return (dtype_name(dt) if dt is not None else dtype_of(a)) in STORAGE_DTYPES
 
 
 def zeros32_like(a):
@@ -148,6 +155,8 @@ def zeros32_like(a):
 def copy32(a):
     """A fresh contiguous float32 copy of `a` (exact: every 16-bit float is a
     float32) on its device."""
+    if torch16.handles(a):
+        return torch16.copy32(a)
     xp = xp_of(a)
     return xp.asarray(a).astype(np.float32, order="C")
 
@@ -155,6 +164,8 @@ def copy32(a):
 def narrow(scratch, dtype):
     """A new array of `dtype` holding the float32 `scratch` rounded to nearest
     even (one elementwise pass on its device)."""
+    if torch16.device_result(scratch, dtype):  # a torch tensor
+        return torch16.narrow(scratch, dtype)
     return scratch.astype(dtype)
 
 
@@ -162,6 +173,9 @@ def narrow_into(dst, scratch) -> None:
     """`dst[...] = scratch`, each float32 element rounded to `dst`'s 16-bit dtype."""
     if isinstance(dst, np.ndarray):
         np.copyto(dst, scratch, casting="unsafe")
+        return
+    if torch16.handles(dst):
+        torch16.narrow_into(dst, scratch)
         return
     xp_of(dst).asarray(dst)[...] = scratch
 

@@ -39,7 +39,8 @@ from diffgpu.errors import LaunchError
 from diffgpu.hostdiff.buffers import ACTIVE_SLOTS  # noqa: F401  (kept importable here)
 from diffgpu.hostdiff.buffers import is_half
 from diffgpu.runtime import fastpath
-from diffgpu.runtime.args import arg_type, describe_arg, infer_signature, is_device_array
+from diffgpu.runtime.args import (arg_type, cuda_interface, describe_arg, infer_signature,
+                                  is_device_array)
 from diffgpu.types import ScalarType, is_float
 
 
@@ -86,15 +87,14 @@ def _same_memory(a, b) -> bool:
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.shares_memory(a, b)
     if is_device_array(a) and is_device_array(b):
-        return (a.__cuda_array_interface__["data"][0]
-                == b.__cuda_array_interface__["data"][0])
+        return cuda_interface(a)["data"][0] == cuda_interface(b)["data"][0]
     return False
 
 
 def _shape(x) -> tuple:
     if isinstance(x, np.ndarray):
         return x.shape
-    return tuple(x.__cuda_array_interface__["shape"])
+    return tuple(cuda_interface(x)["shape"])  # (torch tensors: their attributes)
 
 
 def split_activities(kernel, activities, mode: str):

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from diffgpu.runtime.args import cuda_interface
+
 #: module switch; tests compare the specialised and the generic programs
 ENABLED = os.environ.get("DIFFGPU_SPECIALIZE", "1") not in ("0", "false", "no")
 #: elements per thread of a coarsened kernel; ALIGN: the vector access's bytes
@@ -145,7 +147,7 @@ def array_extent(x):
             contiguous = bool(getattr(flags, "c_contiguous", False))
         else:
             try:
-                cai = x.__cuda_array_interface__
+                cai = cuda_interface(x)  # (torch tensors: their attributes)
             except Exception:
                 return None
             ptr, shape = int(cai["data"][0]), tuple(cai["shape"])
@@ -259,7 +261,7 @@ def _layout(x):
     if hasattr(getattr(x, "data", None), "ptr") and hasattr(x, "strides"):
         return tuple(x.shape), tuple(x.strides), x.itemsize  # CuPy
     try:
-        cai = x.__cuda_array_interface__
+        cai = cuda_interface(x)  # (torch tensors: their attributes)
     except Exception:
         return None
     item = np.dtype(cai["typestr"]).itemsize

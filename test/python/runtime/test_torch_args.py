@@ -127,3 +127,12 @@ def test_only_bfloat16_cuda_tensors_need_torch_buffers(torch):
     assert torch16.device_result(object(), "bfloat16")
     assert not torch16.device_result(np.zeros(4, np.float32), "bfloat16")
     assert not torch16.device_result(object(), np.float16)
+
+
+def test_the_buffers_read_torch_tensors_through_their_attributes(torch):
+    from diffgpu.hostdiff import buffers as M
+    x = torch.Tensor(torch.bfloat16, (3, 4), stride=(8, 1), ptr=0x7000_0100)
+    assert M.dtype_of(x) == "bfloat16" and M.shape_of(x) == (3, 4)
+    assert M.is_half(x)
+    assert M.layout(x) == (0x7000_0100, (3, 4), (16, 2), np.dtype(ml_dtypes.bfloat16).str)
+    assert M.byte_range(x) == (0x7000_0100, 0x7000_0100 + 2 * 16 + 3 * 2 + 2)
