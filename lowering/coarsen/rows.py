@@ -275,8 +275,13 @@ def _refold(fn, rows: int) -> None:
     if y <= HW_GRID_YZ and z <= HW_GRID_YZ:
         del fn.attributes[GRID_FOLD]
         return
+    fn.attributes[GRID_FOLD] = ir.DenseI64ArrayAttr.get([y, z, *hardware_yz(y, z)])
+
+
+def hardware_yz(y: int, z: int) -> tuple:
+    """(hy, hz) of runtime/args.py `hardware_grid` for a grid of y x z rows."""
     hz = -(-(y * z) // HW_GRID_YZ)
-    fn.attributes[GRID_FOLD] = ir.DenseI64ArrayAttr.get([y, z, -(-(y * z) // hz), hz])
+    return -(-(y * z) // hz), hz
 
 
 def _unit_test(op):

@@ -1,0 +1,266 @@
+"""The rows coarsening of dg.vjp's reverse program (lowering/coarsen/rows.py):
+the coarsened program against the uncoarsened one and float64 finite
+differences on the CPU, for row counts that are and are not multiples of R;
+the kernels that must keep a block per row; the launch fact and R's rule;
+the sm_90 PTX of layernorm_fast's coarsened reverse at 65536 rows (8
+atomics per thread and block, after the row loop; dX stored with plain
+stores; the loop kept, not unrolled)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import diffgpu as dg
+import kernels_rows_coarsen as C
+import kernels_rows_fast as K
+import kernels_rows_params as P
+from diffgpu.runtime import specialize as S
+
+
+@pytest.fixture
+def few_blocks(monkeypatch):
+    """R's rule for small launches: at least 2 blocks left (not 2 waves of
+    an H200), so that a few rows are coarsened. Yields the list of the
+    reverse programs dg.vjp picks (their payloads), in order."""
+    from diffgpu.driver import launch as L
+    monkeypatch.setattr(S, "ROW_BLOCKS", 2)
+    S._SHAPED.clear()  # facts of a layout are memoised
+    picked = []
+    get = L.get_program
+
+    def spy(defn, types, target, diff=None, facts=None):
+        prog = get(defn, types, target, diff, facts)
+        if diff is not None and diff[0] == "reverse":
+            picked.append(prog.payload)
+        return prog
+    monkeypatch.setattr(L, "get_program", spy)
+    yield picked
+    S._SHAPED.clear()
+
+
+def _off(monkeypatch, kernel):
+    """The coarsening off (DIFFGPU_ROWS=1); `kernel`'s kept vjp plans and
+    launches dropped (they hold the program they chose)."""
+    monkeypatch.setattr(S, "ROWS_OVERRIDE", 1)
+    S._SHAPED.clear()
+    for kept in ("_plans", "_moved", "_fast"):
+        kernel.__dict__.pop(kept, None)
+
+
+def _reverse_payloads(kernel):
+    return [p.payload for k, p in kernel._programs.items() if k[2] and k[2][0] == "reverse"]
+
+
+def _rows_of(picked):
+    """The "rows" of the picked reverse programs, in order."""
+    return [tuple(p.get("rows") or ()) for p in picked]
+
+
+def test_rows_factor_rule(monkeypatch):
+    """The largest power of two <= 64 and <= the rows leaving ROW_BLOCKS
+    blocks (two waves of an H200's 132 SMs x 8 blocks); DIFFGPU_ROWS
+    overrides it."""
+    assert S.ROW_BLOCKS == 2 * 132 * 8
+    assert [S.rows_factor(n) for n in (1, 2111, 4224, 8448, 65536, 2 ** 20)] == [1, 1, 2, 4, 16,
+                                                                                 64]
+    monkeypatch.setattr(S, "ROWS_OVERRIDE", 8)
+    assert (S.rows_factor(65536), S.rows_factor(5)) == (8, 1)
+    monkeypatch.setattr(S, "ROWS_OVERRIDE", 0)
+    monkeypatch.setattr(S, "ROW_BLOCKS", 2)
+    assert [S.rows_factor(n) for n in (1, 2, 3, 8, 10, 200)] == [1, 1, 2, 4, 8, 64]
+
+
+def test_rows_fact_and_its_key(few_blocks):
+    """A block y extent of 1 and a grid y of G: rows = (R, G % R), in the
+    key; none for block y > 1 or G = 1."""
+    x = np.zeros((10, 32))
+    f = S.facts_of([(x.ctypes.data, x.shape, None, 8, True)], (1, 10, 1), (32, 1, 1))
+    assert f.rows == (8, 2) and "rows=8,2" in f.key()
+    assert f.for_target("host").rows == (8, 2)
+    f = S.facts_of([(x.ctypes.data, x.shape, None, 8, True)], (1, 10, 1), (32, 2, 1))
+    assert f.rows == ()
+    f = S.facts_of([(x.ctypes.data, x.shape, None, 8, True)], (1, 1, 1), (32, 1, 1))
+    assert f.rows == ()
+
+
+def _ln_data(dt, rows, seed=0):
+    rs = np.random.RandomState(seed)
+    return (rs.randn(rows, K.COLS).astype(dt), (rs.rand(K.COLS) + 0.5).astype(dt),
+            rs.rand(K.COLS).astype(dt), rs.randn(rows, K.COLS).astype(dt))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("rows,want", [(8, (4, 0)), (10, (8, 2)), (3, (2, 1))])
+def test_layernorm_vjp_coarsened_equals_uncoarsened(dt, rows, want, few_blocks, monkeypatch):
+    """layernorm_fast's dg.vjp with R rows per block (a remainder in the
+    last block when R does not divide the rows) against the same vjp with
+    the coarsening off and against the analytic gradients."""
+    X, g, b, dY = _ln_data(dt, rows)
+    launch = K.layernorm_fast[K.fast_launch(rows)]
+    G = dg.vjp(launch, np.zeros_like(X), X, g, b, cotangents={"Y": dY})
+    assert _rows_of(few_blocks)[-1] == want
+    _off(monkeypatch, K.layernorm_fast)
+    H = dg.vjp(launch, np.zeros_like(X), X, g, b, cotangents={"Y": dY})
+    assert _rows_of(few_blocks)[-1] == ()
+    tol = 1e-12 if dt == np.float64 else 2e-5
+    for name in ("X", "g", "b"):
+        np.testing.assert_allclose(G[name], H[name], atol=tol * 10, rtol=tol)
+    dX, dg_, db = P.layernorm_vjp(X, g, b, dY)
+    tol = 1e-10 if dt == np.float64 else 6e-4
+    np.testing.assert_allclose(G["X"], dX, atol=tol, rtol=tol)
+    np.testing.assert_allclose(G["g"], dg_, atol=tol * 10, rtol=tol)
+    np.testing.assert_allclose(G["b"], db, atol=tol * 10, rtol=tol)
+
+
+@pytest.mark.parametrize("rows", [8, 10])
+def test_softmax_vjp_is_not_coarsened(rows, few_blocks, monkeypatch):
+    """softmax_fast has no parameter: its reverse adds nothing shared, so
+    it keeps a block per row (the remark says why) and equals the program
+    with the coarsening off."""
+    X = np.random.RandomState(1).randn(rows, K.COLS)
+    dY = np.random.RandomState(2).randn(rows, K.COLS)
+    launch = K.softmax_fast[K.fast_launch(rows)]
+    G = dg.vjp(launch, np.zeros_like(X), X, cotangents={"Y": dY})
+    payload = few_blocks[-1]
+    assert "rows=" in payload["facts"]
+    assert "rows" not in payload
+    assert any("coarsen-rows [missed]" in r and "no add at an index independent of gid(1)" in r
+               for r in payload["remarks"])
+    _off(monkeypatch, K.softmax_fast)
+    H = dg.vjp(launch, np.zeros_like(X), X, cotangents={"Y": dY})
+    assert "rows=" not in few_blocks[-1]["facts"]
+    np.testing.assert_allclose(G["X"], H["X"], atol=1e-13)
+    S_ = K.softmax_ref(X)
+    np.testing.assert_allclose(G["X"], S_ * (dY - (S_ * dY).sum(1, keepdims=True)), atol=1e-12)
+
+
+def test_layernorm_gradcheck_coarsened(few_blocks):
+    """float64 finite differences through the coarsened reverse (every
+    argument Duplicated: dY read and zeroed in its own row)."""
+    X, g, b, _ = _ln_data(np.float64, 3, seed=3)
+    Y = np.zeros_like(X)
+    assert dg.gradcheck(K.layernorm_fast[K.fast_launch(3)],
+                        dg.Duplicated(Y, np.zeros_like(Y)), dg.Duplicated(X, np.zeros_like(X)),
+                        dg.Duplicated(g, np.zeros_like(g)), dg.Duplicated(b, np.zeros_like(b)))
+    assert (2, 1) in _rows_of(few_blocks)
+
+
+def test_primal_programs_take_no_rows_fact(few_blocks):
+    """The fact is for reverse programs: a plain launch's program key has no
+    rows (no copy per R)."""
+    X, g, b, _ = _ln_data(np.float64, 10)
+    K.layernorm_fast[K.fast_launch(10)](np.zeros_like(X), X, g, b)
+    keys = [k for k in K.layernorm_fast._programs if not k[2]]
+    assert keys and not any("rows=" in str(k) for k in keys)
+
+
+def _vjp_scale(kernel, rows, extra=()):
+    rs = np.random.RandomState(4)
+    X, g, dY = rs.randn(rows, C.COLS), rs.randn(C.COLS), rs.randn(rows, C.COLS)
+    G = dg.vjp(kernel[C.launch(rows)], np.zeros_like(X), X, g, *extra, cotangents={"Y": dY})
+    return X, g, dY, G
+
+
+@pytest.mark.parametrize("rows", [8, 10, 3])
+def test_eligible_row_kernel(rows, few_blocks):
+    """scale_rows: dg = sum over rows of dY * X, dX = dY * g."""
+    X, g, dY, G = _vjp_scale(C.scale_rows, rows)
+    assert _rows_of(few_blocks)[-1] == (S.rows_factor(rows), rows % S.rows_factor(rows))
+    np.testing.assert_allclose(G["g"], (dY * X).sum(0), atol=1e-12)
+    np.testing.assert_allclose(G["X"], dY * g, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel,reason", [
+    (C.scale_rows_block_id, "it reads block_id(1) outside gid(1)"),
+    (C.scale_next_row, "it reads grid_dim(1)"),
+    (C.scale_rows_ticket, "an atomic add's result is used"),
+])
+def test_kernels_that_keep_a_block_per_row(kernel, reason, few_blocks):
+    """Refused, with the reason in the remarks; the gradients stay right."""
+    rows = 10
+    extra = (np.zeros(1, np.int64),) if kernel is C.scale_rows_ticket else ()
+    X, g, dY, G = _vjp_scale(kernel, rows, extra)
+    payload = few_blocks[-1]
+    assert "rows=8,2" in payload["facts"] and "rows" not in payload
+    assert any("coarsen-rows [missed]" in r and reason in r for r in payload["remarks"])
+    Xs = np.roll(X, -1, axis=0) if kernel is C.scale_next_row else X
+    np.testing.assert_allclose(G["g"], (dY * Xs).sum(0), atol=1e-12)
+    if kernel is C.scale_next_row:
+        np.testing.assert_allclose(G["X"], np.roll(dY, 1, axis=0) * g, atol=1e-12)
+    else:
+        np.testing.assert_allclose(G["X"], dY * g, atol=1e-12)
+
+
+def test_race_checked_program_keeps_its_blocks(few_blocks, monkeypatch):
+    """The race checker checks the program as launched: not coarsened."""
+    monkeypatch.setenv("DIFFGPU_RACECHECK", "1")
+    from diffgpu.runtime import racecheck
+    if not racecheck.enabled():
+        pytest.skip("the race check is not switched by DIFFGPU_RACECHECK here")
+    X, g, dY, G = _vjp_scale(C.scale_rows, 10)
+    assert _rows_of(few_blocks)[-1] == ()
+    np.testing.assert_allclose(G["g"], (dY * X).sum(0), atol=1e-12)
+
+
+def _count(ptx, pattern):
+    return len(re.findall(pattern, ptx))
+
+
+def test_sm90_coarsened_layernorm_reverse(monkeypatch, tmp_path):
+    """65536 rows (bench/peers.py's layernorm at 2^26): R = 16 by the rule;
+    the grid (1, 65536) that needed a fold runs as (1, 4096) without one;
+    the PTX adds into dg and db 8 times per thread (4 columns each), after
+    the loop, so once per block of 16 rows instead of once per row; dX is
+    4 plain st.global; no local memory; the loop stays a loop (the
+    uncoarsened program's size, not 16 copies)."""
+    from diffgpu.interop import compile_only
+    monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path))
+    n = 65536
+    X = np.zeros((n, K.COLS), np.float32)  # never written: no pages touched
+    v = np.ones(K.COLS, np.float32)
+    ptxs = {}
+    for rows in (0, 1):
+        monkeypatch.setattr(S, "ROWS_OVERRIDE", rows)
+        S._SHAPED.clear()
+        K.layernorm_fast._programs.clear()
+        with compile_only("sm_90"):
+            dg.vjp(K.layernorm_fast[K.fast_launch(n)], np.zeros_like(X), X, v, v.copy(),
+                   cotangents={"Y": X})
+        (p,) = [p for p in _reverse_payloads(K.layernorm_fast)]
+        ptxs[rows] = p
+    S._SHAPED.clear()
+    on, off = ptxs[0], ptxs[1]
+    assert on["rows"] == [16, 0] and "grid_fold" not in on
+    assert "rows" not in off and off["grid_fold"] == [n, 1]
+    ptx = on["ptx"]
+    assert _count(ptx, r"\batom\.global\.add\.f32") == 8
+    assert _count(ptx, r"\bst\.global") == 4 and _count(ptx, r"\bst\.[bfsu]\d") == 0
+    assert _count(ptx, r"\.local\b") == 0
+    lines = len(ptx.splitlines())
+    assert lines < 1.2 * len(off["ptx"].splitlines())
+    # the 8 atomics come after the row loop's back edge (a compare with 16)
+    back = [m.start() for m in re.finditer(r"setp\.ne\.b32\s+%p\d+, %r\d+, 16;", ptx)]
+    atoms = [m.start() for m in re.finditer(r"\batom\.global\.add\.f32", ptx)]
+    assert back and min(atoms) > max(back)
+    # the runtime launches ceil(65536 / 16) blocks in y, no fold
+    from diffgpu.driver.launch import Program
+    prog = Program.__new__(Program)
+    prog.coarsen, prog.grid_fold, prog.rows, prog.entry = 1, (), (16, 0), on["entry"]
+    from diffgpu.runtime.fastpath import gpu_grid
+    assert gpu_grid(prog, (1, n, 1)) == (1, n // 16, 1)
+    prog.rows = (16, 3)
+    assert gpu_grid(prog, (1, 35, 1)) == (1, 3, 1)
+
+
+def test_coarsened_fold():
+    """A coarsened grid still beyond 65535 in y keeps a fold, of the
+    coarsened grid (runtime/args.py hardware_grid's)."""
+    from diffgpu.lowering.coarsen.rows import folded_grid, hardware_yz
+    from diffgpu.runtime.args import grid_fold, hardware_grid
+    assert folded_grid((65536, 1), 16) == ()
+    assert folded_grid((), 16) == ()
+    assert folded_grid((2 ** 23, 1), 64) == grid_fold((1, 2 ** 17, 1)) == (2 ** 17, 1)
+    for y, z in ((2 ** 17, 1), (70001, 3), (65536, 2)):
+        assert hardware_yz(y, z) == hardware_grid((1, y, z))[1:]
