@@ -112,6 +112,8 @@ class CheckCollectives(ModulePass):
                               "depends on the thread id")
 
     def run(self, module) -> None:
+        from diffgpu.lowering.facts import heap_tape
+        heap_tape.note(module)  # the heap tapes' words, for the payload (facts/heap_tape.py)
         found = getattr(_local, "found", None)
         if found is not None and walk(module, COLLECTIVES):
             found.update(used_collectives(module))

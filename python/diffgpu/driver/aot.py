@@ -287,6 +287,9 @@ def _bind(owner, args, grid, block, key):
     if key is None:
         run_program(program, args, sig, grid, block)
         return None
+    if program.heap_tape is not None:  # its heap tapes fit (runtime/launch_checks.py)
+        from diffgpu.runtime.launch_checks import check_heap
+        check_heap(program, args, grid, block, sig)
     ready = fastpath.Ready(program, sig, grid, block)  # LaunchError: a fold it lacks
     hot = owner.__dict__["_fast"].hot
     if len(hot) >= fastpath._HOT_MAX:

@@ -258,9 +258,32 @@ def _check_fields(where: str, payload: dict) -> None:
             or not (coarsen is None or type(coarsen) is int and coarsen >= 1) \
             or not (lean is None or isinstance(lean, list)
                     and all(isinstance(x, bool) for x in lean)) \
-            or not (payload.get("collectives") is None or strings(payload["collectives"])):
+            or not (payload.get("collectives") is None or strings(payload["collectives"])) \
+            or not _heap_tape_ok(payload.get("heap_tape")):
         raise BundleError(f"{where}: malformed entry (its entry, arg_types, flat_types, "
-                          "arg_names, coarsen, lean or collectives)")
+                          "arg_names, coarsen, lean, collectives or heap_tape)")
+
+
+_TAPE_OPS = {"c": 1, "arg": 1, "dim": 2, "bdim": 1, "gdim": 1, "+": 2, "-": 2, "*": 2,
+             "max": 2, "min": 2, "cdiv": 2, "div": 2, "trips": 3}
+
+
+def _heap_tape_ok(tape) -> bool:
+    """None, or {"words": None or an expression of lowering/facts/heap_tape.py,
+    "initial": words on the stack}."""
+    if tape is None:
+        return True
+    if not isinstance(tape, dict) or set(tape) != {"words", "initial"} \
+            or type(tape["initial"]) is not int or tape["initial"] < 0:
+        return False
+
+    def expr(e, depth=0):
+        if not isinstance(e, list) or not e or depth > 64 or _TAPE_OPS.get(e[0]) != len(e) - 1:
+            return False
+        if e[0] in ("c", "arg", "dim", "bdim", "gdim"):
+            return all(type(x) is int and (e[0] == "c" or x >= 0) for x in e[1:])
+        return all(expr(x, depth + 1) for x in e[1:])
+    return tape["words"] is None or expr(tape["words"])
 
 
 class Bundle:

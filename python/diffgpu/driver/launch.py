@@ -17,7 +17,7 @@ from diffgpu.errors import CompileError, DiffgpuError
 from diffgpu.runtime import fastpath, specialize
 from diffgpu.runtime.store import cache
 from diffgpu.runtime.args import check_arity, infer_signature, parse_type
-from diffgpu.runtime.launch_checks import check_block
+from diffgpu.runtime.launch_checks import check_block, check_heap
 from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import launch_facts
 
@@ -93,6 +93,8 @@ def _checked_ready(kernel, fast, args, grid, block, key):
         if facts is not None:
             facts = None if facts.trivial() else facts.for_target(target)
         found = entry.programs[mem] = get_program(kernel, sig.types, target, facts=facts)
+    if found.heap_tape is not None:  # once per launch key (runtime/launch_checks.py)
+        check_heap(found, args, grid, block, sig)
     ready = fastpath.Ready(found, sig, grid, block)
     hot = fast.hot
     if len(hot) >= fastpath._HOT_MAX:
@@ -123,6 +125,8 @@ def run_program(program, args, sig, grid, block) -> None:
     when the program's collectives do not fit the block
     (runtime/launch_checks.py)."""
     check_block(program, block)
+    if program.heap_tape is not None:
+        check_heap(program, args, grid, block, sig)
     if program.kind == "gpu":  # coarsened x, folded y / z (fastpath.gpu_grid)
         program.gpu.launch(args, program.flat_types, fastpath.gpu_grid(program, grid), block,
                            sig.gpu_id or 0)
@@ -148,6 +152,8 @@ class Program:
         self.rows = tuple(payload.get("rows") or ())
         #: the warp / block collectives the entry reaches (lowering/checks/collectives.py)
         self.collectives = tuple(payload.get("collectives") or ())
+        #: the words of its heap tapes, a formula of the launch (lowering/facts/heap_tape.py)
+        self.heap_tape = payload.get("heap_tape")
         self.host = host
         self.gpu = None
         if self.kind == "gpu":
@@ -349,8 +355,12 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
     program whose rows were coarsened (lowering/coarsen/rows.py) keeps
     (R, remainder) as "rows" and the grid fold of its coarsened grid."""
     from diffgpu.lowering.coarsen.rows import folded_grid, record
-    with record() as coarsened:
+    from diffgpu.lowering.facts import heap_tape
+    from diffgpu.lowering.autodiff.tape import INITIAL_WORDS
+    with record() as coarsened, heap_tape.record() as tapes:
         payload, host = _compile_payload(defn, types, target, diff, facts, racecheck)
+    if payload["entry"] in tapes:  # the words its heap tapes take (runtime/launch_checks.py)
+        payload["heap_tape"] = {"words": tapes[payload["entry"]], "initial": INITIAL_WORDS}
     rows = coarsened.get(payload["entry"])
     if rows:
         payload["rows"] = list(rows)

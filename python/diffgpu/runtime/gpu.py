@@ -194,6 +194,28 @@ def ensure_malloc_heap(device_id: int) -> None:
         _heap_ready.add(device_id)
 
 
+_heap_room: dict = {}
+
+
+def heap_room(device_id: int) -> tuple:
+    """(bytes of the malloc heap, threads the device holds at once) of
+    `device_id`, after `ensure_malloc_heap`: what a launch's heap tapes must
+    fit (runtime/launch_checks.py `check_heap`); read once per device."""
+    found = _heap_room.get(device_id)
+    if found is not None:
+        return found
+    ensure_malloc_heap(device_id)
+    cupy = cupy_module()
+    rt = cupy.cuda.runtime
+    limit = getattr(rt, "cudaLimitMallocHeapSize", 2)
+    with cupy.cuda.Device(device_id) as dev:
+        heap = int(rt.deviceGetLimit(limit))
+        attrs = dev.attributes
+        resident = int(attrs["MultiProcessorCount"]) * int(attrs["MaxThreadsPerMultiProcessor"])
+    found = _heap_room[device_id] = (heap, resident)
+    return found
+
+
 def pack_fast(args, arg_types, lean=None) -> tuple:
     """`pack_args` for arrays with CuPy's attributes (runtime/fastpath.py)."""
     out = []
