@@ -161,12 +161,13 @@ def _shuffle_tangent(F, op):
 # -- atomic max / min ------------------------------------------------------------------
 #: why dg.atomic_max/min have no derivative inside a launch (docs/collectives.md)
 RMW_WHY = ("which contribution won is known only once every thread of the grid has "
-           "done its atomic, and an in-kernel derivative (dg.autodiff / dg.fwddiff) runs "
-           "in the same launch as the forward (another block's thread may come later); "
-           "differentiate the launch from the host with dg.vjp / dg.jvp, which run the "
-           "forward first (the gradient goes to the value that won) when the array is "
-           "updated only by dg.atomic_max, or only by dg.atomic_min, in the kernel's own "
-           "body, or compute the maximum with dg.block_max / dg.warp_max")
+           "done its atomic, so a derivative in the launch of the forward (dg.autodiff / "
+           "dg.fwddiff, in a kernel or on the host; a thread of another block may come "
+           "later) cannot tell; dg.vjp / dg.jvp / dg.Tape differentiate it in a launch "
+           "after the forward (the gradient goes to the value that won) when the array "
+           "is updated only by dg.atomic_max, or only by dg.atomic_min, in the kernel's "
+           "own body (not loaded, stored, added to or passed to a function); or compute "
+           "the maximum with dg.block_max / dg.warp_max")
 #: attribute of a generated derivative function: the positions of its "rmw"
 #: arguments (array<i64>), whose primal holds the launch's final values
 FINAL_ATTR = "diffgpu.rmw_final"

@@ -323,3 +323,41 @@ def test_gpu_ties_exactly_one():
                tangents={"A": cupy.zeros(1, cupy.float32), "X": tX})["A"]
     v = float(cupy.asnumpy(t)[0]) / 4.0
     assert v == int(v) and 0 <= v < n
+
+
+@dg.func
+def _put_max(A, v):
+    dg.atomic_max(A, 0, v)
+
+
+@dg.kernel
+def _through_function(A, X):
+    t = dg.global_id(0)
+    _put_max(A, X[t])
+
+
+@dg.kernel
+def _max_and_add(A, X):
+    t = dg.global_id(0)
+    dg.atomic_max(A, 0, X[t])
+    dg.atomic_add(A, 1, X[t])
+
+
+@pytest.mark.parametrize("call", ["host autodiff", "host fwddiff", "through a function",
+                                  "max and add"])
+def test_refused_where_the_winner_is_unknown(call):
+    """A CompileError naming dg.atomic_max, and no array changed."""
+    A, X, dA = np.zeros(2), np.ones(4), np.ones(2)
+    with pytest.raises(dg.CompileError) as e:
+        if call == "host autodiff":
+            dg.autodiff(K.max_k[1, 4], dg.Duplicated(A, dA), dg.Duplicated(X, np.zeros(4)))
+        elif call == "host fwddiff":
+            dg.fwddiff(K.max_k[1, 4], dg.Duplicated(A, dA), dg.Duplicated(X, np.ones(4)))
+        elif call == "through a function":
+            dg.vjp(_through_function[1, 4], A, X, cotangents={"A": dA})
+        else:
+            dg.vjp(_max_and_add[1, 4], A, X, cotangents={"A": dA})
+    msg = str(e.value)
+    assert "dg.atomic_max (diffgpu.atomic_rmw)" in msg and "no derivative here" in msg, msg
+    assert "only by dg.atomic_max, or only by dg.atomic_min" in msg
+    assert (A == 0).all() and (dA == 1).all() and (X == 1).all()
