@@ -11,7 +11,7 @@ before the sum.
 """
 from __future__ import annotations
 
-from diffgpu._mlir import arith, ir
+from diffgpu._mlir import arith, ir, memref
 
 from diffgpu.lowering.common.ir_util import isa
 
@@ -43,3 +43,34 @@ def narrow(value, element):
     if is_half(element) and value.type != element:
         return arith.truncf(element, value)
     return value
+
+
+# registers accumulating a thread's gradient element (autodiff/functional:
+# the `grad` kind's kinds._grad, owned_grad.py): float32 for a 16-bit shadow,
+# written to it once, rounded once
+
+def register_type(element):
+    """The type of a register accumulating into a shadow of `element`."""
+    return ir.F32Type.get() if is_half(element) else element
+
+
+def into_register(value, reg_type):
+    """`value` (a shadow store's or add's) as the register's type: a 16-bit
+    value's float32 source (`wide`) for a float32 register."""
+    return wide(value) if is_half(value.type) and not is_half(reg_type) else value
+
+
+def load_register(old, acc) -> None:
+    """Replace the shadow load result `old` by register `acc`'s value, at the
+    current insertion point: its float32 value where `old` was extended to
+    float32, else rounded to `old`'s type."""
+    new = memref.load(acc, [])
+    if new.type == old.type:
+        old.replace_all_uses_with(new)
+        return
+    rounded = arith.truncf(old.type, new)
+    old.replace_all_uses_with(rounded)
+    for use in list(rounded.uses):
+        user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if user.name == "arith.extf" and user.results[0].type == new.type:
+            user.results[0].replace_all_uses_with(new)

@@ -57,6 +57,7 @@ from diffgpu.lowering.facts.affine import Poly, materialize, stencil_index
 from diffgpu.lowering.facts.indices import global_dim
 
 from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.reduce import half as HALF
 
 #: op names a transposed function may contain besides arith./math./scf.
 _ALLOWED = {"memref.load", "memref.store", "memref.alloca", "memref.dim", "func.return",
@@ -106,7 +107,8 @@ def keep_own_adds(clone, csh, acc, mine) -> None:
     for op, own in drop:
         if own:
             with ir.InsertionPoint(op), op.location:
-                memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
+                value = HALF.into_register(op.operands[1], B.memref_elem(acc.type))
+                memref.store(arith.addf(memref.load(acc, []), value), acc, [])
         op.erase()
 
 
@@ -242,7 +244,7 @@ def transpose(fn, prim, sh):
         clones = [fn.operation.clone().operation for _ in keys]
     for op in adds:
         op.erase()
-    elem = B.memref_elem(sh.type)
+    elem = HALF.register_type(B.memref_elem(sh.type))  # float32 for a 16-bit shadow
     first, ret = list(entry.operations)[0], list(entry.operations)[-1]
     index = ir.IndexType.get()
     with ir.InsertionPoint(first), fn.location:
@@ -279,7 +281,7 @@ def transpose(fn, prim, sh):
             with ir.InsertionPoint(branch.then_block):
                 inner = scf.YieldOp([])
             _replay(fn, entry, acc, sh, k, clone, dict(zip(dims, src)), inner)
-        memref.store(memref.load(acc, []), sh, p)
+        memref.store(HALF.narrow(memref.load(acc, []), B.memref_elem(sh.type)), sh, p)
     _erase_dead(fn)
     explain.applied(PASS, fn.operation, f"gradient gathered over {len(keys)} "
                     f"offset{'s' if len(keys) != 1 else ''} in {len(dims)}-D, no atomics")

@@ -48,6 +48,7 @@ from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 
 from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.reduce import half as HALF
 from diffgpu.lowering.facts.indices import index_key
 from diffgpu.lowering.autodiff.functional.rows import rows_dim
 from diffgpu.lowering.autodiff.spec import FUNCTIONAL
@@ -181,25 +182,27 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
                                                   "of global ids, nor a 1-D stencil whose "
                                                   "adjoint transposes into a gather")
     elem = B.memref_elem(sh.type)
+    reg = HALF.register_type(elem)  # float32 for a 16-bit shadow: one rounding, written once
     first, last = list(entry.operations)[0], list(entry.operations)[-1]
     guards = _bounds_guards(entry, prim, sh) if [c[1] for c in key] == [0] else None
     with ir.InsertionPoint(first), fn.location:
-        acc = memref.alloca(ir.MemRefType.get([], elem), [], [])
+        acc = memref.alloca(ir.MemRefType.get([], reg), [], [])
         if guards is None:
-            memref.store(B.zero(elem), acc, [])
+            memref.store(B.zero(reg), acc, [])
     if guards is not None:  # the kernel's own guard is `x` in bounds: reuse it
         with ir.InsertionPoint.at_block_begin(guards[0].regions[0].blocks[0]), fn.location:
-            memref.store(B.zero(elem), acc, [])
+            memref.store(B.zero(reg), acc, [])
     for op, i in _uses(sh):
         if op.name == "memref.dim":
             continue
         with ir.InsertionPoint(op), op.location:
             if op.name == "memref.load":
-                op.results[0].replace_all_uses_with(memref.load(acc, []))
+                HALF.load_register(op.results[0], acc)
             elif op.name == "memref.store" and i == 1:
-                memref.store(op.operands[0], acc, [])
+                memref.store(HALF.into_register(op.operands[0], reg), acc, [])
             elif op.name == N.ATOMIC_ADD and i == N.ATOMIC_MEMREF and not list(op.results[0].uses):
-                memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
+                memref.store(arith.addf(memref.load(acc, []),
+                                        HALF.into_register(op.operands[1], reg)), acc, [])
             else:
                 return _bad(pas, op, k, "grad", f"its shadow is used by '{op.name}'")
         op.erase()
@@ -207,7 +210,7 @@ def _grad(pas, fn, entry, k, prim, sh) -> None:
         then = guards[-1].regions[0].blocks[0]
         gid = _strip_cast(_cmp(guards[-1])[0])
         with ir.InsertionPoint(list(then.operations)[-1]), fn.location:
-            memref.store(memref.load(acc, []), sh, [gid])
+            memref.store(HALF.narrow(memref.load(acc, []), elem), sh, [gid])
         return
     with ir.InsertionPoint(last), fn.location:
         _write_back(prim, sh, acc, [c[1] for c in key])
@@ -289,7 +292,7 @@ def _write_back(prim, sh, acc, dims) -> None:
         cond = c if cond is None else arith.andi(cond, c)
     branch = scf.IfOp(cond, [], has_else=False)
     with ir.InsertionPoint(branch.then_block):
-        memref.store(memref.load(acc, []), sh, idx)
+        memref.store(HALF.narrow(memref.load(acc, []), B.memref_elem(sh.type)), sh, idx)
         scf.YieldOp([])
 
 

@@ -24,6 +24,7 @@ from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.reduce import half as HALF
 from diffgpu.lowering.autodiff.functional import owned
 
 
@@ -61,21 +62,23 @@ def rewrite(fn, entry, prim, sh, pat):
             return f"its shadow is updated at an index other than its loads' ('{op.name}')"
         uses.append((op, found[2][0]))
     elem = B.memref_elem(sh.type)
+    reg = HALF.register_type(elem)  # float32 for a 16-bit shadow: one rounding, written once
     first, last = list(entry.operations)[0], list(entry.operations)[-1]
     accs = {}
     with ir.InsertionPoint(first), fn.location:
         for o in offs:
-            accs[o] = memref.alloca(ir.MemRefType.get([], elem), [], [])
-            memref.store(B.zero(elem), accs[o], [])
+            accs[o] = memref.alloca(ir.MemRefType.get([], reg), [], [])
+            memref.store(B.zero(reg), accs[o], [])
     for op, o in uses:
         acc = accs[o]
         with ir.InsertionPoint(op), op.location:
             if op.name == "memref.load":
-                op.results[0].replace_all_uses_with(memref.load(acc, []))
+                HALF.load_register(op.results[0], acc)
             elif op.name == "memref.store":
-                memref.store(op.operands[0], acc, [])
+                memref.store(HALF.into_register(op.operands[0], reg), acc, [])
             else:
-                memref.store(arith.addf(memref.load(acc, []), op.operands[1]), acc, [])
+                memref.store(arith.addf(memref.load(acc, []),
+                                        HALF.into_register(op.operands[1], reg)), acc, [])
         op.erase()
     with ir.InsertionPoint(last), fn.location:
         gids = [arith.addi(arith.muli(dg_ops.geometry("block_id", d),
@@ -101,7 +104,7 @@ def _write_back(sh, acc, gids, exts, o) -> None:
         cond = c if cond is None else arith.andi(cond, c)
     branch = scf.IfOp(cond, [], has_else=False)
     with ir.InsertionPoint(branch.then_block):
-        memref.store(memref.load(acc, []), sh, idx)
+        memref.store(HALF.narrow(memref.load(acc, []), B.memref_elem(sh.type)), sh, idx)
         scf.YieldOp([])
 
 

@@ -57,6 +57,7 @@ from diffgpu.lowering.common.ir_util import walk
 from diffgpu.lowering.facts.indices import global_dim, offset_of
 
 from diffgpu.lowering.autodiff import build as B
+from diffgpu.lowering.reduce import half as HALF
 from diffgpu.lowering.autodiff.functional import gather
 
 #: op names a transposed function may contain besides arith./math./scf.
@@ -119,7 +120,7 @@ def transpose(fn, prim, sh) -> bool:
     offsets = sorted(set(adds.values()))
     with ir.InsertionPoint(fn.operation):  # the untouched body, once per offset
         clones = [fn.operation.clone().operation for _ in offsets]
-    elem = B.memref_elem(sh.type)
+    elem = HALF.register_type(B.memref_elem(sh.type))  # float32 for a 16-bit shadow
     first = list(entry.operations)[0]
     ret = list(entry.operations)[-1]
     with ir.InsertionPoint(first), fn.location:
@@ -209,7 +210,7 @@ def _write_back(prim, sh, acc, g) -> None:
                     arith.index_cast(i64, memref.dim(prim, B.idx(0))))
     branch = scf.IfOp(ok, [], has_else=False)
     with ir.InsertionPoint(branch.then_block):
-        memref.store(memref.load(acc, []), sh, [g])
+        memref.store(HALF.narrow(memref.load(acc, []), B.memref_elem(sh.type)), sh, [g])
         scf.YieldOp([])
 
 

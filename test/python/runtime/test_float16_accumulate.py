@@ -177,3 +177,34 @@ def test_gather_float16_vjp_uses_float32_atomics_in_ptx():
     atomics = re.findall(r"\b(?:atom|red)\.[.a-z0-9]+", ptx)
     assert any(a.endswith(".f32") for a in atomics), atomics
     assert not any(".f16" in a or ".bf16" in a for a in atomics), atomics
+
+
+@pytest.mark.parametrize("name", ["stencil", "loop16", "gather", "saxpy"])
+def test_peer_gradients_are_rounded_once(name):
+    """bench/peer_cases.py's cases in float16 through dg.vjp: every gradient
+    element is its float32 sum rounded once, so it is within half a float16
+    spacing of the float64 reference of the rounded inputs (relative to
+    max(1, max |reference|), 1% slack for float32's own roundings). Added in
+    float16, loop16's p (one add per step) and gather's x (one per index
+    that meets it) carried several roundings: up to 1.5 and 0.76 spacings."""
+    PC = _bench()
+    n = 4096
+    case = next(c for c in PC.cases(n) if c.name == name)
+    rng = np.random.default_rng(7)
+
+    def to16(h):
+        return {p: (v.astype(np.float16) if isinstance(v, np.ndarray) and v.dtype == np.float32
+                    else v) for p, v in h.items()}
+    host = to16(case.make(rng))
+    h64 = {p: v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v
+           for p, v in host.items()}
+    g = rng.standard_normal(host[case.out].shape).astype(np.float16)
+    launch = PC.kernels()[case.kernel][(n + 255) // 256, 256]
+    fresh = to16(case.make(np.random.default_rng(7)))
+    grads = dg.vjp(launch, *[fresh[p] for p in case.params], cotangents={case.out: g})
+    for p, (want, idx) in case.grad_ref(h64, g.astype(np.float64), PC.sample(n)).items():
+        got = np.asarray(grads[p], np.float64).reshape(-1)
+        got = got[idx] if idx is not None else got
+        want = np.asarray(want, np.float64).reshape(-1)
+        err = float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
+        assert err <= 0.505 * 2.0 ** -10, (p, err / 2.0 ** -10)
