@@ -54,7 +54,7 @@ from diffgpu.runtime.store import cache  # noqa: E402
 from gpu_check_cases import (all_cases, atomics_cases, axpy,  # noqa: E402,F401
                              gradient_cases, sq, test_module)
 from gpu_check_io import (compare, decode_args, diff_of, encode_args,  # noqa: E402
-                          results, run_case, signature_of, to_device)
+                          only_cases, results, run_case, signature_of, to_device)
 
 
 # ---------------------------------------------------------------------------
@@ -216,7 +216,8 @@ def _preload(kernel, types, chip, diff, key):
 
 def run(directory: str, only: str | None = None) -> int:
     """`only`: a JSON file listing the indices of the cases to run (a part of the
-    check: their inputs alone travel to the GPU machine); the gradcheck and bundle
+    check: their inputs alone travel to the GPU machine; gpu_check_io.only_cases
+    reads it, a list or a part's part.json); the gradcheck and bundle
     rows run with the part that holds case 0."""
     import cupy
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
@@ -234,8 +235,11 @@ def run(directory: str, only: str | None = None) -> int:
     rows, bad = [], 0
     chosen = None
     if only:
-        with open(only) as f:
-            chosen = set(json.load(f))
+        try:
+            chosen = only_cases(only, len(manifest["cases"]))
+        except ValueError as exc:
+            print(f"gpu_check: {exc}", file=sys.stderr)
+            return 2
         print(f"part: {len(chosen)} of the {len(manifest['cases'])} cases")
     for k, rec in enumerate(manifest["cases"]):
         if chosen is not None and k not in chosen:

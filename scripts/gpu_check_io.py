@@ -84,6 +84,28 @@ def _restride(a, strides):
     return a.copy()
 
 
+def only_cases(path: str, count: int) -> set:
+    """The case indices an `--only` file names: a JSON list of them, or an
+    object with the list under "cases" (a part's `part.json` from
+    scripts/gpu_pack.py, which also says which part it is). ValueError, naming
+    the file, if it is neither or names an index outside 0 .. count - 1."""
+    import json
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--only {path}: cannot read it ({exc})") from None
+    cases = data.get("cases") if isinstance(data, dict) else data
+    if not isinstance(cases, list) or not all(type(k) is int for k in cases):
+        raise ValueError(f"--only {path}: expected a list of case indices, or an object "
+                         "with one under \"cases\"")
+    bad = [k for k in cases if not 0 <= k < count]
+    if bad:
+        raise ValueError(f"--only {path}: no case {bad[0]} in the manifest (0 .. {count - 1}): "
+                         "a part of another preparation?")
+    return set(cases)
+
+
 def results(args, grads):
     """Every array after the run (primals, shadows) and the gradients."""
     from diffgpu.activities import Activity

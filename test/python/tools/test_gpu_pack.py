@@ -18,6 +18,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
+import gpu_check_io  # noqa: E402
 import gpu_pack  # noqa: E402
 
 from diffgpu.runtime.store.cache import encode_entry  # noqa: E402
@@ -69,6 +70,15 @@ def _part_json(path):
         return json.load(t.extractfile(".gpucache/part.json"))
 
 
+def _only(path, tmp_path, count):
+    """The cases `gpu_check.py --run --only .gpucache/part.json` runs."""
+    with tarfile.open(path) as t:
+        data = t.extractfile(".gpucache/part.json").read()
+    f = tmp_path / "only.json"
+    f.write_bytes(data)
+    return gpu_check_io.only_cases(str(f), count)
+
+
 def _pack(root, limit=LIMIT, single=None):
     return gpu_pack.pack(str(root), ".gpucache", ["bench/.cache", "bench/.absent"], ".gpu",
                          limit, sources=SOURCES, single=single, log=lambda *a: None)
@@ -90,6 +100,7 @@ def test_parts_fit_and_hold_every_case_once(tmp_path):
         carried = sorted(int(n[len(".gpucache/case"):-4]) for n in names
                          if n.startswith(".gpucache/case"))
         assert sorted(k for k in meta["cases"] if k != 7) == carried
+        assert _only(path, tmp_path, len(sizes)) == set(meta["cases"])
         with open(tmp_path / ".gpu" / f"part{rec['part']}.json") as f:
             assert json.load(f) == meta["cases"] == rec["cases"]
         seen += meta["cases"]
@@ -178,3 +189,18 @@ def test_run_the_wrong_part_is_refused(tmp_path):
     r, calls = _run_part(tmp_path, "part2.tar.xz", 3)
     assert r.returncode == 2 and "this snapshot holds part 2" in r.stderr
     assert calls == []
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"part": 2, "parts": 3, "cases": [0, 9]}', "no case 9 in the manifest"),
+    ('{"part": 2}', "expected a list of case indices"),
+    ('[1, "2"]', "expected a list of case indices"),
+    ('[1, 2', "cannot read it"),
+])
+def test_only_files_gpu_check_refuses(tmp_path, content, message):
+    f = tmp_path / "only.json"
+    f.write_text(content)
+    with pytest.raises(ValueError, match=message):
+        gpu_check_io.only_cases(str(f), 5)
+    f.write_text("[0, 4]")
+    assert gpu_check_io.only_cases(str(f), 5) == {0, 4}
