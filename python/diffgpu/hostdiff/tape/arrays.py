@@ -161,7 +161,8 @@ class Registry:
         """(Buffer, View) of array `a`; a new buffer when its memory is new
         (None, None if not `create`)."""
         hit = self._seen.get(id(a))
-        if hit is not None and hit[0] is a:
+        if hit is not None and hit[0] is a and hasattr(a, "strides"):  # (numpy, CuPy: not
+            # torch, whose tensors have stride(); they are seen through as_array each time)
             _, buf, view = hit
             if (a.shape == view.shape and a.strides == view.strides and a.dtype is view.dtype
                     and pointer(a) == buf.ptr + view.offset):
