@@ -435,7 +435,13 @@ class Call:
                 prim[i] = _buf(bufs, "copy", ("arg", i))
             at.append((i, prim[i][1]))
         tangents = [shadows[i][1] for i, _ in at] if shadows is not None else ()
-        return Finals(self.launcher, [g for g in self.groups if self.written(g)], at, tangents)
+        written = [list(g) for g in self.groups if self.written(g)]
+        ints = {}  # written arrays outside the float groups (integers): copied too
+        for i, (t, f) in enumerate(zip(self.types, self.facts)):
+            if (isinstance(t, ArrayType) and f.get("write")
+                    and not any(i in g for g in self.groups)):
+                ints.setdefault(M.layout(self.args[i]), []).append(i)
+        return Finals(self.launcher, written + list(ints.values()), at, tangents)
 
     def _wide(self, g, kind) -> bool:
         """Does alias group `g`, of functional kind `kind`, get a float32

@@ -9,8 +9,9 @@ launch of the kernel has produced the final values:
    kernel's own body is a `diffgpu.atomic_rmw` of one kind, max or min,
    whose old value is unused, is an *rmw array*: access fact `"rmw"`.
 2. `Finals.__call__` (each call, before the derivative launch): the kernel
-   runs on fresh copies of every array it writes (read-only arrays are
-   passed as they are), so nothing the caller holds changes; the copy of
+   runs on fresh copies of every array it writes, integer arrays included
+   (read-only arrays are passed as they are), so nothing the caller holds
+   changes; the copy of
    each rmw array then holds its final values F. Where F equals the
    original value the original won (it wins ties: memory unchanged), and F
    becomes NaN there: no contribution compares equal to NaN.
@@ -63,7 +64,8 @@ def rmw_kinds(text: str) -> list:
 
 class Finals:
     """The step before the derivative launch (replay.Recipe.pre): `groups`,
-    the alias groups (parameter positions) the kernel writes; `rmw`, per rmw
+    the alias groups (parameter positions) of the arrays the kernel writes,
+    integer arrays included; `rmw`, per rmw
     array (its position, its buffer's index in the recipe's fresh buffers,
     made as a copy of the argument)."""
 

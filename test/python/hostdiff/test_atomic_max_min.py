@@ -361,3 +361,34 @@ def test_refused_where_the_winner_is_unknown(call):
     assert "dg.atomic_max (diffgpu.atomic_rmw)" in msg and "no derivative here" in msg, msg
     assert "only by dg.atomic_max, or only by dg.atomic_min" in msg
     assert (A == 0).all() and (dA == 1).all() and (X == 1).all()
+
+
+@dg.kernel
+def _count_max(A, C, X):
+    t = dg.global_id(0)
+    dg.atomic_max(A, 0, X[t])
+    dg.atomic_add(C, 0, 1)
+
+
+@dg.kernel
+def _count_store(A, C, X):
+    t = dg.global_id(0)
+    A[t] = X[t]
+    dg.atomic_add(C, 0, 1)
+
+
+def test_the_forward_first_leaves_integer_arrays_alone():
+    """The launch giving the final values runs on copies of integer arrays
+    too: an integer array the kernel writes ends as after the dg.vjp / dg.jvp
+    of a kernel without atomic max."""
+    X = np.ones(4)
+    want = np.zeros(1, np.int32)
+    dg.vjp(_count_store[1, 4], np.zeros(4), want, X, cotangents={"A": np.ones(4)})
+    for fn in ("vjp", "jvp"):
+        C = np.zeros(1, np.int32)
+        if fn == "vjp":
+            dg.vjp(_count_max[1, 4], np.zeros(1), C, X, cotangents={"A": np.ones(1)})
+        else:
+            dg.jvp(_count_max[1, 4], np.zeros(1), C, X,
+                   tangents={"A": np.ones(1), "X": np.ones(4)})
+        np.testing.assert_array_equal(C, want)
