@@ -62,3 +62,14 @@ def winners(kind, A0, idx, vals):
         if better(v, final[i]):
             final[i], win[i] = v, t
     return final.reshape(A0.shape), win.reshape(A0.shape)
+
+
+@dg.kernel
+def loop_two_k(Mx, Mn, X):
+    """Four contributions per thread from a loop, into two arrays: one only
+    atomic_max'ed, one only atomic_min'ed."""
+    t = dg.global_id(0)
+    for k in range(4):
+        v = X[t * 4 + k]
+        dg.atomic_max(Mx, k % 2, v * v)
+        dg.atomic_min(Mn, 0, v * 3.0)

@@ -392,3 +392,26 @@ def test_the_forward_first_leaves_integer_arrays_alone():
             dg.jvp(_count_max[1, 4], np.zeros(1), C, X,
                    tangents={"A": np.ones(1), "X": np.ones(4)})
         np.testing.assert_array_equal(C, want)
+
+
+def test_loop_and_two_arrays():
+    """Contributions from a loop (the reverse replays it backwards) into a
+    max array and a min array: one winner each, in both modes."""
+    X = np.random.RandomState(0).permutation(32) * 0.1 - 1.6
+    cx, cn = np.array([1.0, 2.0]), np.array([5.0])
+    Mx, Mn = np.full(2, -1e9), np.full(1, 1e9)
+    g = dg.vjp(K.loop_two_k[2, 4], Mx, Mn, X, cotangents={"Mx": cx, "Mn": cn})
+    part = np.arange(32) % 4 % 2
+    win = [np.where(part == e)[0][np.argmax(X[part == e] ** 2)] for e in range(2)]
+    want = np.zeros(32)
+    for e in range(2):
+        want[win[e]] += cx[e] * 2 * X[win[e]]
+    want[np.argmin(X)] += 5.0 * 3.0
+    np.testing.assert_allclose(g["X"], want, rtol=1e-12)
+    np.testing.assert_array_equal(g["Mx"], [0, 0])
+    np.testing.assert_array_equal(g["Mn"], [0])
+    tX = np.random.RandomState(1).randn(32)
+    t = dg.jvp(K.loop_two_k[2, 4], Mx, Mn, X,
+               tangents={"Mx": np.ones(2), "Mn": np.ones(1), "X": tX})
+    np.testing.assert_allclose(t["Mx"], [2 * X[w] * tX[w] for w in win], rtol=1e-12)
+    np.testing.assert_allclose(t["Mn"], [3 * tX[np.argmin(X)]], rtol=1e-12)
