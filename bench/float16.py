@@ -16,9 +16,11 @@ Prints one row per computation: P and FB times in float32 and float16 (ms,
 CUDA events, benchlib.cupy_ms), the ratio float16 / float32 (target <= 0.55
 for these bandwidth-bound kernels: half the bytes), and the float16 errors
 (max |err| / max(1, max |ref|)) against their tolerance: one float16 rounding
-per stored element, times the adds a gradient element receives (a shadow
-element gets one rounded add per load of its primal: stencil 3, gather
-REUSE, loop16's p STEPS). Exits 1 on any error above its tolerance.
+per stored element, gradients included (they are accumulated in float32 --
+registers, or a float32 scratch with float32 atomics for gather -- and
+rounded once: docs/language.md, 16-bit floats). Exits 1 on any error above
+its tolerance. --ptx ends with the count of 16-bit atomics in the dg.vjp
+programs (0: every gradient add is float32).
 """
 from __future__ import annotations
 
@@ -51,8 +53,9 @@ SEVEN = ("square", "saxpy", "softplus", "stencil", "loop16", "sumsq", "gather")
 DTYPES = (np.float32, np.float16)
 ULP16 = 2.0 ** -10
 TOL32 = 1e-4
-#: float16 roundings a gradient element may carry (adds into its shadow)
-ROUNDINGS = {("stencil", "x"): 3, ("gather", "x"): PC.REUSE, ("loop16", "p"): PC.STEPS}
+#: float16 roundings a result element may carry beyond the one of its store
+#: (none: gradients are accumulated in float32 and rounded once)
+ROUNDINGS: dict = {}
 
 
 def convert(case, host, dtype):
@@ -226,6 +229,7 @@ def ptx_report(chip: str, n: int) -> None:
     kernels = PC.kernels()
     rng = np.random.default_rng(0)
     print(f"PTX for {chip}, N = {n}: global loads / stores / atomics per program")
+    half_atomics = 0
     for case in seven(n):
         for dt in DTYPES:
             k = kernels[case.kernel]
@@ -241,8 +245,12 @@ def ptx_report(chip: str, n: int) -> None:
                 for op in ops:
                     counts[op] = counts.get(op, 0) + 1
                 what = "P " if key[2] is None else "FB"
+                if what == "FB":  # atom/red .f16, .bf16 (.noftz, x2 forms too)
+                    half_atomics += sum(c for op, c in counts.items() if op.startswith(
+                        ("atom.", "red.")) and re.search(r"\.b?f16", op))
                 print(f"  {case.name:9s} {np.dtype(dt).name:8s} {what} "
                       + ", ".join(f"{op} x{c}" for op, c in sorted(counts.items())))
+    print(f"16-bit atomics (.f16 / .bf16) in the FB programs: {half_atomics}")
 
 
 def main(argv=None) -> int:

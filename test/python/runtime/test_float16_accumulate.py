@@ -208,3 +208,26 @@ def test_peer_gradients_are_rounded_once(name):
         want = np.asarray(want, np.float64).reshape(-1)
         err = float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
         assert err <= 0.505 * 2.0 ** -10, (p, err / 2.0 ** -10)
+
+
+def test_vjp_in_out_16_bit_array_through_a_float32_scratch():
+    """An in-out float16 array (a[i] = a[i] * w[0]) and a shared input w[0]:
+    both gradients through float32 scratch shadows (the in-out one a float32
+    copy of its cotangent), against float64."""
+    @dg.kernel
+    def scale_inplace(a, w):
+        i = dg.global_id()
+        a[i] = a[i] * w[0]
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-1, 1, N).astype(np.float16)
+    w = np.array([0.75], np.float16)
+    g = rng.uniform(-1, 1, N).astype(np.float16)
+    before = a.copy()
+    got = dg.vjp(scale_inplace[N // 256, 256], a, w, cotangents={"a": g})
+    np.testing.assert_array_equal(a, before)  # outputs=False: the caller's array is kept
+    assert got["a"].dtype == np.float16 and got["w"].dtype == np.float16
+    want_a = g.astype(np.float64) * 0.75  # exact in float16 (times 3/4)
+    np.testing.assert_array_equal(got["a"], want_a.astype(np.float16))
+    want_w = float(np.sum(g.astype(np.float64) * a.astype(np.float64)))
+    # float32 products and sum, one rounding: within half a float16 spacing (+1%)
+    assert abs(float(got["w"][0]) - want_w) <= 0.505 * float(np.spacing(np.float16(want_w)))
