@@ -28,8 +28,8 @@ trip count is no such formula (a `while` loop, bounds read from memory, an
 inner loop bounded by an outer one's variable) makes the kernel's entry
 `None`: its tape size is not known before the launch.
 
-`record()` collects `tape_words` of each module `diffgpu-check-collectives`
-sees (the first check after `diffgpu-autodiff`, so derivatives are in the
+`record()` collects `tape_words` (with the stack words, `initial`) of each
+module `diffgpu-check-collectives` sees (the first check after `diffgpu-autodiff`, so derivatives are in the
 module) into the dict it yields, for the compile driver's payload
 ("heap_tape").
 """
@@ -214,7 +214,11 @@ def record():
 
 
 def note(module) -> None:
-    """Hand `tape_words(module)` to the innermost `record()`, if any."""
+    """Hand {kernel: {"words": tape_words(module)[kernel], "initial": words
+    on the thread's stack}} to the innermost `record()`, if any."""
+    from diffgpu.lowering.autodiff.tape import INITIAL_WORDS
+
     found = getattr(_local, "found", None)
     if found is not None and walk(module, ("memref.alloc",)):
-        found.update(tape_words(module))
+        for name, words in tape_words(module).items():
+            found[name] = {"words": words, "initial": INITIAL_WORDS}

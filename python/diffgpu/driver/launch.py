@@ -356,11 +356,10 @@ def build_payload(defn, types, target: str, diff=None, facts=None, racecheck=Fal
     (R, remainder) as "rows" and the grid fold of its coarsened grid."""
     from diffgpu.lowering.coarsen.rows import folded_grid, record
     from diffgpu.lowering.facts import heap_tape
-    from diffgpu.lowering.autodiff.tape import INITIAL_WORDS
     with record() as coarsened, heap_tape.record() as tapes:
         payload, host = _compile_payload(defn, types, target, diff, facts, racecheck)
     if payload["entry"] in tapes:  # the words its heap tapes take (runtime/launch_checks.py)
-        payload["heap_tape"] = {"words": tapes[payload["entry"]], "initial": INITIAL_WORDS}
+        payload["heap_tape"] = tapes[payload["entry"]]
     rows = coarsened.get(payload["entry"])
     if rows:
         payload["rows"] = list(rows)
