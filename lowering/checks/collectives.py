@@ -26,7 +26,10 @@ through device-function calls, in its derivatives): `used_collectives`,
 handed to the innermost `record_used()` of this thread. The compile driver
 keeps them in the program (payload "collectives"), and the runtime refuses
 a launch of such a kernel whose block's thread count is not a multiple of
-the warp (runtime/launch_checks.py).
+the warp (runtime/launch_checks.py). Being the first check after
+`diffgpu-autodiff` in both pipelines, it also hands the module to
+lowering/facts/heap_tape.py `note` (the words of the derivatives' heap
+tapes, payload "heap_tape").
 """
 from __future__ import annotations
 
