@@ -168,6 +168,17 @@ class Program:
             self.host.row_blocks[self.entry] = self.rows[0]
 
 
+def program_facts(facts, diff):
+    """The launch `facts` a program of `diff` is specialised for: the `rows`
+    fact only for reverse programs (lowering/coarsen/rows.py), so that
+    primal programs are not compiled once per rows per block."""
+    if facts is not None and facts.rows and (diff is None or diff[0] != "reverse"):
+        import dataclasses
+        facts = dataclasses.replace(facts, rows=())
+        facts = None if facts.trivial() else facts
+    return facts
+
+
 def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
     """The runnable program of `defn` for `types` on `target` ("host"/"sm_XX").
 
@@ -177,10 +188,7 @@ def get_program(defn, types, target: str, diff=None, facts=None) -> Program:
     (a GPU machine without MLIR) falls back to the generic one.
     """
     checked = target == "host" and racecheck_enabled()  # its own compiled variant
-    if facts is not None and facts.rows and (diff is None or diff[0] != "reverse"):
-        import dataclasses
-        facts = dataclasses.replace(facts, rows=())  # for reverse programs only
-        facts = None if facts.trivial() else facts
+    facts = program_facts(facts, diff)
     mem_key = (tuple(types), target, diff) + ((facts.key(),) if facts is not None else ()) \
         + (("racecheck",) if checked else ())
     prog = defn._programs.get(mem_key)
@@ -281,6 +289,8 @@ def build_module(defn, types, target: str, diff=None, facts=None):
     """The frontend's ModuleSource for `defn` (a diff wrapper if `diff`),
     its entry marked with the launch `facts` (lowering/facts/specialize.py)."""
     from diffgpu.lowering.common.targets import target_for_name
+
+    facts = program_facts(facts, diff)
 
     frontend = _import_compiler()
     attr = target_for_name(target)
