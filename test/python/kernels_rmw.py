@@ -73,3 +73,14 @@ def loop_two_k(Mx, Mn, X):
         v = X[t * 4 + k]
         dg.atomic_max(Mx, k % 2, v * v)
         dg.atomic_min(Mn, 0, v * 3.0)
+
+
+@dg.kernel
+def recurrence_k(A, X, n: int):
+    """A loop of run-time length (its values taped) whose every step
+    contributes: acc = acc / 2 + X[t n + k] into A[k % 2]."""
+    t = dg.global_id(0)
+    acc = 0.0
+    for k in range(n):
+        acc = acc * 0.5 + X[t * n + k]
+        dg.atomic_max(A, k % 2, acc * acc)

@@ -238,8 +238,6 @@ def _rmw_reverse(R, op):
     op.erase()  # F stays F (max(F, v) = F): the array is only read here
 
 
-
-
 def _rmw_tangent(F, op):
     """The host leaves NaN in the tangent where a contribution wins (rmw.py):
     the first to exchange finds it and keeps its tangent there; a later one

@@ -415,3 +415,24 @@ def test_loop_and_two_arrays():
                tangents={"Mx": np.ones(2), "Mn": np.ones(1), "X": tX})
     np.testing.assert_allclose(t["Mx"], [2 * X[w] * tX[w] for w in win], rtol=1e-12)
     np.testing.assert_allclose(t["Mn"], [3 * tX[np.argmin(X)]], rtol=1e-12)
+
+
+def test_loop_of_run_time_length_against_finite_differences():
+    n = 6
+    X = np.random.RandomState(0).randn(4 * n)
+    A0, w = np.full(2, -1e9), np.array([1.0, 2.0])
+    tX = np.random.RandomState(3).randn(4 * n)
+
+    def loss(Xp):
+        A = A0.copy()
+        K.recurrence_k[1, 4](A, Xp, n)
+        return A
+
+    h = 1e-6
+    fd = np.array([(w * (loss(X + h * e) - loss(X - h * e))).sum() / (2 * h)
+                   for e in np.eye(4 * n)])
+    g = dg.vjp(K.recurrence_k[1, 4], A0, X, n, cotangents={"A": w})["X"]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+    t = dg.jvp(K.recurrence_k[1, 4], A0, X, n, tangents={"A": np.zeros(2), "X": tX})["A"]
+    np.testing.assert_allclose(t, (loss(X + h * tX) - loss(X - h * tX)) / (2 * h),
+                               rtol=1e-6, atol=1e-6)
