@@ -231,3 +231,52 @@ def test_vjp_in_out_16_bit_array_through_a_float32_scratch():
     want_w = float(np.sum(g.astype(np.float64) * a.astype(np.float64)))
     # float32 products and sum, one rounding: within half a float16 spacing (+1%)
     assert abs(float(got["w"][0]) - want_w) <= 0.505 * float(np.spacing(np.float16(want_w)))
+
+
+def _split_module(acts):
+    """Hand-written host IR: kernel @k calls @put(X, Z, i), which stores
+    float(X[0]) into Z[i] (every thread reads X[0]); @d_k differentiates @k
+    with activities `acts`, X's shadow a float32 array (dup32)."""
+    from diffgpu.dialects import names as NM
+    host = '#llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">'
+    a16, a32 = (f"memref<?x{t}, strided<[?], offset: ?>>" for t in ("f16", "f32"))
+    gid = ('  %bx = "diffgpu.block_id"() {dim = 0 : i64} : () -> index\n'
+           '  %bd = "diffgpu.block_dim"() {dim = 0 : i64} : () -> index\n'
+           '  %tx = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index\n'
+           '  %m = arith.muli %bx, %bd : index\n  %i = arith.addi %m, %tx : index\n')
+    types = [a16, a32, a32, a32]
+    layout = NM.diff_layout(NM.AUTODIFF, [2, 2], types, [])
+    attrs = "".join(f", {k} = array<i32: {', '.join(map(str, v))}>" for k, v in layout.items())
+    acts_s = ", ".join(f'"{a}"' for a in acts)
+    return (
+        f"func.func @put(%X: {a16}, %Z: {a32}, %i: index) attributes "
+        f"{{diffgpu.target = {host}}} {{\n"
+        f"  %c0 = arith.constant 0 : index\n"
+        f"  %x = memref.load %X[%c0] : {a16}\n  %w = arith.extf %x : f16 to f32\n"
+        f"  memref.store %w, %Z[%i] : {a32}\n  return\n}}\n"
+        f"func.func @k(%X: {a16}, %Z: {a32}) attributes "
+        f"{{diffgpu.kernel, diffgpu.target = {host}}} {{\n" + gid +
+        f"  func.call @put(%X, %Z, %i) : ({a16}, {a32}, index) -> ()\n  return\n}}\n"
+        f"func.func @d_k(%X: {a16}, %dX: {a32}, %Z: {a32}, %dZ: {a32}) attributes "
+        f"{{diffgpu.kernel, diffgpu.target = {host}}} {{\n"
+        f'  "diffgpu.autodiff"(%X, %dX, %Z, %dZ) {{callee = @k, activity = [{acts_s}], '
+        f"diffgpu.target = {host}{attrs}}} : ({', '.join(types)}) -> ()\n  return\n}}\n")
+
+
+def test_dup32_through_a_device_function_call():
+    """The IR's dup32 activity (a float32 shadow of a float16 array) through
+    a call (the callee's split reverse takes the float32 shadow): 4096
+    threads' adjoints sum exactly in float32; a dup32 of a float32 array is
+    a CompileError naming the argument."""
+    from diffgpu.driver.compiler import compile_host
+    from diffgpu.types import ArrayType
+    prog = compile_host(_split_module(["dup32", "dup"]))
+    x, dx = np.ones(1, np.float16), np.zeros(1, np.float32)
+    z, dz = np.zeros(N, np.float32), np.full(N, np.float16(STEP), np.float32)
+    prog.launch("d_k", [x, dx, z, dz], [ArrayType("float16", 1)] + [ArrayType("float32", 1)] * 3,
+                (N // 256, 1, 1), (256, 1, 1))
+    assert dx[0] == np.float32(N * float(np.float16(STEP)))  # 4.09765625, exact
+    np.testing.assert_array_equal(dz, 0.0)  # consumed
+    with pytest.raises(dg.CompileError, match="argument 1 of @k: 'dup32' is for 16-bit float "
+                                              "arrays in reverse mode"):
+        compile_host(_split_module(["dup32", "dup32"]))
