@@ -83,7 +83,7 @@ def _analyze(kernel, types) -> list:
     src = build_module(kernel, types, "host")
 
     def run():
-        from diffgpu.hostdiff.rmw import rmw_kinds
+        from diffgpu.lowering.autodiff.functional.rmw_access import rmw_kinds
         from diffgpu.lowering.autodiff.functional.access import analyze_text
         facts = analyze_text(src.text)
         for f, k in zip(facts, rmw_kinds(src.text)):  # dg.atomic_max/min targets (rmw.py)
