@@ -280,3 +280,16 @@ def test_dup32_through_a_device_function_call():
     with pytest.raises(dg.CompileError, match="argument 1 of @k: 'dup32' is for 16-bit float "
                                               "arrays in reverse mode"):
         compile_host(_split_module(["dup32", "dup32"]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_tape_gradient_of_a_16_bit_array(dtype):
+    """dg.Tape's reverse steps run dg.vjp's plans: the same float32 scratch."""
+    x = np.ones(1, dtype)
+    w = np.full(N, STEP, dtype)
+    y = np.zeros(N, dtype)
+    with dg.Tape() as tape:
+        bcast[N // 256, 256](y, x, w)
+    (dx,) = tape.gradient(y, [x], np.ones(N, dtype))
+    assert dx.dtype == np.dtype(dtype)
+    assert dx[0] == np.asarray(_exact(w)).astype(dtype)
