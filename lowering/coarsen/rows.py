@@ -12,7 +12,7 @@ pass, after `diffgpu-autodiff` and `diffgpu-specialize` (the functional
 kinds' write-once dX is already there: plain stores stay plain stores),
 checks the derivative program (`analyze`) and rewrites it:
 
-    %r = block_id(1) * block_dim(1) + thread_id(1)        (allocas: before the loop)
+    %r = block_id(1) * block_dim(1) + thread_id(1)        (slots: before the loop)
     S(%r)                                     =>   scf.for %k = 0 to %n step 1 {
                                                      S(block_id(1) * R + %k)
                                                      [barrier: explicit shared memory]
@@ -32,9 +32,11 @@ one after another in block b is such an execution. `analyze` accepts a
 program (a kernel whose body is one block, after inlining a lone call)
 when
 
-- the geometry of y appears only as gid(1) = block_id(1) * block_dim(1) +
-  thread_id(1) (block_dim(1) = 1, thread_id(1) = 0 by the facts): no
-  `grid_dim(1)`, no `block_id(1)` / `thread_id(1)` of its own;
+- the geometry of y that the rewrite changes appears only as gid(1) =
+  block_id(1) * block_dim(1) + thread_id(1): no `grid_dim(1)`, no
+  `block_id(1)` of its own (`block_dim(1)` = 1 and `thread_id(1)` = 0 in
+  both launches, by the facts: they may be used anywhere, as in the
+  shadow of a shared array zeroed by thread (0, 0, 0));
 - blocks communicate only through adds: every `diffgpu.atomic_add` has an
   unused result and its array is only added into (or measured); no
   `atomic_rmw`, no calls, no grid sums (calls), no array passed to any op
@@ -183,8 +185,10 @@ def analyze(fn):
         if o.name in N.GEOMETRY and _dim(o) == 1:
             if o.name == N.GRID_DIM:
                 return None, "it reads grid_dim(1)"
-            if o not in chain or any(u.owner.operation not in chain for u in o.results[0].uses):
-                return None, f"it reads {N.short(o.name)}(1) outside gid(1)"
+            if o.name == N.BLOCK_ID and (o not in chain or any(
+                    u.owner.operation not in chain for u in o.results[0].uses)):
+                return None, "it reads block_id(1) outside gid(1)"
+            # thread_id(1) = 0 and block_dim(1) = 1 in both launches: used freely
         if o.name == N.ATOMIC_ADD and len(list(o.results[0].uses)):
             return None, "an atomic add's result is used"
     if not gids:
@@ -207,6 +211,8 @@ def analyze(fn):
                 return None, f"argument {k} is stored as a value"
             if u.name == N.ATOMIC_ADD and use.operand_number != 0:
                 return None, f"argument {k} is added as a value"
+        if "workgroup" in str(ir.MemRefType(arg.type).memory_space or ""):
+            continue  # a shared array (the kernel's, passed down): the block's own
         kinds = {u.name for u in users} - {"memref.dim"}
         if N.ATOMIC_ADD in kinds and kinds != {N.ATOMIC_ADD}:
             return None, f"argument {k} is added into and also read or written"
@@ -232,7 +238,12 @@ def coarsen_rows(fn, found: Found, rows: int, rem: int) -> None:
 
     block = fn.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]
-    allocas = [o for o in ops[:-1] if o.name == "memref.alloca" and not len(o.operands)]
+    # per-thread and per-block slots of a fixed size, wherever they are: one
+    # for all iterations (a slot's value from the row before is as undefined
+    # as a fresh one's; inside the loop LLVM would grow the stack each time)
+    allocas = [o for o in walk(fn, include_self=False)
+               if o.name in ("memref.alloca", N.SHARED_ALLOC) and not len(o.operands)
+               and not len(o.regions)]
     moved = [o for o in ops[:-1] if o not in allocas]
     index = ir.IndexType.get()
     with fn.location, ir.InsertionPoint(ops[0]):
@@ -358,24 +369,43 @@ def _erase_dead(v) -> None:
         op.erase()
 
 
-def _lone_callee(fn, module):
-    """The function kernel `fn`'s body calls when it is one `func.call`
-    (distinct arguments of `fn`, no results) and a return, else None."""
+def _lone_call(fn, module):
+    """(call, callee) when kernel `fn`'s body is one `func.call` without
+    results (its operands distinct: arguments of `fn`, or shared arrays
+    `fn` allocates for it) and a return, else None."""
     from diffgpu._mlir import ir
     ops = [o.operation for o in fn.regions[0].blocks[0].operations]
-    if len(ops) != 2 or ops[0].name != "func.call" or len(ops[0].results):
+    shared = [o for o in ops[:-2] if o.name == N.SHARED_ALLOC and not len(o.operands)]
+    if len(ops) != len(shared) + 2 or ops[-2].name != "func.call" or len(ops[-2].results):
         return None
-    args = list(fn.regions[0].blocks[0].arguments)
-    operands = list(ops[0].operands)
+    call = ops[-2]
+    if any(u.owner.operation != call for o in shared for u in o.results[0].uses):
+        return None
+    args = list(fn.regions[0].blocks[0].arguments) + [o.results[0] for o in shared]
+    operands = list(call.operands)
     if not all(any(v == a for a in args) for v in operands) or any(
             operands[i] == operands[j] for i in range(len(operands)) for j in range(i)):
         return None  # (one array twice: the callee's arguments would alias)
-    name = ir.FlatSymbolRefAttr(ops[0].attributes["callee"]).value
+    name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
     for o in module.regions[0].blocks[0].operations:
         o = o.operation
         if o.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value == name:
-            return o if len(o.regions[0].blocks) else None
+            return (call, o) if len(o.regions[0].blocks) == 1 else None
     return None
+
+
+def _inline(call, callee) -> None:
+    """`call` replaced by a copy of `callee`'s body (one block, a plain
+    return); the callee stays (for other callers, or symbol-dce)."""
+    from diffgpu._mlir import ir
+    copy = callee.clone(ip=ir.InsertionPoint(callee))
+    body = copy.regions[0].blocks[0]
+    for arg, v in zip(list(body.arguments), list(call.operands)):
+        arg.replace_all_uses_with(v)
+    for o in [x.operation for x in body.operations][:-1]:
+        o.move_before(call)
+    call.erase()
+    copy.erase()
 
 
 def folded_grid(fold, rows: int) -> tuple:
@@ -399,7 +429,6 @@ class CoarsenRows(ModulePass):
 
     def run(self, module) -> None:
         from diffgpu._mlir import ir
-        from diffgpu.lowering.coarsen.coarsen import inline_lone_call
         for op in module.regions[0].blocks[0].operations:
             op = op.operation
             if op.name != "func.func" or ROWS_ATTR not in op.attributes:
@@ -412,14 +441,15 @@ class CoarsenRows(ModulePass):
                 explain.missed(REMARK, op, "the derivative keeps a block per row: the launch "
                                "did not prove its arrays disjoint")
                 continue
-            callee = _lone_callee(op, module)
+            lone = _lone_call(op, module)
+            callee = None if lone is None else lone[1]
             fold_unit_guards(op if callee is None else callee)
             found, why = analyze(op if callee is None else callee)
             if found is None:
                 explain.missed(REMARK, op, f"the derivative keeps a block per row: {why}")
                 continue
             if callee is not None:  # accepted: the kernel gets the callee's body
-                inline_lone_call(op, module)
+                _inline(*lone)
                 found, why = analyze(op)
                 if found is None:  # (the same ops, the kernel's arguments)
                     raise ValueError(f"internal: {REMARK}: the inlined derivative of "

@@ -5,6 +5,8 @@ an index independent of the row. `scale_rows` is eligible; the others must
 keep a block per row (the reason in their docstring) and still give the
 right gradients. Used by test/python/lowering/coarsen/test_coarsen_rows.py.
 """
+import numpy as np
+
 import diffgpu as dg
 
 COLS = 32
@@ -49,3 +51,15 @@ def scale_rows_ticket(Y, X, g, tickets):
     t = dg.atomic_add(tickets, 0, 1)
     if t >= 0:
         Y[r, j] = X[r, j] * g[j]
+
+
+@dg.kernel
+def shift_rows_shared(Y, X, g):
+    """Y[r, j] = X[r, (j + 1) % COLS] * g[j] through a shared row: eligible,
+    each row's iteration closed by a barrier."""
+    tile = dg.shared_array(COLS, np.float64)
+    r = dg.global_id(1)
+    j = dg.global_id(0)
+    tile[j] = X[r, j]
+    dg.syncthreads()
+    Y[r, j] = tile[(j + 1) % COLS] * g[j]

@@ -264,3 +264,50 @@ def test_coarsened_fold():
     assert folded_grid((2 ** 23, 1), 64) == grid_fold((1, 2 ** 17, 1)) == (2 ** 17, 1)
     for y, z in ((2 ** 17, 1), (70001, 3), (65536, 2)):
         assert hardware_yz(y, z) == hardware_grid((1, y, z))[1:]
+
+
+@pytest.mark.parametrize("rows", [8, 10, 3])
+def test_shared_memory_kernel(rows, few_blocks):
+    """shift_rows_shared stages its row in a shared array (its reverse: a
+    shared shadow zeroed by thread (0, 0, 0), barriers): coarsened, right."""
+    X, g, dY, G = _vjp_scale(C.shift_rows_shared, rows)
+    r = S.rows_factor(rows)
+    assert _rows_of(few_blocks)[-1] == (r, rows % r)
+    np.testing.assert_allclose(G["g"], (dY * np.roll(X, -1, axis=1)).sum(0), atol=1e-12)
+    np.testing.assert_allclose(G["X"], np.roll(dY * g, 1, axis=1), atol=1e-12)
+
+
+def test_shared_memory_iterations_end_in_a_barrier(few_blocks, monkeypatch):
+    """On the GPU the next row's writes of the shared array wait for every
+    thread's reads of this row's (the CPU runs a loop with barriers
+    iteration by iteration, so only the IR shows it): in the sm_90 "gpu"
+    stage the row loop's body ends with a gpu.barrier (then only the
+    register sum of dg's adds)."""
+    import diffgpu.driver.compiler as CC
+    from diffgpu._mlir import ir
+    from diffgpu.interop import compile_only
+    from diffgpu.lowering.common import session
+    from diffgpu.lowering.common.ir_util import walk
+    texts = []
+    compile_ptx = CC.compile_ptx
+
+    def spy(text, chip):
+        texts.append(text)
+        return compile_ptx(text, chip)
+    monkeypatch.setattr(CC, "compile_ptx", spy)
+    X = np.zeros((10, C.COLS))
+    C.shift_rows_shared._programs.clear()
+    with compile_only("sm_90"):
+        dg.vjp(C.shift_rows_shared[C.launch(10)], np.zeros_like(X), X, np.ones(C.COLS),
+               cotangents={"Y": X})
+    assert few_blocks[-1]["rows"] == [8, 2]
+    text = CC.compile(texts[-1], "sm_90", up_to_stage="gpu").text
+    with session.context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        loops = [o for o in walk(module.operation) if o.name == "scf.for"
+                 and any(x.name == "gpu.barrier" for x in walk(o, include_self=False))]
+        assert len(loops) == 1
+        body = [o.operation for o in loops[0].regions[0].blocks[0].operations]
+        last = max(i for i, o in enumerate(body) if o.name == "gpu.barrier")
+        # after it only the accumulation of the summed adds (combine-adds)
+        assert [o.name for o in body[last + 1:]] == ["arith.addf", "scf.yield"]
