@@ -282,9 +282,10 @@ def test_dup32_through_a_device_function_call():
         compile_host(_split_module(["dup32", "dup32"]))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_tape_gradient_of_a_16_bit_array(dtype):
-    """dg.Tape's reverse steps run dg.vjp's plans: the same float32 scratch."""
+def test_tape_gradient_of_a_float16_array():
+    """dg.Tape's reverse steps run dg.vjp's plans: the same float32 scratch
+    (the tape takes float16 arrays; bfloat16 ones it refuses: docs/gpu.md)."""
+    dtype = np.float16
     x = np.ones(1, dtype)
     w = np.full(N, STEP, dtype)
     y = np.zeros(N, dtype)
