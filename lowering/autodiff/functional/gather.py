@@ -33,7 +33,10 @@ re-derivation; canonicalisation drops the loads the result does not need.
 
 Legal (else `transpose` returns a reason and changes nothing) when
 1. `dx` is used only by `memref.dim` and by `diffgpu.atomic_add`s with unused
-   results at stencil indices, all with the same dimension per position;
+   results at stencil indices, all with the same dimension per position (or
+   by no add at all: the stencil's loads reach no active result, and the
+   walk, its dimensions those of the loads of `x`, writes zeros; rules 2
+   and 3 are not needed then: there is no replay);
 2. transpose.py's rule 2 (only arithmetic, scf, geometry, loads, stores,
    allocas, `memref.dim`, atomic adds; no array both written and read);
 3. every `thread_id(d)` and `block_id(d)` of a named dimension is used only
@@ -138,9 +141,26 @@ def _adds(sh):
             return "the adds use the thread ids in different positions"
         adds[op] = _key(offs)
         polys[_key(offs)] = offs
-    if not adds:
-        return "no shadow adds"
     return dims, adds, polys
+
+
+def _load_dims(prim):
+    """The dimension per position of the loads of `prim`, all at stencil
+    indices with the same dimensions, or a reason (str)."""
+    dims = None
+    for use in prim.uses:
+        op = owner(use)
+        if op.name == "memref.dim":
+            continue
+        if op.name != "memref.load":
+            return f"'{op.name}' uses the input"
+        found = stencil_index(list(op.operands)[1:])
+        if not isinstance(found, tuple):
+            return found.reason
+        if dims is not None and found[0] != dims:
+            return "the loads use the thread ids in different positions"
+        dims = found[0]
+    return dims if dims is not None else "the input is not loaded"
 
 
 def _ids_only_in_gids(fn, dims) -> str | None:
@@ -235,7 +255,11 @@ def transpose(fn, prim, sh):
     if isinstance(found, str):
         return found
     dims, adds, polys = found
-    why = _legal_body(fn, dims)
+    if not adds:  # nothing reaches the gradient: zero, written by the same walk
+        dims = _load_dims(prim)
+        if isinstance(dims, str):
+            return dims
+    why = _legal_body(fn, dims) if adds else None  # no add: no replay
     if why is not None:
         return why
     entry = fn.regions[0].blocks[0]

@@ -33,7 +33,10 @@ neighbours) and one store per element.
 Legal (else `transpose` returns False and changes nothing) when
 1. `dx` is rank 1 and used only by `memref.dim` and by `diffgpu.atomic_add`s
    with unused results at `gid(0) + k` (k an integer constant, through index
-   casts and the tape: stencil_adjoint.offset_of);
+   casts and the tape: stencil_adjoint.offset_of). With no add at all (the
+   stencil's value never reaches an active result: `t = x[i + 1]` unused)
+   the gradient is zero: `x` loaded only at `gid(0) + k` is enough, and
+   each thread writes its `dx[j] = 0`;
 2. every op of the function is arithmetic, `scf` control flow, a geometry
    op, a load, a store, an alloca, `memref.dim` or an atomic add (no call,
    no barrier, no shared memory), and no array the function writes (but
@@ -81,7 +84,15 @@ def _adds(sh):
         if off is None or off[0] != 0:
             return None
         adds[op] = off[1]
-    return adds or None
+    return adds
+
+
+def _stencil_loads(prim) -> bool:
+    """`prim` is loaded, and only at `gid(0) + k` (a 1-D stencil's loads)."""
+    loads = [gather.owner(u) for u in prim.uses if gather.owner(u).name == "memref.load"]
+    return bool(loads) and all(
+        len(op.operands) == 2 and (offset_of(op.operands[1]) or (None,))[0] == 0
+        for op in loads)
 
 
 def plain(fn) -> bool:
@@ -112,9 +123,9 @@ def transpose(fn, prim, sh) -> bool:
     when the rules of the module docstring do not hold. Other affine
     stencils (2-D, 3-D, flattened, runtime offsets) go to gather.py."""
     adds = _adds(sh)
-    if adds is None:
+    if adds is None or (not adds and not _stencil_loads(prim)):
         return gather.transpose(fn, prim, sh) is True
-    if not _legal_body(fn):
+    if not _legal_body(fn):  # also with no add (as dg.vjp's plan asks of the kernel)
         return False
     entry = fn.regions[0].blocks[0]
     offsets = sorted(set(adds.values()))
@@ -131,9 +142,9 @@ def transpose(fn, prim, sh) -> bool:
         _gather(fn, entry, ret, acc, sh, k, clone, gid)
     for op in adds:
         op.erase()
-    _erase_dead(fn)  # once for all the clones: a walk per clone is K times the work
     with ir.InsertionPoint(ret), fn.location:
         _write_back(prim, sh, acc, gid)
+    _erase_dead(fn)  # once for all the clones: a walk per clone is K times the work
     return True
 
 
