@@ -113,7 +113,6 @@ def _call(fn: str, launcher, args, seeds: dict, outputs: bool, wrt) -> dict:
     recipe = replay.lookup_moved(kernel, mkey)
     if recipe is not None:
         out = recipe.run_moved(args, seeds)
-        replay.keep(kernel, key, recipe, args, seeds)  # these pointers again: a reuse
         STATS["vjp_moved"] += 1
         return out
     from diffgpu.hostdiff.plan import Call

@@ -167,15 +167,24 @@ def _diff_launch(mode: str, launcher, activities):
     from diffgpu.hostdiff import replay
     from diffgpu.driver.launch import STATS
 
-    key = None
+    key = kflat = None
     if getattr(type(launcher), "__diffgpu_launcher__", False):
-        key, flat = _call_key(mode, launcher, activities)
+        key, kflat = _call_key(mode, launcher, activities)
+        flat = kflat
         recipe = replay.lookup(launcher.kernel, key) if key is not None else None
         if recipe is not None:
             out = recipe.run(flat, _NO_SEEDS, first=False)
             if out is not None:
                 STATS["autodiff_reuse"] += 1
                 return tuple(out.values()) if mode == "reverse" else None
+        # the same layouts and aliasing elsewhere in memory: the recipe kept for
+        # them, every pointer put in (replay.Recipe.run_moved)
+        mkey = _moved_key(key, flat)
+        recipe = replay.lookup_moved(launcher.kernel, mkey)
+        if recipe is not None:
+            out = recipe.run_moved(flat, _NO_SEEDS)
+            STATS["autodiff_moved"] += 1
+            return tuple(out.values()) if mode == "reverse" else None
     launcher = _launcher_of(launcher, mode)
     kernel = launcher.kernel
     kinds, primals, shadows = split_activities(kernel, activities, mode)
@@ -198,7 +207,7 @@ def _diff_launch(mode: str, launcher, activities):
     recipe = replay.diff_recipe(launcher, mode, kinds, types, sig, len(flat), scope, summed,
                                 wide)
     out = recipe.run(flat, _NO_SEEDS, first=True)
-    replay.keep(kernel, key, recipe, flat, _NO_SEEDS)
+    replay.keep(kernel, key, recipe, flat, _NO_SEEDS, _moved_key(key, kflat))
     STATS["autodiff_plan"] += 1
     return tuple(out.values()) if mode == "reverse" else None
 
@@ -234,6 +243,17 @@ def _call_key(mode: str, launcher, activities):
     if key is None:
         return None, None
     return (mode, tuple(kinds), key), flat
+
+
+def _moved_key(key, flat):
+    """`key` (of the flat values `flat`) with the launch key's pointers
+    replaced by alias classes (fastpath.moved_key: the checks read nothing
+    else of them), or None."""
+    if key is None:
+        return None
+    mode, kinds, launch = key
+    moved = fastpath.moved_key(((flat, launch),))
+    return None if moved is None else (mode, kinds, moved)
 
 
 def _scalar(arr):

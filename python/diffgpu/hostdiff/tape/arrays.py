@@ -76,7 +76,11 @@ class View:
         self.key = (id(buf), self.offset, self.shape, self.strides, self.dtype.str)
 
     def on(self, root):
-        """This view on `root` (an array laid out like the buffer)."""
+        """This view on `root` (an array laid out like the buffer): `root`
+        itself when the view is all of it."""
+        if (self.offset == 0 and root.shape == self.shape and root.strides == self.strides
+                and root.dtype == self.dtype):
+            return root
         if isinstance(root, np.ndarray):
             flat = root.ravel(order="K").view(np.uint8)
             return np.ndarray(self.shape, self.dtype, buffer=flat, offset=self.offset,

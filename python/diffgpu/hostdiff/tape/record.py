@@ -62,7 +62,7 @@ class Op:
     """One recorded operation: a launch, `dg.copy` or `dg.fill`."""
 
     __slots__ = ("index", "kind", "kernel", "grid", "block", "args", "roles", "groups",
-                 "full", "snaps", "value", "label")
+                 "full", "snaps", "value", "label", "rev")
 
     def __init__(self, index, kind, label):
         self.index, self.kind, self.label = index, kind, label
@@ -72,6 +72,7 @@ class Op:
         self.full = frozenset()  # outputs whose every element the launch writes
         self.snaps: list = []    # versions copied before this operation ran
         self.value = None
+        self.rev = None  # its reverse's plan, from the first reverse (reverse.py `_plan`)
 
     def items(self):
         return [a for a in self.args if isinstance(a, Item)]
@@ -130,6 +131,12 @@ class Recording:
         self.broken = None
         self._hook = None
         self._last: dict = {}  # id(kernel) -> (launch key, roles) of its latest launch
+        #: (id(kernel), launch key) -> per array argument (position, Buffer, View,
+        #: read, written): a launch of the same arrays again finds them (the tape
+        #: holds every buffer's array: their memory is never another's meanwhile)
+        self._bound: dict = {}
+        self._last_bound: dict = {}  # id(kernel) -> (launch key, bound) of its latest launch
+        self._each = None  # `each`, once the device is known
         self.stats = {"snapshots": 0, "snapshot_bytes": 0, "state_bytes": 0,
                       "recomputed": 0, "reversed": 0, "peak_states": 0, "restores": 0}
 
@@ -158,7 +165,12 @@ class Recording:
     @property
     def each(self) -> bool:
         """Fingerprints at every use (check="launch", or "auto" on the host)."""
-        return self.check == "launch" or (self.check == "auto" and self.device == "cpu")
+        e = self._each
+        if e is None:
+            e = self.check == "launch" or (self.check == "auto" and self.device == "cpu")
+            if self.device is not None:
+                self._each = e
+        return e
 
     # -- recording ------------------------------------------------------------
     def _usable(self):
@@ -177,16 +189,22 @@ class Recording:
         buf, view = self.reg.view(a, f"'{name}' of {owner}")
         if buf.device != self.device:
             self._device(buf.device, repr(op))
+        self._use(buf, op)
+        return buf, view, read, write, name
+
+    def _use(self, buf, op) -> None:
+        """`op` uses `buf`: its first version, or its fingerprint checked."""
         if buf.version is None:
             buf.version = Version(buf, None, 0)
             if self.each:
                 buf.fp = fingerprint(buf.root)
         elif self.each:
-            self._verify(buf, repr(op))
-        return buf, view, read, write
+            self._verify(buf, op)
 
-    def _verify(self, buf, where: str) -> None:
+    def _verify(self, buf, where) -> None:
+        """`where`: the operation (or the text) named if the check fails."""
         if buf.fp is not None and fingerprint(buf.root) != buf.fp:
+            where = where if isinstance(where, str) else repr(where)
             last = buf.version.creator or (buf.version.readers[-1] if buf.version.readers
                                            else None)
             since = f"after {last!r}" if last is not None else "since the tape first saw it"
@@ -197,10 +215,12 @@ class Recording:
 
     def _record(self, op, parts) -> list:
         """Before `op` runs: versions read, copies of versions it overwrites
-        (or the initial contents, checkpointing). Returns the written buffers."""
-        reads = {id(b) for b, _v, r, _w in parts if r}
+        (or the initial contents, checkpointing). `parts`: per array argument
+        (Buffer, View, read, written, name). Returns (the written buffers,
+        the arguments' Items)."""
+        reads = [b for b, _v, r, _w, _n in parts if r]
         written = []
-        for b, _v, _r, w in parts:
+        for b, _v, _r, w, _n in parts:
             if w and b not in written:
                 written.append(b)
         for b in written:
@@ -216,18 +236,19 @@ class Recording:
                             f"dg.Tape(memory_limit={self.memory_limit}) is below one state of "
                             f"this program: the arrays it writes hold "
                             f"{self.stats['state_bytes']} bytes (so far, at {op!r})")
-            elif v.array is None and (v.readers or id(b) in reads):
+            elif v.array is None and (v.readers or b in reads):
                 v.array = copy_root(b.root)
                 op.snaps.append(v)
                 self.stats["snapshots"] += 1
                 self.stats["snapshot_bytes"] += b.nbytes
             b.written = True
-        for b, view, r, w in parts:
-            op.args.append(Item(view, None, r, w, b.version if r else None))
-        for it in op.args:
-            if it.read and op not in it.version.readers:
-                it.version.readers.append(op)
-        return written
+        items = [Item(view, n, r, w, b.version if r else None) for b, view, r, w, n in parts]
+        for it in items:
+            if it.read:
+                readers = it.version.readers
+                if not readers or readers[-1] is not op:  # (op reads it through two views)
+                    readers.append(op)
+        return written, items
 
     def _after(self, op, written) -> None:
         for b in written:
@@ -236,11 +257,11 @@ class Recording:
                 b.fp = fingerprint(b.root)
         self.ops.append(op)
 
-    def _roles(self, kernel, args, grid, block):
-        """(facts, roles, alias groups, outputs written whole) of a launch,
-        from plan.Call (checked like dg.vjp), kept per kernel and launch key
-        (every tape's launches of the same arrays find them)."""
-        key = fastpath.launch_key(args, grid, block)
+    def _roles(self, kernel, args, grid, block, key):
+        """(facts, roles, alias groups, outputs written whole) of a launch
+        (of launch `key`), from plan.Call (checked like dg.vjp), kept per
+        kernel and launch key (every tape's launches of the same arrays
+        find them)."""
         last = self._last.get(id(kernel))  # a loop repeats a kernel's launch: no hashing
         got = last[1] if last is not None and last[0] == key and key is not None else None
         table = kernel.__dict__.get("_tape_roles")
@@ -266,8 +287,9 @@ class Recording:
     def _launch(self, kernel, args, grid, block, bind) -> None:
         self._usable()
         op = Op(len(self.ops), "launch", kernel.name)
+        key = fastpath.launch_key(args, grid, block)
         try:
-            facts, roles, groups, full = self._roles(kernel, args, grid, block)
+            facts, roles, groups, full = self._roles(kernel, args, grid, block, key)
         except Exception as e:
             # the launch's own errors first (then nothing ran); a launch that runs
             # but cannot be differentiated leaves the tape unusable
@@ -280,24 +302,39 @@ class Recording:
             raise TapeError(f"dg.Tape cannot record {op!r}: {e}") from None
         op.kernel, op.grid, op.block = kernel, grid, block
         op.roles, op.groups, op.full = roles, groups, full
+        bound = None
+        if key is not None:
+            last = self._last_bound.get(id(kernel))  # a loop: an equality test, no hash
+            bound = last[1] if last is not None and last[0] == key else \
+                self._bound.get((id(kernel), key))
+        if bound is None:
+            names, bound = kernel.arg_names, []
+            for i, (a, f) in enumerate(zip(args, facts)):
+                if f.get("array"):
+                    b, v, r, w, _n = self._item(a, names[i], bool(f["read"]), bool(f["write"]),
+                                                op, kernel.name)
+                    bound.append((i, b, v, r, w))
+            bound = tuple(bound)
+            if key is not None:
+                self._bound[(id(kernel), key)] = bound
+        else:
+            for _i, b, _v, _r, _w in bound:
+                self._use(b, op)
+        if key is not None:
+            self._last_bound[id(kernel)] = (key, bound)
         names = kernel.arg_names
-        parts, where = [], []
-        for i, (a, f) in enumerate(zip(args, facts)):
-            if f.get("array"):
-                parts.append(self._item(a, names[i], bool(f["read"]), bool(f["write"]),
-                                        op, kernel.name))
-                where.append(len(parts) - 1)
-            else:
-                where.append(None)
-        written = self._record(op, parts)
-        items, op.args = op.args, []
-        for i, (a, w) in enumerate(zip(args, where)):
-            if w is None:
-                op.args.append(a)
-            else:
-                items[w].name = names[i]
-                op.args.append(items[w])
-        self._run(lambda: fastpath.launch(kernel, args, grid, block, bind), op)
+        written, items = self._record(op, [(b, v, r, w, names[i]) for i, b, v, r, w in bound])
+        op.args = list(args)
+        for (i, *_rest), it in zip(bound, items):
+            op.args[i] = it
+        self._hook.busy = True
+        try:
+            fastpath.run_keyed(kernel, args, grid, block, bind, key)
+        except BaseException as e:
+            self.broken = f"{op!r} raised {type(e).__name__} while recording"
+            raise
+        finally:
+            self._hook.busy = False
         self._after(op, written)
 
     def _run(self, fn, op) -> None:
@@ -318,9 +355,7 @@ class Recording:
         if src is not None:
             parts.append(self._item(src, "src", True, False, op, f"dg.{kind}"))
         parts.append(self._item(dst, "dst", False, True, op, f"dg.{kind}"))
-        written = self._record(op, parts)
-        for it, n in zip(op.args, ("src", "dst") if src is not None else ("dst",)):
-            it.name = n
+        written, op.args = self._record(op, parts)
         op.value = value
         self._run(run, op)
         self._after(op, written)

@@ -91,7 +91,7 @@ def planned_vjp(op, launcher, args, consts, seeds) -> dict:
     table = kernel.__dict__.get("_tape_plans")
     if table is None or not kernel._programs:
         table = kernel.__dict__["_tape_plans"] = {}
-    key = layout_key(op)
+    key = op.rev[4] if op.rev is not None else layout_key(op)
     recipe = table.get(key)
     if recipe is not None:
         return recipe.run_moved(args, seeds)
@@ -129,30 +129,52 @@ def reverse_op(op, resolve, adj: Adjoints) -> bool:
         adj.zero(dst)
         adj.add(src, t)
         return True
-    roles, names = op.roles, op.kernel.arg_names
-    written = [g for g in op.groups if any(roles[i] in ("output", "inout") for i in g)]
-    if not any(adj.has(op.args[g[0]]) for g in written):
+    rev = op.rev
+    if rev is None:
+        rev = op.rev = _plan(op)
+    written, enzyme, consts, updates, _key, launcher = rev
+    for item in written.values():
+        if adj.has(item):
+            break
+    else:
         return False
     args = _args(op, resolve)
-    launcher = op.kernel[op.grid, op.block]
-    if any(roles[i] == "output" and i not in op.full for g in written for i in g
-           if not any(roles[j] == "inout" for j in g)):
+    if enzyme:
         _enzyme(op, launcher, args, adj)
         return True
-    consts = tuple(i for i, r in enumerate(roles) if r == "scalar")
-    seeds = {names[g[0]]: adj.view(op.args[g[0]]) for g in written}
+    seeds = {name: adj.view(item) for name, item in written.items()}
     res = planned_vjp(op, launcher, args, consts, seeds)
-    for g in op.groups:
-        item = op.args[g[0]]
-        w = any(roles[i] in ("output", "inout") for i in g)
-        read = [names[i] for i in g if roles[i] in ("input", "inout")]
-        if w and read:  # the result is under the names of the reading parameters
-            adj.set(item, res[read[0]])
-        elif w:
+    for item, how, name in updates:
+        if how == "set":
+            adj.set(item, res[name])
+        elif how == "zero":
             adj.zero(item)
         else:
-            adj.add(item, res[read[0]])
+            adj.add(item, res[name])
     return True
+
+
+def _plan(op) -> tuple:
+    """What the reverse of launch `op` needs besides the arrays, computed at
+    its first reverse (a function of the recorded operation): ({name: Item}
+    of the written groups' seeds, Enzyme's convention?, the float scalars
+    held constant, per group (Item, "set" / "zero" / "add", the result's
+    name), `layout_key`, the launcher)."""
+    roles, names = op.roles, op.kernel.arg_names
+    groups = [g for g in op.groups if any(roles[i] in ("output", "inout") for i in g)]
+    written = {names[g[0]]: op.args[g[0]] for g in groups}
+    enzyme = any(roles[i] == "output" and i not in op.full for g in groups for i in g
+                 if not any(roles[j] == "inout" for j in g))
+    consts = tuple(i for i, r in enumerate(roles) if r == "scalar")
+    updates = []
+    for g in op.groups:
+        w = any(roles[i] in ("output", "inout") for i in g)
+        read = [names[i] for i in g if roles[i] in ("input", "inout")]
+        # the result is under the names of the reading parameters
+        how = ("set" if read else "zero") if w else "add"
+        updates.append((op.args[g[0]], how, read[0] if read else None))
+    return (written, enzyme, consts, tuple(updates), layout_key(op),
+            op.kernel[op.grid, op.block])
 
 
 def _enzyme(op, launcher, args, adj) -> None:

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Host time of dg.Tape and of chained dg.vjp per launch, on the CPU, next to
+a plain launch of the same kernels.
+
+    python bench/tape_overhead.py            # here: numpy arrays, the kernels run
+
+The programs of bench/tape.py (`spring`: force then in-place integration,
+`heat`: ping-pong 3-point steps) on tiny arrays (256 float32: one block of
+256 threads), so the kernels' own time is a few microseconds and the rest
+is the host path. Per program, in microseconds of the process's CPU time
+(median of rounds; other work on a shared machine does not inflate it):
+
+| row            | what is timed                                                   |
+|----------------|-----------------------------------------------------------------|
+| launch         | a plain launch of the program's kernels (per launch)            |
+| recorded       | the same launches inside `with dg.Tape()` (check="auto": fingerprints at each use on the host; and check="end") |
+| reverse        | `tape.gradient` per recorded operation                          |
+| vjp same       | `dg.vjp` of the step kernel on the same arrays again (a replay of its key) |
+| vjp new        | `dg.vjp` of the step kernel on new arrays each call, the same layouts (the hand chain's case) |
+| F+B tape / vjp | the whole forward and reverse per operation: the tape, and bench/tape.py's hand chain of dg.vjp (the states copied by hand) |
+
+`bench/tape_overhead.log` has this table before and after the layout-keyed
+replays (hostdiff/replay.py `Recipe.run_moved`, docs/tape.md "Host time").
+On the GPU, `bench/tape.py --run` prints the host time per recorded launch
+the same way (the recording loop, divided by its operations).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import tape as TB  # noqa: E402  (bench/tape.py: the programs, bootstraps the imports)
+
+import diffgpu as dg  # noqa: E402
+from diffgpu.runtime.fastpath import STATS  # noqa: E402
+
+N = 256
+STEPS = {"spring": 50, "heat": 100}
+
+
+def _median_us(fn, per: int, rounds: int = 7) -> float:
+    """CPU microseconds of `fn()` divided by `per`, median of `rounds`
+    (after one untimed call)."""
+    fn()
+    times = []
+    for _ in range(rounds):
+        t = time.process_time()
+        fn()
+        times.append((time.process_time() - t) / per * 1e6)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _step_vjp(name, a):
+    """(the step kernel's dg.vjp on arrays `a`, a maker of new arrays like them)."""
+    g, c = TB.grid(N), np.float32(0.25)
+    rng = np.random.default_rng(1)
+    if name == "spring":
+        def call(x, v, f, gx, gv):
+            return dg.vjp(TB.integrate[g, TB.B], x, v, f, dg.Const(np.float32(0.01)),
+                          cotangents={"x": gx, "v": gv})
+        n = 5
+    else:
+        def call(dst, src, gd):
+            return dg.vjp(TB.lap_step[g, TB.B], dst, src, dg.Const(c), cotangents={"dst": gd})
+        n = 3
+    return call, lambda: [rng.standard_normal(N).astype(np.float32) for _ in range(n)]
+
+
+def program(name) -> dict:
+    steps = STEPS[name]
+    a = TB.inputs(name, N, np)
+    TB.forward(name, a, steps)
+    with dg.Tape() as tape:  # plans and programs, untimed
+        TB.forward(name, a, steps)
+    tape.gradient(a["loss"], wrt=[a[w] for w in (("u0", "w") if name == "heat" else ("x0", "k"))])
+    T = len(tape.operations)
+    out = {"ops": T}
+    out["launch"] = _median_us(lambda: TB.forward(name, a, steps), T)
+    for check in ("auto", "end"):
+        def rec():
+            with dg.Tape(check=check):
+                TB.forward(name, a, steps)
+        out[f"recorded {check}"] = _median_us(rec, T)
+    tapes = []
+
+    def make():
+        b = TB.inputs(name, N, np)
+        with dg.Tape() as t:
+            wrt = TB.forward(name, b, steps)
+        tapes.append((t, b["loss"], [b[w] for w in wrt]))
+    for _ in range(8):
+        make()
+    it = iter(tapes)
+
+    def grad():
+        t, loss, wrt = next(it)
+        t.gradient(loss, wrt=wrt)
+    out["reverse"] = _median_us(grad, T)
+    call, fresh = _step_vjp(name, a)
+    same = fresh()
+    out["vjp same"] = _median_us(lambda: [call(*same) for _ in range(50)], 50)
+    sets = [[fresh() for _ in range(50)] for _ in range(8)]
+    its = iter(sets)
+    before = STATS["vjp_plan"], STATS["vjp_moved"]
+    out["vjp new"] = _median_us(lambda: [call(*s) for s in next(its)], 50)
+    out["vjp new plans"] = (STATS["vjp_plan"] - before[0], STATS["vjp_moved"] - before[1])
+
+    def tape_fb():
+        b = TB.inputs(name, N, np)
+        t, wrt = TB.taped(name, b, steps)
+        t.gradient(b["loss"], wrt=wrt)
+    out["F+B tape"] = _median_us(tape_fb, T, rounds=5)
+    out["F+B vjp"] = _median_us(lambda: TB.by_hand(name, TB.inputs(name, N, np), steps, np),
+                                T, rounds=5)
+    return out
+
+
+def main() -> int:
+    rows = [(name, program(name)) for name in STEPS]
+    print(f"CPU host time per launch, us (process time, median; numpy, {N} float32, "
+          "the kernels run)")
+    cols = ("launch", "recorded auto", "recorded end", "reverse", "vjp same", "vjp new",
+            "F+B tape", "F+B vjp")
+    print(f"  {'program':8} {'ops':>5}" + "".join(f" {c:>13}" for c in cols) + "  tape/vjp")
+    for name, r in rows:
+        print(f"  {name:8} {r['ops']:5d}" + "".join(f" {r[c]:13.1f}" for c in cols)
+              + f"  {r['F+B tape'] / r['F+B vjp']:8.2f}")
+    for name, r in rows:
+        p, m = r["vjp new plans"]
+        print(f"  {name}: 'vjp new' calls planned {p}, replayed by layout {m} (of {8 * 50})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
