@@ -358,7 +358,12 @@ def launch(kernel, args, grid, block, bind) -> None:
     never calls back here."""
     if RECORD is not None and RECORD.launch(kernel, args, grid, block, bind):
         return  # recorded (and run) by a dg.Tape
-    key = launch_key(args, grid, block)
+    run_keyed(kernel, args, grid, block, bind, launch_key(args, grid, block))
+
+
+def run_keyed(kernel, args, grid, block, bind, key) -> None:
+    """`launch` of a launch whose `key` is known (a recording dg.Tape has
+    read it), past the tape's hook."""
     fast = kernel.__dict__.get("_fast")
     ready = None
     if key is not None and type(fast) is Table and kernel._programs:
