@@ -273,3 +273,64 @@ def test_device_moved_call_packs_its_pointers_and_checks_alignment(standin):
     assert STATS["moved_refacted"] == ref + 1  # its program selected for its facts
     assert odd.data.ptr in launched[-1] and g["x"].data.ptr in launched[-1]
     assert next(iter(rec.values())).facts is facts  # the kept program stays
+
+
+# ---------------------------------------------------------------------------
+# recording: the arguments' buffers and views kept per kernel and launch key
+# ---------------------------------------------------------------------------
+
+def _steps(x, v, f, T, view=lambda a: a):
+    for _ in range(T):
+        push[2, 32](view(x), view(v), view(f), np.float32(0.01))
+
+
+def test_recording_binds_each_launch_key_once():
+    x, v, f = f32(64), f32(64), f32(64)
+    with dg.Tape() as tape:
+        _steps(x, v, f, 5)
+        loss = np.zeros(1, np.float32)
+        P.sq_loss[2, 32](x, loss)
+    assert len(tape.operations) == 6
+    assert len(tape._bound) == 2  # push's key and sq_loss's
+    assert len(tape.reg.buffers) == 4
+
+
+def test_new_view_objects_and_reshapes_of_the_same_memory():
+    """A new view object each launch (the same key) and reversed views of
+    the same memory (another key: bound again) record the same program as
+    plain arrays."""
+    x0, v0, f = f32(64), f32(64), f32(64)
+    grads = []
+    for view in (lambda a: a, lambda a: a[:]):
+        x, v, loss = x0.copy(), v0.copy(), np.zeros(1, np.float32)
+        with dg.Tape() as tape:
+            _steps(x, v, f, 3, view)
+            P.sq_loss[2, 32](x, loss)
+        grads.append(tape.gradient(loss, wrt=[x, v, f]))
+        assert len(tape._bound) == 2 and len(tape.reg.buffers) == 4
+    for g, r in zip(*grads):
+        np.testing.assert_array_equal(g, r)
+    x, v, loss = x0.copy(), v0.copy(), np.zeros(1, np.float32)
+    with dg.Tape() as tape:
+        _steps(x, v, f, 2)
+        _steps(x, v, f, 1, lambda a: a[::-1])  # the same memory, another layout
+        P.sq_loss[2, 32](x, loss)
+    assert len(tape.reg.buffers) == 4 and len(tape._bound) == 3
+    for g, r in zip(tape.gradient(loss, wrt=[x, v, f]), grads[0]):
+        np.testing.assert_array_equal(g, r)
+
+
+@pytest.mark.parametrize("at", [1, 3])
+def test_a_change_behind_the_tape_is_caught_with_the_kept_binding(at):
+    """A numpy write between two launches of the same key (the binding is
+    kept from the first) is still found at the next launch (host arrays:
+    fingerprints at every use)."""
+    x, v, f = f32(64), f32(64), f32(64)
+    with pytest.raises(dg.TapeError, match="'v' of push was changed after #.* push.*found at"):
+        with dg.Tape() as tape:
+            _steps(x, v, f, at)
+            v[3] += 1.0  # not recorded
+            _steps(x, v, f, 1)
+    assert tape.broken is not None
+    with pytest.raises(dg.TapeError, match="cannot be used"):
+        tape.gradient(x, wrt=[x], cotangents=[x])
