@@ -139,8 +139,8 @@ def reverse_op(op, resolve, adj: Adjoints) -> bool:
     else:
         return False
     args = _args(op, resolve)
-    if enzyme:
-        _enzyme(op, launcher, args, adj)
+    if enzyme is not None:
+        _enzyme(op, enzyme, launcher, args, adj)
         return True
     seeds = {name: adj.view(item) for name, item in written.items()}
     res = planned_vjp(op, launcher, args, consts, seeds)
@@ -156,15 +156,55 @@ def reverse_op(op, resolve, adj: Adjoints) -> bool:
 
 def _plan(op) -> tuple:
     """What the reverse of launch `op` needs besides the arrays, computed at
-    its first reverse (a function of the recorded operation): ({name: Item}
-    of the written groups' seeds, Enzyme's convention?, the float scalars
-    held constant, per group (Item, "set" / "zero" / "add", the result's
-    name), `layout_key`, the launcher)."""
+    its first reverse: ({name: Item} of the written groups' seeds, None or
+    per parameter what Enzyme's convention passes (`_shape`), the float
+    scalars held constant, per group (Item, "set" / "zero" / "add", the
+    result's name), `layout_key`, the launcher). What does not depend on
+    the op's Items is kept per kernel and layout key (`_shape`): a loop's
+    launches share it."""
+    key = layout_key(op)
+    table = op.kernel.__dict__.get("_tape_shapes")
+    if table is None or not op.kernel._programs:
+        table = op.kernel.__dict__["_tape_shapes"] = {}
+    skey = (key, op.roles, op.groups, op.full)
+    shape = table.get(skey)
+    if shape is None:
+        if len(table) >= _MAX:
+            table.clear()
+        shape = table[skey] = _shape(op)
+    written, enzyme, consts, updates, launcher = shape
+    args = op.args
+    return ({n: args[i] for n, i in written}, enzyme, consts,
+            tuple((args[i], how, n) for i, how, n in updates), key, launcher)
+
+
+def _shape(op) -> tuple:
+    """`_plan` with positions for Items: ((name, position) of each written
+    group's seed, Enzyme's passing or None, consts, (position, how, name)
+    per group, the launcher). Enzyme's passing: per parameter None (passed
+    as it is), "const" (a float scalar held) or (first position of its
+    view, "copy" / "empty" / "same": the primal a copy, scratch, or itself)."""
     roles, names = op.roles, op.kernel.arg_names
     groups = [g for g in op.groups if any(roles[i] in ("output", "inout") for i in g)]
-    written = {names[g[0]]: op.args[g[0]] for g in groups}
-    enzyme = any(roles[i] == "output" and i not in op.full for g in groups for i in g
-                 if not any(roles[j] == "inout" for j in g))
+    written = tuple((names[g[0]], g[0]) for g in groups)
+    enzyme = None
+    if any(roles[i] == "output" and i not in op.full for g in groups for i in g
+           if not any(roles[j] == "inout" for j in g)):
+        enzyme, first = [], {}
+        items = op.items()
+        for i, a in enumerate(op.args):
+            if not isinstance(a, Item) or not a.is_float:
+                enzyme.append("const" if roles[i] == "scalar" else None)
+                continue
+            k = a.view.key
+            if k not in first:
+                first[k] = i
+                writes = any(b.write for b in items if b.view.key == k)
+                reads = any(b.read for b in items if b.view.key == k)
+                enzyme.append((i, ("copy" if reads else "empty") if writes else "same"))
+            else:
+                enzyme.append((first[k], None))
+        enzyme = tuple(enzyme)
     consts = tuple(i for i, r in enumerate(roles) if r == "scalar")
     updates = []
     for g in op.groups:
@@ -172,28 +212,28 @@ def _plan(op) -> tuple:
         read = [names[i] for i in g if roles[i] in ("input", "inout")]
         # the result is under the names of the reading parameters
         how = ("set" if read else "zero") if w else "add"
-        updates.append((op.args[g[0]], how, read[0] if read else None))
-    return (written, enzyme, consts, tuple(updates), layout_key(op),
-            op.kernel[op.grid, op.block])
+        updates.append((g[0], how, read[0] if read else None))
+    return written, enzyme, consts, tuple(updates), op.kernel[op.grid, op.block]
 
 
-def _enzyme(op, launcher, args, adj) -> None:
+def _enzyme(op, passing, launcher, args, adj) -> None:
     """Enzyme's convention on the adjoints: `dg.autodiff` with every float
-    array Duplicated(primal, its adjoint view); written primals are copies."""
+    array Duplicated(primal, its adjoint view); written primals are copies
+    (`passing`: `_shape`'s)."""
     from diffgpu.hostdiff.diff import autodiff
 
     acts, made = [], {}
-    for i, (a, v) in enumerate(zip(op.args, args)):
-        if not isinstance(a, Item) or not a.is_float:
-            acts.append(Const(v) if op.roles[i] == "scalar" else v)
-            continue
-        k = a.view.key
-        if k not in made:
-            writes = any(b.write for b in op.items() if b.view.key == k)
-            reads = any(b.read for b in op.items() if b.view.key == k)
-            p = (M.copy(v) if reads else M.empty_like(v)) if writes else v
-            made[k] = Duplicated(p, adj.view(a))
-        acts.append(made[k])
+    for i, (how, v) in enumerate(zip(passing, args)):
+        if how is None:
+            acts.append(v)
+        elif how == "const":
+            acts.append(Const(v))
+        else:
+            at, make = how
+            if at == i:
+                p = M.copy(v) if make == "copy" else M.empty_like(v) if make == "empty" else v
+                made[at] = Duplicated(p, adj.view(op.args[i]))
+            acts.append(made[at])
     autodiff(launcher, *acts)
 
 
