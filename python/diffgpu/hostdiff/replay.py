@@ -30,6 +30,17 @@ The launch facts of the derivative kernel (runtime/specialize.py) depend
 on the fresh buffers only through their alignment: they are new memory
 (never overlapping a live array) and their layout is a function of the key.
 
+A call whose key misses but whose arrays are laid out and aliased as an
+earlier call's, elsewhere in memory (a chain of calls on new arrays: the
+states of a simulation, a tape's versions), finds that call's recipe by
+the key without pointers (`moved_key`: fastpath.moved_key replaces each
+pointer by the index of the first argument or seed that is the same view;
+arrays sharing bytes without being one view give no such key) and runs it
+with `Recipe.run_moved`: every pointer put into a packed launch kept for
+it, the launch facts that read pointers (alignment, no aliasing) checked
+per call. The tape's reverse (tape/reverse.py) finds its recipes by its
+own `layout_key` and runs them the same way.
+
 A call whose key cannot be formed (an argument or seed type the launch fast
 path does not know: torch tensors, plain `__cuda_array_interface__`
 objects) is planned every time; errors come only from planning, so they are
