@@ -208,10 +208,14 @@ def heap_room(device_id: int) -> tuple:
     cupy = cupy_module()
     rt = cupy.cuda.runtime
     limit = getattr(rt, "cudaLimitMallocHeapSize", 2)
-    with cupy.cuda.Device(device_id) as dev:
-        heap = int(rt.deviceGetLimit(limit))
-        attrs = dev.attributes
-        resident = int(attrs["MultiProcessorCount"]) * int(attrs["MaxThreadsPerMultiProcessor"])
+    try:
+        with cupy.cuda.Device(device_id) as dev:
+            heap = int(rt.deviceGetLimit(limit))
+            attrs = dev.attributes
+            resident = int(attrs["MultiProcessorCount"]) * \
+                int(attrs["MaxThreadsPerMultiProcessor"])
+    except Exception:  # a CUDA that does not say: the heap asked for, every thread held
+        heap, resident = HEAP_BYTES, 1 << 62
     found = _heap_room[device_id] = (heap, resident)
     return found
 
