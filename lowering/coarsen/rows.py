@@ -8,8 +8,9 @@ y extent 1: layer norm's `Y[r, j] = xhat[r, j] * g[j] + b[j]`) adds into
 launch facts (runtime/specialize.py `rows`: block y extent 1, grid y extent
 G, R = `rows_factor(G)`, the remainder G % R) let `mark_facts` ask for this
 rewrite on a derivative wrapper (`ROWS_ATTR = array<i64: R, G % R>`); the
-pass, after `diffgpu-autodiff` and `diffgpu-specialize` (the functional
-kinds' write-once dX is already there: plain stores stay plain stores),
+pass, after `diffgpu-autodiff`, `diffgpu-specialize` (the functional kinds'
+write-once dX is already there: plain stores stay plain stores) and
+`diffgpu-stencil-adjoint` (which finds its gid(1) + k patterns first),
 checks the derivative program (`analyze`) and rewrites it:
 
     %r = block_id(1) * block_dim(1) + thread_id(1)        (slots: before the loop)

@@ -79,8 +79,8 @@ def _front(opts: GpuOptions) -> list[str]:
     lower = "diffgpu-lower-to-gpu" + (f"{{chip={opts.chip}}}" if opts.chip else "")
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
             "diffgpu-expand-special-math", "diffgpu-check-barriers", "diffgpu-check-collectives", "diffgpu-specialize",
-            "diffgpu-coarsen", "diffgpu-coarsen-rows",
-            "diffgpu-fuse-sincos", "diffgpu-stencil-adjoint",
+            "diffgpu-coarsen",
+            "diffgpu-fuse-sincos", "diffgpu-stencil-adjoint", "diffgpu-coarsen-rows",
             "diffgpu-combine-adds", "diffgpu-block-sums", "diffgpu-aggregate-atomics", lower, "diffgpu-lower-collectives", "diffgpu-index32", "diffgpu-check-shared-memory",
             "diffgpu-warp-atomics", "diffgpu-vector-red", "diffgpu-vector-access"]
 

@@ -391,6 +391,6 @@ def _host_pipeline(opts) -> list[str]:
     rows = [] if opts.racecheck else ["diffgpu-coarsen-rows"]
     return ["diffgpu-verify-targets", "diffgpu-autodiff", "diffgpu-verify-targets",
             "diffgpu-expand-special-math", "diffgpu-check-barriers", "diffgpu-check-collectives",
-            "diffgpu-specialize", *rows, "diffgpu-stencil-adjoint", "diffgpu-combine-adds",
+            "diffgpu-specialize", "diffgpu-stencil-adjoint", *rows, "diffgpu-combine-adds",
             *aggregate, "diffgpu-expand-collectives", lower,
             *HOST_LLVM_LOWERING, "diffgpu-drop-wrap-flags"]

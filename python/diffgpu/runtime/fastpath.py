@@ -290,7 +290,7 @@ def gpu_grid(program, grid) -> tuple:
     folded grid never runs a program that reads the hardware's y and z."""
     from diffgpu.runtime.args import grid_fold, hardware_grid
 
-    rows = program.rows  # R rows of y per block (lowering/coarsen/rows.py)
+    rows = getattr(program, "rows", ())  # R rows of y per block (lowering/coarsen/rows.py)
     if rows:
         grid = (grid[0], -(-grid[1] // rows[0]), grid[2])
     fold = grid_fold(grid)
