@@ -350,6 +350,9 @@ class Recipe:
         state = self.moved
         if state is None or state[0] != scalars:
             STATS["moved_pack"] += 1
+            if program.heap_tape is not None:  # a formula of the scalars (the tape's
+                from diffgpu.runtime.launch_checks import check_heap  # key has none)
+                check_heap(program, flat, self.grid, self.block, self.sig)
             every = {p for p, t in enumerate(program.flat_types) if isinstance(t, ArrayType)}
             if program.kind == "gpu":
                 ready = fastpath.Ready(program, self.sig, self.grid, self.block)

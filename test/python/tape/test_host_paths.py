@@ -334,3 +334,26 @@ def test_a_change_behind_the_tape_is_caught_with_the_kept_binding(at):
     assert tape.broken is not None
     with pytest.raises(dg.TapeError, match="cannot be used"):
         tape.gradient(x, wrt=[x], cotangents=[x])
+
+
+def test_a_replayed_reverse_step_with_another_scalar_checks_the_heap(monkeypatch):
+    """The tape's layout key holds no scalar values: a step replayed with
+    another trip count is checked against the heap like a planned one."""
+    from diffgpu.runtime import launch_checks as LC
+    from kernels_loop_tapes import scan_written
+
+    rng = np.random.default_rng(5)
+    a, x = rng.uniform(-1, 1, (64, 301)), rng.uniform(-1, 1, 64)
+    loss = np.zeros(1)
+    for n_first, n_last in ((100, 100), (300, 100)):
+        with dg.Tape() as tape:
+            scan_written[1, 64](a, x, n_first)
+            scan_written[1, 64](a, x, n_last)  # reversed first: planned
+            P.sq_loss[1, 64](x, loss)
+        monkeypatch.setenv(LC.HEAP_ENV, str(64 * 1024))
+        if n_first == 100:
+            tape.gradient(loss, wrt=[x])
+        else:
+            with pytest.raises(dg.LaunchError, match="tape of 300 words"):
+                tape.gradient(loss, wrt=[x])
+        monkeypatch.delenv(LC.HEAP_ENV)
