@@ -26,6 +26,7 @@ of that tag takes part, so the second tape stays balanced.
 """
 from __future__ import annotations
 
+from diffgpu.lowering.autodiff import build as B
 from diffgpu.lowering.autodiff.rules.partials import Rule
 from diffgpu.lowering.autodiff.tape import Tape, tag_of
 
@@ -80,7 +81,7 @@ def _reverse(R, op):
         side.push(R.adj_or_zero(op.results[0]), own)
     else:
         x = op.operands[0]
-        d, _ = side.pop(x.type, own)
+        d, _ = side.pop(B.adjoint_type(x.type), own)  # as pushed: adj_or_zero's type
         R.add_adj(x, d)
 
 
