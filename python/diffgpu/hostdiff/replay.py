@@ -65,6 +65,8 @@ from diffgpu.errors import user_facing
 from diffgpu.errors import NoDerivativeError
 from diffgpu.runtime import fastpath
 from diffgpu.runtime.args import Signature
+from diffgpu.runtime.launch_checks import check_heap
+from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import ALIGN
 
 #: recipes kept per kernel, then all dropped (a loop over ever new arrays)
@@ -174,7 +176,7 @@ class Recipe:
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
                  "program", "facts", "aligned", "packed", "_scope", "_slot_make", "_makers", "baked",
-                 "slot_sum", "absent", "back", "moved", "_arrays", "pre")
+                 "slot_sum", "absent", "back", "moved", "_arrays", "_race", "pre")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -209,6 +211,7 @@ class Recipe:
         #: pointer goes, lock) from its first such call
         self.moved = None
         self._arrays = None  # flat positions of the arrays, their byte spans
+        self._race = None  # host programs: the race checker's switch at the first call
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
@@ -272,6 +275,7 @@ class Recipe:
             self.program = L.get_program(self.kernel, self.types, self.target,
                                          diff=self.diff, facts=self.facts)
             self.aligned = self._aligned_buffers(flat)
+            self._race = racecheck_enabled() if self.target == "host" else None
             L.run_program(self.program, flat, self.sig, self.grid, self.block)
         elif moved:
             if self._facts_hold(flat):
@@ -309,7 +313,11 @@ class Recipe:
 
     def _facts_hold(self, flat) -> bool:
         """Do the launch facts the kept program was chosen for (alignment,
-        no aliasing) hold for these pointers? Layouts are the first call's."""
+        no aliasing) hold for these pointers, and on the host the race
+        checker's switch is as it was (its programs are their own variant)?
+        Layouts are the first call's."""
+        if self._race is not None and racecheck_enabled() != self._race:
+            return False
         facts = self.facts
         if facts is None:
             return True  # the generic program runs anywhere
@@ -350,9 +358,8 @@ class Recipe:
         state = self.moved
         if state is None or state[0] != scalars:
             STATS["moved_pack"] += 1
-            if program.heap_tape is not None:  # a formula of the scalars (the tape's
-                from diffgpu.runtime.launch_checks import check_heap  # key has none)
-                check_heap(program, flat, self.grid, self.block, self.sig)
+            if program.heap_tape is not None:  # a formula of the scalars, which the
+                check_heap(program, flat, self.grid, self.block, self.sig)  # tape's key lacks
             every = {p for p, t in enumerate(program.flat_types) if isinstance(t, ArrayType)}
             if program.kind == "gpu":
                 ready = fastpath.Ready(program, self.sig, self.grid, self.block)

@@ -357,3 +357,22 @@ def test_a_replayed_reverse_step_with_another_scalar_checks_the_heap(monkeypatch
             with pytest.raises(dg.LaunchError, match="tape of 300 words"):
                 tape.gradient(loss, wrt=[x])
         monkeypatch.delenv(LC.HEAP_ENV)
+
+
+def test_a_replayed_reverse_step_under_the_race_checker_runs_its_checked_program():
+    """The tape's layout key does not hold the race checker's switch: a step
+    replayed with it turned on selects the race-checked program."""
+    x0, v0, f = f32(64), f32(64), f32(64)
+    grads = []
+    for check in (False, True):
+        x, v, loss = x0.copy(), v0.copy(), np.zeros(1, np.float32)
+        with dg.Tape() as tape:
+            _steps(x, v, f, 3)
+            P.sq_loss[2, 32](x, loss)
+        before = STATS["moved_refacted"]
+        with dg.racecheck(check):
+            grads.append(tape.gradient(loss, wrt=[x, v, f]))
+        assert STATS["moved_refacted"] - before == (4 if check else 0)  # 3 push, 1 sq_loss
+    assert any("racecheck" in k for k in push._programs)
+    for g, r in zip(*grads):
+        np.testing.assert_array_equal(g, r)
