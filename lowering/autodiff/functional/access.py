@@ -55,9 +55,13 @@ functional API move fewer bytes:
 - `store_guards`: for a `store_key` output whose key is global ids only
   (`y[i]`, `y[j, i]`) and whose store sits only under `scf.if`s (then
   branches) on conditions `gid(d) < len(A, k)` (`and`-ed, `A` a parameter):
-  the list of `[d, A's position, k]`. The launch then knows whether every
-  element is written (jvp allocates the tangent without zero-filling it):
-  each of those extents is at least the output's and the launch covers it.
+  the list of `[d, A's position, k]`. Several stores (stored once) count
+  when the innermost `scf.if` holding them all sits so and every path
+  through it runs one of them (`if a: y[i] = u else: if b: y[i] = v else:
+  y[i] = w`; not when a path stores nothing). The launch then knows whether
+  every element is written (jvp allocates the tangent without zero-filling
+  it, dg.Tape reverses the launch with `dg.vjp`): each of those extents is
+  at least the output's and the launch covers it.
 - `load_offsets` / `store_offsets`: an input all of whose loads (an output
   all of whose stores, each element once) are in the kernel's own body
   (outside loops, or in one constant-trip loop) at `c * gid(d) + k` per
@@ -213,6 +217,30 @@ def stored_once(stores, fn):
     return next(iter(keys))
 
 
+def _every_path(stores, fn):
+    """The innermost `scf.if` holding all of `stores` (several, `stored_once`)
+    when every path through it runs one of them: both its regions cover,
+    a region covering when its block holds one of the stores or an `scf.if`
+    with an else whose two regions cover; else None."""
+    chains = [[p for p, _ in _ancestry(s, fn)] for s in stores]
+    top = next((p for p in chains[0] if all(any(p == q for q in c) for c in chains[1:])),
+               None)
+    if top is None or top.name != "scf.if":
+        return None
+
+    def covers(region):
+        if not len(region.blocks):
+            return False
+        for o in region.blocks[0].operations:
+            o = o.operation
+            if any(o == st for st in stores):
+                return True
+            if o.name == "scf.if" and all(covers(r) for r in o.regions):
+                return True
+        return False
+    return top if all(covers(r) for r in top.regions) else None
+
+
 def _dims(key):
     return None if key is None else [c[1] if c[0] == "gid" else None for c in key]
 
@@ -294,11 +322,13 @@ def analyze_module(module) -> list:
         _visit(arg, fn, funcs, info, 0, set())
         store_key = load_key = store_guards = None
         if info.write and not info.read and not info.nested and not info.opaque:
-            key = stored_once([op for op, _, _ in info.stores], fn)
+            stores = [op for op, _, _ in info.stores]
+            key = stored_once(stores, fn)
             if key is not None:
                 store_key = _dims(key)
-                if all(c[0] == "gid" for c in key) and len(info.stores) == 1:
-                    store_guards = _guards(info.stores[0][0], fn)
+                if all(c[0] == "gid" for c in key):
+                    top = stores[0] if len(stores) == 1 else _every_path(stores, fn)
+                    store_guards = None if top is None else _guards(top, fn)
         if (store_key is None and info.write and not info.read and not info.nested
                 and not info.opaque and info.stores):
             d = rows_dim([op for op, _, _ in info.stores], fn)  # out[c * gid + k]

@@ -144,12 +144,15 @@ def test_access_facts_of_the_branch_stores():
     z = np.zeros(n)
     lap = facts(T.lap_step[1, 32], z, z, 0.3)
     assert lap[0]["store_key"] == [0] and lap[1]["stencil"] == [-1, 0, 1]
-    assert lap[0]["store_guards"] is None  # two stores: jvp's written_once stays off
+    assert lap[0]["store_guards"] == [[0, 1, 0]]  # under i < len(src), every path stores
     fl = facts(T.flux[1, 32], z, z, z)
     assert fl[0]["store_key"] == [0] and fl[1]["stencil"] == [-1, 0, 1]
     assert fl[2]["load_key"] == [0]
     three = facts(three_way[1, 32], z, z)
     assert three[0]["store_key"] == [0]
+    assert three[0]["store_guards"] == [[0, 1, 0]]
+    some = facts(some_paths[1, 32], z, z)[0]
+    assert some["store_key"] == [0] and some["store_guards"] is None  # a path stores nothing
     for k, args in ((sequential, (z, z)), (later, (z, z)), (shifted, (np.zeros(n + 1), z)),
                     (looped, (z, z, 2))):
         assert facts(k[1, 32], *args)[0]["store_key"] is None, k.name
@@ -178,6 +181,75 @@ def test_three_exclusive_stores_are_cot(kinds):
     assert kinds == [["cot", "grad"]]
     assert not np.isnan(got["x"]).any()
     np.testing.assert_allclose(got["x"], fd(launch, (y, x), 0, 1, g), rtol=1e-7, atol=1e-8)
+
+
+@dg.kernel
+def some_paths(y, x):
+    """Stored once, but the path x[i] <= 0.5, i == 0 stores nothing."""
+    i = dg.global_id(0)
+    if i < len(x):
+        if x[i] > 0.5:
+            y[i] = x[i] * 2.0
+        else:
+            if i > 0:
+                y[i] = x[i - 1] * x[i]
+
+
+def test_some_paths_storing_nothing_are_still_cot(kinds):
+    n = 40
+    x, y, g = RNG.uniform(0, 1, n), np.zeros(n), RNG.standard_normal(n)
+    got = dg.vjp(some_paths[2, 32], y, x, cotangents={"y": g})
+    assert kinds == [["cot", "grad"]]
+    np.testing.assert_allclose(got["x"], fd(some_paths[2, 32], (y, x), 0, 1, g), rtol=1e-7,
+                               atol=1e-8)
+
+
+@pytest.mark.parametrize("k,every", [(T.lap_step, True), (some_paths, False)])
+def test_jvp_leaves_the_tangent_unfilled_only_where_every_path_stores(kinds, k, every,
+                                                                      monkeypatch):
+    """written_once (plan.py): lap_step's dst gets an uninitialised tangent
+    buffer (here NaN-filled: every element is written), some_paths' a
+    zero-filled one (its unwritten elements keep a zero tangent)."""
+    n = 40
+    made = []
+    real = P.Call.written_once
+
+    def spy(self, i):
+        made.append(real(self, i))
+        return made[-1]
+    monkeypatch.setattr(P.Call, "written_once", spy)
+    x, dx = RNG.uniform(0, 1, n), RNG.standard_normal(n)
+    args = (np.zeros(n), x, 0.3) if k is T.lap_step else (np.zeros(n), x)
+    tans = {"src": dx, "c": 0.0} if k is T.lap_step else {"x": dx}
+    got = dg.jvp(k[2, 32], *args, tangents=tans)
+    out = k.arg_names[0]
+    assert made == [every]
+    assert not np.isnan(got[out]).any()
+    eps = 1e-6
+    up, dn = [list(args), list(args)]
+    up[1], dn[1] = x + eps * dx, x - eps * dx
+    ys = []
+    for a in (up, dn):
+        a[0] = np.zeros(n)
+        k[2, 32](*a)
+        ys.append(a[0])
+    np.testing.assert_allclose(got[out], (ys[0] - ys[1]) / (2 * eps), rtol=1e-7, atol=1e-8)
+
+
+def test_tape_reverses_the_heat_steps_with_the_functional_kinds(kinds):
+    """dg.Tape reverses a launch with dg.vjp where every element of its
+    outputs is written (`written_once`): lap_step and flux now, with their
+    scalars held (the tape's convention)."""
+    for prog, want in (("heat_pingpong", ("lap_step", ["cot", "grad", "const"])),
+                       ("heat_inplace", ("flux", ["cot", "grad", "grad"]))):
+        inp = T.make(prog, n=40)
+        tape, a = T.taped(prog, inp)
+        kinds.clear()
+        grads = tape.gradient(a["loss"], wrt=[a[w] for w in T.WRT[prog]])
+        assert want[1] in kinds, kinds
+        for w, got in zip(T.WRT[prog], grads):
+            np.testing.assert_allclose(got, T.finite_differences(prog, inp, w), rtol=1e-6,
+                                       atol=1e-8)
 
 
 # -- cases that keep Enzyme's kinds -------------------------------------------
