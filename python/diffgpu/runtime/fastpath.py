@@ -67,7 +67,9 @@ from diffgpu.types import ArrayType
 
 #: counters: "compile" (built from source), "disk_hit", "memory_hit" (driver/launch.py);
 #: launches on the fast path: "fast_checked" (per-value checks), "fast_reuse" (an
-#: earlier launch reused); "vjp_plan", "vjp_reuse" (hostdiff/replay.py)
+#: earlier launch reused); "vjp_plan", "vjp_reuse", "vjp_moved" (a plan found by its
+#: layouts: `moved_key`), "autodiff_moved", "moved_pack", "moved_refacted"
+#: (hostdiff/replay.py `Recipe.run_moved`)
 STATS: collections.Counter = collections.Counter()
 _ON = ("1", "true", "yes", "on")
 

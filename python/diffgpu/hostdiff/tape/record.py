@@ -4,7 +4,10 @@ While a tape records (`with dg.Tape() as tape:`) the launch fast path
 hands every launch of the recording thread to `Tape._launch`
 (runtime/fastpath.py `RECORD`: one global read per launch when no tape
 records). A launch is checked and given its roles by `plan.Call` (the
-read/write analysis `dg.vjp` uses), recorded as an `Op`, then run.
+read/write analysis `dg.vjp` uses), recorded as an `Op`, then run. The
+roles (per kernel and launch key, across tapes) and the buffers and views
+of the arguments (per tape) are kept: a loop's launches read their launch
+key once and look the rest up (docs/tape.md "Host time per launch").
 
 Versions. Every buffer (arrays.py) has a current `Version`: its contents
 since the last recorded write. An operation reading a buffer records the
@@ -316,6 +319,8 @@ class Recording:
                     bound.append((i, b, v, r, w))
             bound = tuple(bound)
             if key is not None:
+                if len(self._bound) >= 1024:  # a loop over ever new arrays
+                    self._bound.clear()
                 self._bound[(id(kernel), key)] = bound
         else:
             for _i, b, _v, _r, _w in bound:
