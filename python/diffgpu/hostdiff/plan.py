@@ -375,9 +375,10 @@ class Call:
 
     def written_once(self, i) -> bool:
         """Output `i` has each element stored by exactly one thread in this
-        launch: one store at a global-id index (`store_key`), only under
-        guards `gid(d) < len(A, k)` (`store_guards`) whose extents are at
-        least the output's, and the launch reaches every element."""
+        launch: stored once at a global-id index (`store_key`: one store,
+        or exclusive branches' stores), only under guards `gid(d) < len(A,
+        k)` and on every path below them (`store_guards`), the guards'
+        extents at least the output's, and the launch reaches every element."""
         f = self.facts[i]
         key, guards = f.get("store_key"), f.get("store_guards")
         if self.role[i] != "output" or key is None or guards is None or None in key:
