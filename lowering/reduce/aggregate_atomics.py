@@ -3,7 +3,9 @@
 Runs after `diffgpu-autodiff` (and `diffgpu-specialize`) on both targets. A
 `diffgpu.atomic_add` is summed over the whole block first when
 
-1. its result is unused and its element type is f32, f64, i32 or i64;
+1. its result is unused and its element type is f32, f64, i32 or i64, or a
+   16-bit float (f16, bf16: summed in float32, the block's total rounded
+   once at its one add: lowering/reduce/half.py);
 2. it sits in a kernel's body, or in the body of a function whose only
    reference is one `func.call` in a kernel's body (the derivative function
    a reverse-mode kernel calls), under nested `scf.if`s only (no loop in
@@ -55,6 +57,7 @@ from diffgpu.lowering.common import explain
 from diffgpu.lowering.reduce import hoist as H
 from diffgpu.lowering.common import targets as T
 from diffgpu.lowering.reduce import grid_sum
+from diffgpu.lowering.reduce import half as HALF
 from diffgpu.lowering.reduce.block_sum import block_sum_gpu, block_sum_host
 from diffgpu.lowering.gpu.atomics import SHUFFLE_TYPES
 from diffgpu.lowering.registry import ModulePass, register_pass
@@ -66,13 +69,15 @@ from diffgpu.lowering.facts.uniform import Uniformity, walk
 AGGREGATED = "diffgpu.aggregated"
 #: rule 5: block sums per kernel (module docstring)
 MAX_BLOCK_SUMS = 16
+#: rule 1's element types (16-bit floats summed in float32)
+_TYPES = SHUFFLE_TYPES + HALF.HALF_TYPES
 
 
 def candidate(op, uniform, full=frozenset()):
     """The op's Site when it can be block-aggregated (rules 1 to 5), else None.
     `full`: the names of the kernels that hold MAX_BLOCK_SUMS block sums."""
     if (not isinstance(op.operation.opview, AtomicAddOp) or len(list(op.results[0].uses))
-            or AGGREGATED in op.attributes or str(op.operands[1].type) not in SHUFFLE_TYPES):
+            or AGGREGATED in op.attributes or str(op.operands[1].type) not in _TYPES):
         return None
     site = H.site_of(op, uniform)
     if site is None or _name(site.kernel) in full:
@@ -85,19 +90,22 @@ def candidate(op, uniform, full=frozenset()):
 def aggregate(op, site) -> None:
     """Hoist `op` out of its guards (and function) and sum it over the block."""
     target_ops = list(op.operands)
-    value, after = H.hoist(op.operands[1], site)
+    elem = ir.MemRefType(target_ops[0].type).element_type
+    with op.location, ir.InsertionPoint(op):
+        wide = HALF.wide(op.operands[1])  # a 16-bit add's float32 value
+    value, after = H.hoist(wide, site)
     ip = H.after(after or op, site)
     gpu = T.is_gpu(T.get_target(site.kernel))
     with op.location, ip:
         target = [H.materialize(v, ip, site) for i, v in enumerate(target_ops) if i != 1]
-        finish = grid_sum.plan(site.kernel, target, value.type)
+        finish = None if HALF.is_half(elem) else grid_sum.plan(site.kernel, target, value.type)
 
         def add_atomic(total, how="block"):
             if finish is not None:  # across blocks in f64 (lowering/reduce/grid_sum.py)
                 finish.add(total, how)
                 return
-            dg.atomic_add(target[0], total, target[1:]).owner.attributes[AGGREGATED] = \
-                ir.StringAttr.get(how)
+            dg.atomic_add(target[0], HALF.narrow(total, elem), target[1:]).owner.attributes[
+                AGGREGATED] = ir.StringAttr.get(how)
 
         (block_sum_gpu if gpu else block_sum_host)(value, add_atomic)
     op.erase()
@@ -162,7 +170,7 @@ def why_not(op, uniform, full=frozenset(), walks=None) -> str | None:
         return None
     if len(list(op.results[0].uses)):
         return "the add's old value is used"
-    if str(op.operands[1].type) not in SHUFFLE_TYPES:
+    if str(op.operands[1].type) not in _TYPES:
         return f"no block sum for {op.operands[1].type}"
     if not all(uniform.is_uniform(v) for i, v in enumerate(op.operands) if i != 1):
         return None  # a per-thread address: not this pass's (stencil-adjoint, vector-red)

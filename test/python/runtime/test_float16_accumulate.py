@@ -294,3 +294,29 @@ def test_tape_gradient_of_a_float16_array():
     (dx,) = tape.gradient(y, [x], np.ones(N, dtype))
     assert dx.dtype == np.dtype(dtype)
     assert dx[0] == np.asarray(_exact(w)).astype(dtype)
+
+
+@dg.kernel
+def bcast_grad(y, dy, x, dx, w):
+    dg.autodiff(bcast, dg.Duplicated(y, dy), dg.Duplicated(x, dx), w)
+
+
+def test_in_kernel_16_bit_shadow_at_a_block_uniform_element():
+    """In-kernel dg.autodiff, the caller's float16 shadow, every thread adding
+    into dx[0]: each block's adds are summed in float32 first (one float16
+    atomic per block: 16 roundings at most, not 4096), so dx[0] is within 16
+    half spacings of the exact sum (float16 adds per thread: 4.0); the sm_90
+    PTX has the block sum's shuffles and one float16 atomic."""
+    x = np.ones(1, np.float16)
+    w = np.full(N, STEP, np.float16)
+    dx = np.zeros(1, np.float16)
+    args = (np.zeros(N, np.float16), np.ones(N, np.float16), x, dx, w)
+    bcast_grad[N // 256, 256](*args)
+    want = _exact(w)
+    blocks = N // 256
+    assert abs(float(dx[0]) - want) <= blocks * 0.5 * float(np.spacing(np.float16(want)))
+    assert dx[0] != 4.0
+    ptx = bcast_grad.ir(*args, stage="ptx", target="sm_90", grid=blocks, block=256)
+    atomics = re.findall(r"\b(?:atom|red)\.[.a-z0-9]+", ptx)
+    assert atomics == ["atom.global.add.noftz.f16"], atomics
+    assert "shfl.sync" in ptx
