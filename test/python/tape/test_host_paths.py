@@ -376,3 +376,44 @@ def test_a_replayed_reverse_step_under_the_race_checker_runs_its_checked_program
     assert any("racecheck" in k for k in push._programs)
     for g, r in zip(*grads):
         np.testing.assert_array_equal(g, r)
+
+
+def test_recording_new_arrays_of_known_layouts_analyses_once(monkeypatch):
+    """A program launching on new arrays each step (or a tape of fresh
+    inputs) finds its launches' roles by the layouts: plan.Call runs once
+    per kernel and layout and aliasing; other aliasing is analysed again."""
+    from diffgpu.hostdiff import plan
+
+    made = []
+    real = plan.Call.__init__
+
+    def counting(self, *a, **k):
+        made.append(a[0].kernel.name)
+        real(self, *a, **k)
+    monkeypatch.setattr(plan.Call, "__init__", counting)
+    push.__dict__.pop("_tape_roles", None)
+    f = f32(64)
+    x0, v0 = f32(64), f32(64)
+    x, v = x0.copy(), v0.copy()
+    states = []
+    with dg.Tape() as tape:
+        for _ in range(4):
+            x2, v2 = np.empty_like(x), np.empty_like(v)
+            dg.copy(x2, x)
+            dg.copy(v2, v)
+            push[2, 32](x2, v2, f, np.float32(0.01))
+            states.append((x2, v2))
+            x, v = x2, v2
+        loss = np.zeros(1, np.float32)
+        P.sq_loss[2, 32](x, loss)
+    assert made.count("push") == 1
+    s = f32(64)
+    with dg.Tape():
+        push[2, 32](s, s, f, np.float32(0.01))  # x and v one array: other groups
+    assert made.count("push") == 2
+    x, v, ref_loss = x0.copy(), v0.copy(), np.zeros(1, np.float32)
+    with dg.Tape() as ref:  # the same program in place
+        _steps(x, v, f, 4)
+        P.sq_loss[2, 32](x, ref_loss)
+    np.testing.assert_allclose(tape.gradient(loss, wrt=f), ref.gradient(ref_loss, wrt=f),
+                               rtol=1e-6)

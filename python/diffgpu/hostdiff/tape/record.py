@@ -264,14 +264,25 @@ class Recording:
         """(facts, roles, alias groups, outputs written whole) of a launch
         (of launch `key`), from plan.Call (checked like dg.vjp), kept per
         kernel and launch key (every tape's launches of the same arrays
-        find them)."""
+        find them) and per key without pointers (fastpath.moved_key: new
+        arrays laid out and aliased as earlier ones; what Call reads of
+        the pointers is in it)."""
         last = self._last.get(id(kernel))  # a loop repeats a kernel's launch: no hashing
         got = last[1] if last is not None and last[0] == key and key is not None else None
         table = kernel.__dict__.get("_tape_roles")
         if table is None or not kernel._programs:  # (programs dropped: start over)
             table = kernel.__dict__["_tape_roles"] = {}
+        mkey = None
         if got is None and key is not None:
             got = table.get(key)
+            if got is None:  # new arrays laid out and aliased as earlier ones?
+                moved = fastpath.moved_key(((args, key),))
+                mkey = ("layout", moved) if moved is not None else None
+                got = table.get(mkey) if mkey is not None else None
+                if len(table) >= 1024:  # a loop over ever new layouts
+                    table.clear()
+                if got is not None:
+                    table[key] = got
         if got is None:
             from diffgpu.hostdiff.plan import Call
 
@@ -280,9 +291,9 @@ class Recording:
                              if r == "output" and call.written_once(i))
             got = (call.facts, tuple(call.role), tuple(tuple(g) for g in call.groups), full)
             if key is not None:
-                if len(table) >= 1024:  # a loop over ever new arrays
-                    table.clear()
                 table[key] = got
+            if mkey is not None:
+                table[mkey] = got
         if key is not None:
             self._last[id(kernel)] = (key, got)
         return got
