@@ -342,12 +342,13 @@ def fold_unit_guards(fn) -> None:
     a launch with grid y >= 2, so the adds stay adds (what
     `diffgpu-combine-adds` sums). True of the original launch, so legal
     whether the rows are coarsened or not."""
-    for op in walk(fn, include_self=False):
-        if op.name != "scf.if" or len(op.results):
-            continue
-        taken = _known(op.operands[0])
-        if taken is None:
-            continue
+    while True:  # one at a time: a fold erases ops (a dropped branch's) a walk listed
+        found = next(((op, t) for op in walk(fn, include_self=False)
+                      if op.name == "scf.if" and not len(op.results)
+                      for t in (_known(op.operands[0]),) if t is not None), None)
+        if found is None:
+            return
+        op, taken = found
         region = op.regions[0 if taken else 1]
         if len(region.blocks):
             inner = [o.operation for o in region.blocks[0].operations]
@@ -366,7 +367,9 @@ def _erase_dead(v) -> None:
         if (op is None or len(op.regions) or any(len(list(r.uses)) for r in op.results)
                 or not (op.name.startswith("arith.") or op.name in N.GEOMETRY)):
             continue
-        stack.extend(op.operands)
+        for w in op.operands:  # once each: an erased value is never looked at again
+            if not any(w == x for x in stack):
+                stack.append(w)
         op.erase()
 
 

@@ -348,3 +348,18 @@ def test_shared_memory_iterations_end_in_a_barrier(few_blocks, monkeypatch):
         last = max(i for i, o in enumerate(body) if o.name == "gpu.barrier")
         # after it only the accumulation of the summed adds (combine-adds)
         assert [o.name for o in body[last + 1:]] == ["arith.addf", "scf.yield"]
+
+
+def test_rows_written_in_the_kernel(few_blocks):
+    """layernorm_fast_rows (4 rows per block in the kernel, its reverse
+    unrolled, guards nested in folded guards) launched on 4 blocks of y:
+    the rows fact (2, 0) reaches its reverse, which compiles (the guard
+    folding erased nested guards once and read them after) and is right."""
+    X, g, b, dY = _ln_data(np.float64, 4 * K.ROWS, seed=6)
+    G = dg.vjp(K.layernorm_fast_rows[K.rows_launch(len(X))], np.zeros_like(X), X, g, b,
+               cotangents={"Y": dY})
+    assert "rows=2,0" in few_blocks[-1]["facts"]
+    dX, dg_, db = P.layernorm_vjp(X, g, b, dY)
+    np.testing.assert_allclose(G["X"], dX, atol=1e-10, rtol=1e-10)
+    np.testing.assert_allclose(G["g"], dg_, atol=1e-9, rtol=1e-10)
+    np.testing.assert_allclose(G["b"], db, atol=1e-9, rtol=1e-10)
