@@ -3,6 +3,7 @@
 a plain launch of the same kernels.
 
     python bench/tape_overhead.py            # here: numpy arrays, the kernels run
+    python bench/tape_overhead.py --standin  # here: a CuPy stand-in, kernels do nothing
 
 The programs of bench/tape.py (`spring`: force then in-place integration,
 `heat`: ping-pong 3-point steps) on tiny arrays (256 float32: one block of
@@ -18,6 +19,12 @@ is the host path. Per program, in microseconds of the process's CPU time
 | vjp same       | `dg.vjp` of the step kernel on the same arrays again (a replay of its key) |
 | vjp new        | `dg.vjp` of the step kernel on new arrays each call, the same layouts (the hand chain's case) |
 | F+B tape / vjp | the whole forward and reverse per operation: the tape, and bench/tape.py's hand chain of dg.vjp (the states copied by hand) |
+
+`--standin` times the device path's Python work (spring: plain launch,
+recorded launch with the device default check="end", reverse step, dg.vjp
+on the same and on new arrays) on bench/launch_overhead.py's CuPy stand-in,
+whose kernels do nothing and whose copies are host copies: what is left on
+a GPU is that plus CuPy's own allocations, copies and launches.
 
 `bench/tape_overhead.log` has this table before and after the layout-keyed
 replays (hostdiff/replay.py `Recipe.run_moved`, docs/tape.md "Host time").
@@ -121,7 +128,100 @@ def program(name) -> dict:
     return out
 
 
+# ---------------------------------------------------------------------------
+# --standin: device arrays of bench/launch_overhead.py's CuPy stand-in
+# ---------------------------------------------------------------------------
+
+def install_standin():
+    """vjp_overhead's stand-in (kernels that do nothing, arrays on host
+    memory posing as CuPy's), with what the tape calls of CuPy besides:
+    copies, zeros, adds and assignments on the stand-in's memory, and its
+    fingerprint (a crc32 of that memory instead of the GPU's hash: one
+    read of the array either way)."""
+    import zlib
+
+    import launch_overhead as LO
+    import vjp_overhead as VO
+    VO.install_standin()
+    cp = sys.modules["cupy"]
+    S = LO.StandinArray
+
+    class Flags(LO._Flags):
+        def __init__(self, h):
+            self.c_contiguous, self.f_contiguous = h.flags.c_contiguous, h.flags.f_contiguous
+    init = S.__init__
+
+    def __init__(self, host):
+        init(self, host)
+        self.flags = Flags(host)
+
+    def iadd(self, o):
+        with np.errstate(all="ignore"):  # the kernels do nothing: any values
+            self._h += o._h if isinstance(o, S) else o
+        return self
+
+    def setitem(self, k, o):
+        self._h[k] = o._h if isinstance(o, S) else o
+    S.__init__, S.base, S.__iadd__, S.__setitem__ = __init__, None, iadd, setitem
+    S.__getitem__ = lambda self, k: S(self._h[k])
+    cp.ndarray = S
+    cp.asarray = lambda a: a if isinstance(a, S) else S(np.asarray(a))
+    cp.array = lambda a, copy=True, order="K": S(np.array(a._h if isinstance(a, S) else a,
+                                                          copy=True, order=order))
+    cp.zeros_like = lambda a: S(np.zeros_like(a._h))
+    cp.empty_like = lambda a: S(np.empty_like(a._h))
+    cp.ones = lambda shape, dtype=np.float64: S(np.ones(shape, dtype))
+    from diffgpu.hostdiff.tape import arrays
+    arrays.device_fingerprint = lambda root, _cp: (
+        zlib.crc32(root._h.ravel(order="K").view(np.uint8)), root.nbytes)
+    from diffgpu.runtime import gpu
+    gpu._chips = {0: "sm_90"}
+    return S
+
+
+def standin() -> None:
+    import tempfile
+
+    S = install_standin()
+    os.environ.setdefault("DIFFGPU_CACHE_DIR", tempfile.mkdtemp(prefix="dg-tape-"))
+    rng = np.random.default_rng(0)
+    mk = lambda: S(rng.standard_normal(N).astype(np.float32))  # noqa: E731
+    g, dt, T = TB.grid(N), np.float32(0.01), 50
+    x, v, f, k, loss = mk(), mk(), mk(), mk(), S(np.zeros(1, np.float32))
+
+    def steps():
+        for _ in range(T):
+            TB.spring_force[g, TB.B](f, x, k)
+            TB.integrate[g, TB.B](x, v, f, dt)
+
+    def rec():
+        with dg.Tape() as t:  # check="auto": "end" for device arrays
+            steps()
+            TB.sq_loss[g, TB.B](x, loss)
+        return t
+    rec().gradient(loss, wrt=[k])
+    out = {"launch": _median_us(steps, 2 * T), "recorded": _median_us(rec, 2 * T + 1)}
+    tapes = [rec() for _ in range(8)]
+    it = iter(tapes)
+    out["reverse"] = _median_us(lambda: next(it).gradient(loss, wrt=[k]), 2 * T + 1)
+
+    def call(x, v, f, gx, gv):
+        return dg.vjp(TB.integrate[g, TB.B], x, v, f, dg.Const(dt),
+                      cotangents={"x": gx, "v": gv})
+    same = [mk() for _ in range(5)]
+    out["vjp same"] = _median_us(lambda: [call(*same) for _ in range(50)], 50)
+    sets = iter([[[mk() for _ in range(5)] for _ in range(50)] for _ in range(8)])
+    out["vjp new"] = _median_us(lambda: [call(*s) for s in next(sets)], 50)
+    print(f"CuPy stand-in (kernels do nothing; diffgpu's own Python work per launch, us, "
+          f"process time), spring, {N} float32:")
+    print("  " + "".join(f" {c:>10}" for c in out))
+    print("  " + "".join(f" {v:10.1f}" for v in out.values()))
+
+
 def main() -> int:
+    if "--standin" in sys.argv[1:]:
+        standin()
+        return 0
     rows = [(name, program(name)) for name in STEPS]
     print(f"CPU host time per launch, us (process time, median; numpy, {N} float32, "
           "the kernels run)")

@@ -176,7 +176,7 @@ class Recipe:
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
                  "program", "facts", "aligned", "packed", "_scope", "_slot_make", "_makers", "baked",
-                 "slot_sum", "absent", "back", "moved", "_arrays", "_race", "pre")
+                 "slot_sum", "absent", "back", "moved", "_arrays", "_race", "_scalars_at", "pre")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -212,6 +212,7 @@ class Recipe:
         self.moved = None
         self._arrays = None  # flat positions of the arrays, their byte spans
         self._race = None  # host programs: the race checker's switch at the first call
+        self._scalars_at = None  # positions of the program's scalar arguments
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
@@ -353,8 +354,11 @@ class Recipe:
         from diffgpu.types import ArrayType
 
         program = self.program
-        scalars = tuple(_scalar_key(flat[p]) for p, t in enumerate(program.flat_types)
-                        if not isinstance(t, ArrayType))
+        at = self._scalars_at
+        if at is None:
+            at = self._scalars_at = tuple(p for p, t in enumerate(program.flat_types)
+                                          if not isinstance(t, ArrayType))
+        scalars = tuple([_scalar_key(flat[p]) for p in at])
         state = self.moved
         if state is None or state[0] != scalars:
             STATS["moved_pack"] += 1
