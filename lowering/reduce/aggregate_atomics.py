@@ -5,7 +5,7 @@ Runs after `diffgpu-autodiff` (and `diffgpu-specialize`) on both targets. A
 
 1. its result is unused and its element type is f32, f64, i32 or i64, or a
    16-bit float (f16, bf16: summed in float32, the block's total rounded
-   once at its one add: lowering/reduce/half.py);
+   once at its one add: lowering/common/half.py);
 2. it sits in a kernel's body, or in the body of a function whose only
    reference is one `func.call` in a kernel's body (the derivative function
    a reverse-mode kernel calls), under nested `scf.if`s only (no loop in
@@ -57,7 +57,7 @@ from diffgpu.lowering.common import explain
 from diffgpu.lowering.reduce import hoist as H
 from diffgpu.lowering.common import targets as T
 from diffgpu.lowering.reduce import grid_sum
-from diffgpu.lowering.reduce import half as HALF
+from diffgpu.lowering.common import half as HALF
 from diffgpu.lowering.reduce.block_sum import block_sum_gpu, block_sum_host
 from diffgpu.lowering.gpu.atomics import SHUFFLE_TYPES
 from diffgpu.lowering.registry import ModulePass, register_pass

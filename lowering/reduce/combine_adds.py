@@ -59,13 +59,13 @@ from diffgpu.dialects import ops as dg
 from diffgpu.lowering.common import targets as T
 from diffgpu.lowering.common.ir_util import walk
 from diffgpu.lowering.facts.attrs import NOALIAS_ATTR
-from diffgpu.lowering.reduce import half as HALF
+from diffgpu.lowering.common import half as HALF
 from diffgpu.lowering.reduce import hoist as H
 from diffgpu.lowering.reduce.block_sum import zero
 from diffgpu.lowering.registry import ModulePass, register_pass
 
 #: element types whose adds are combined (16-bit floats: summed in float32,
-#: rounded once at the one add: reduce/half.py)
+#: rounded once at the one add: lowering/common/half.py)
 TYPES = ("f32", "f64", "i32", "i64") + HALF.HALF_TYPES
 #: ops an index may be computed by (pure, the same value wherever it is recomputed)
 _PURE_PREFIX = ("arith.", "index.")
@@ -261,7 +261,7 @@ def pairwise(values):
 def emit_add(target, indices, value, flag, loc, ip, block):
     """`atomic_add(target[indices], value)` at `ip`, under `scf.if flag` unless
     flag is None; the indices recomputed there where needed. A float32 sum
-    into a 16-bit array is rounded once, here (reduce/half.py)."""
+    into a 16-bit array is rounded once, here (lowering/common/half.py)."""
     with loc, ip:
         value = HALF.narrow(value, target.type.element_type)
         if flag is None:

@@ -47,7 +47,7 @@ from diffgpu.dialects import ops as dg
 from diffgpu.dialects.ops import BlockIdOp, GridDimOp, ThreadIdOp
 from diffgpu.lowering.common.ir_util import const_int
 from diffgpu.lowering.facts.indices import _geom, _op, _strip, global_dim
-from diffgpu.lowering.reduce import half as HALF
+from diffgpu.lowering.common import half as HALF
 
 
 def _geometry_pure(v, depth=0) -> bool:
@@ -284,7 +284,7 @@ def _plain(add, cond):
 
 def _rmw(target, value, idx):
     old = memref.load(target, idx)
-    if HALF.is_half(old.type):  # float32 add, one rounding (reduce/half.py)
+    if HALF.is_half(old.type):  # float32 add, one rounding (lowering/common/half.py)
         new = HALF.narrow(arith.addf(HALF.wide(old), HALF.wide(value)), old.type)
     else:
         new = arith.addf(old, value) if isinstance(value.type, ir.FloatType) else \

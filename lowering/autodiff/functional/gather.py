@@ -60,7 +60,7 @@ from diffgpu.lowering.facts.affine import Poly, materialize, stencil_index
 from diffgpu.lowering.facts.indices import global_dim
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.reduce import half as HALF
+from diffgpu.lowering.common import half as HALF
 
 #: op names a transposed function may contain besides arith./math./scf.
 _ALLOWED = {"memref.load", "memref.store", "memref.alloca", "memref.dim", "func.return",

@@ -48,7 +48,7 @@ from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.reduce import half as HALF
+from diffgpu.lowering.common import half as HALF
 from diffgpu.lowering.facts.indices import index_key
 from diffgpu.lowering.autodiff.functional.rows import rows_dim
 from diffgpu.lowering.autodiff.spec import FUNCTIONAL

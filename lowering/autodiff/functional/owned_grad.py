@@ -24,7 +24,7 @@ from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.dialects import names as N
 from diffgpu.dialects import ops as dg_ops
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.reduce import half as HALF
+from diffgpu.lowering.common import half as HALF
 from diffgpu.lowering.autodiff.functional import owned
 
 

@@ -60,7 +60,7 @@ from diffgpu.lowering.common.ir_util import walk
 from diffgpu.lowering.facts.indices import global_dim, offset_of
 
 from diffgpu.lowering.autodiff import build as B
-from diffgpu.lowering.reduce import half as HALF
+from diffgpu.lowering.common import half as HALF
 from diffgpu.lowering.autodiff.functional import gather
 
 #: op names a transposed function may contain besides arith./math./scf.

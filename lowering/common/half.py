@@ -1,10 +1,11 @@
 """Adds into 16-bit float arrays (float16, bfloat16), summed in float32.
 
 A gradient element of a 16-bit array is stored in 16 bits but accumulated
-in float32 (docs/language.md, 16-bit floats): where a pass sums a thread's
-adds into one element before adding once (combine_adds.py), it sums their
-float32 values and rounds the total once; a plain read-modify-write
-(owned_adds.py) adds in float32 and rounds once when storing. The reverse
+in float32 (docs/language.md, 16-bit floats): where a pass sums adds into
+one element before adding once (lowering/reduce/combine_adds.py: a thread's,
+aggregate_atomics.py: a block's), it sums their float32 values and rounds
+the total once; a plain read-modify-write (lowering/reduce/owned_adds.py)
+adds in float32 and rounds once when storing. The reverse
 sweep's adds carry `arith.truncf` of a float32 adjoint (autodiff/elision.py
 `accumulate`): `wide` takes that adjoint itself, so no term is rounded
 before the sum.
