@@ -5,11 +5,14 @@ an image with gradients of the image and the filter.
 For n float32 elements: layernorm and softmax take n / 1024 rows of 1024;
 conv2d an image of side sqrt(n / 4) (4096 for n = 2^26: 2^24 pixels), so
 its floors count a quarter of n per array. The diffgpu kernels:
-test/python/kernels_rows_fast.py's layernorm_fast_rows and softmax_fast
-for `layernorm` and `softmax` (256 threads per block, 4 columns per thread
-in registers, block collectives, 4 rows per block for the layer norm so
-that dg and db take one add per block and column; dg.vjp writes dX once
-and reads dY once), layernorm_fast (one row per block) for `layernorm_f1`,
+test/python/kernels_rows_fast.py's layernorm_fast and softmax_fast for
+`layernorm` and `softmax` (256 threads per block, one row per block, 4
+columns per thread in registers, block collectives; dg.vjp writes dX once
+and reads dY once, and its reverse of the layer norm runs R rows per block,
+chosen by the compiler (lowering/coarsen/rows.py, R = 16 at n = 2^26), so
+that dg and db take one add per R rows and column; `DIFFGPU_ROWS=1` at
+--prepare and --run keeps a block per row, `DIFFGPU_ROWS=R` forces R),
+layernorm_fast_rows (4 rows per block written in the kernel) for `layernorm_r4`,
 kernels_rows_collective.py's layernorm and softmax for
 `layernorm_1t` / `softmax_1t` (a thread per column), kernels_rows_params.py's
 layernorm_rows for `layernorm_r2` (ROWS rows per block, whose g and b
@@ -174,17 +177,19 @@ def row_cases(n: int) -> list:
                 "g": (1 + 0.1 * _f32(rng, COLS)).astype(np.float32), "b": _f32(rng, COLS)}
 
     return [
-        # 256 threads, 4 rows per block, 4 columns per thread (test/python/kernels_rows_fast.py):
-        # dX written once, dY read once; dg and db one add per block and element
+        # 256 threads, one row per block, 4 columns per thread (test/python/kernels_rows_fast.py):
+        # dX written once, dY read once; the compiler runs R rows per block in dg.vjp's
+        # reverse (lowering/coarsen/rows.py; R = 16 at 2^26): dg and db one add per
+        # block of R rows and element
         Case("layernorm", ["Y", "X", "g", "b"], ["X", "g", "b"], "Y", (2, 3, 6),
              ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
-             lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm_fast_rows",
-             geometry=lambda n: ((1, rows // FAST_ROWS), (FAST_THREADS, 1)), peer_check=True),
-        # the same, one row per block: dg and db one add per row and element
-        Case("layernorm_f1", ["Y", "X", "g", "b"], ["X", "g", "b"], "Y", (2, 3, 6),
-             ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
              lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm_fast",
-             geometry=lambda n: ((1, rows), (FAST_THREADS, 1))),
+             geometry=lambda n: ((1, rows), (FAST_THREADS, 1)), peer_check=True),
+        # the same with 4 rows per block written in the kernel (its reverse unrolled)
+        Case("layernorm_r4", ["Y", "X", "g", "b"], ["X", "g", "b"], "Y", (2, 3, 6),
+             ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
+             lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm_fast_rows",
+             geometry=lambda n: ((1, rows // FAST_ROWS), (FAST_THREADS, 1))),
         # one block per row, a thread per column (test/python/kernels_rows_collective.py)
         Case("layernorm_1t", ["X", "g", "b", "Y"], ["X", "g", "b"], "Y", (2, 3, 6),
              ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),

@@ -13,9 +13,11 @@ thread; divided by R for a coarsened program).
     python bench/rows_coarsen_ptx.py [--chip sm_90] [--rows 65536]
 
 Rows: layernorm_fast's and softmax_fast's reverse with the rule's R
-(runtime/specialize.py `rows_factor`), with R forced to 1 (off), 4, 8,
-32, 64 (`DIFFGPU_ROWS`), and layernorm_fast_rows (4 rows per block written
-in the kernel, its reverse unrolled by autodiff) for comparison. Counts are
+(runtime/specialize.py `rows_factor`), with R asked to be 1 (off), 4, 8,
+32, 64 (`DIFFGPU_ROWS`) -- "got" is what the compiler applied (softmax_fast
+has no parameter gradient to sum: never coarsened) -- and
+layernorm_fast_rows (4 rows per block written in the kernel, its reverse
+unrolled by autodiff) for comparison. Counts are
 static, in the program text.
 """
 from __future__ import annotations
@@ -93,20 +95,21 @@ def main(argv=None) -> int:
         for r in (None, 1, 4, 8, 32, 64):
             cases.append((name, kernel, K.fast_launch(n), args, r))
     cases.append(("layernorm_fast_rows", K.layernorm_fast_rows, K.rows_launch(n), ln, 1))
-    head = ("program", "R", "lines", "instructions", "atomics", "st.global", "st generic",
+    head = ("program", "R asked -> got", "lines", "instructions", "atomics", "st.global", "st generic",
             "ld.global",
             "bar.sync", ".local", "atomics/row")
     print(f"{n} rows of {K.COLS} float32, {K.THREADS} threads per block, {CHIP} PTX of "
           "dg.vjp's reverse program")
-    print(f"{head[0]:<24}" + "".join(f"{h:>13}" for h in head[1:]))
+    print(f"{head[0]:<22}{head[1]:>16}" + "".join(f"{h:>13}" for h in head[2:]))
     for name, kernel, launch, args, r in cases:
         payload = vjp_program(kernel, launch, args, r)
         got = payload.get("rows") or [1, 0]
         per_block = 4 if kernel is K.layernorm_fast_rows else got[0]
         c = counts(payload["ptx"])
-        label = f"{got[0]}" + (" (rule)" if r is None else "")
+        asked = "rule" if r is None else str(r)
+        label = "4 (kernel)" if kernel is K.layernorm_fast_rows else f"{asked} -> {got[0]}"
         row = [label] + [c[k] for k in head[2:-1]] + [f"{c['atomics'] / per_block:.2f}"]
-        print(f"{name:<24}" + "".join(f"{x:>13}" for x in row))
+        print(f"{name:<22}{row[0]:>16}" + "".join(f"{x:>13}" for x in row[1:]))
     return 0
 
 
