@@ -90,7 +90,7 @@ def compile(kernel, signature, target: str = "host", *, grid=None, block=None,  
     limit needs. Returns a CompiledKernel (and fills the disk cache);
     ValueError on a bad signature, target or example, CompileError on a bad
     kernel."""
-    from diffgpu.driver.launch import get_program
+    from diffgpu.driver.launch import get_program, program_facts
 
     if not (getattr(type(kernel), "__diffgpu_definition__", False)  # api.Kernel
             and kernel.kind == "kernel"):
@@ -107,7 +107,8 @@ def compile(kernel, signature, target: str = "host", *, grid=None, block=None,  
     program = get_program(kernel, types, target)
     variants = {}
     for facts in _variant_facts(kernel, types, target, grid, block, sets):
-        if facts.key() not in variants:
+        facts = program_facts(facts, None)  # a primal program: no rows fact
+        if facts is not None and facts.key() not in variants:
             variants[facts.key()] = get_program(kernel, types, target, facts=facts).payload
     if len(variants) > MAX_VARIANTS:
         raise ValueError(f"{len(variants)} launch-specialised variants; at most {MAX_VARIANTS}")
@@ -239,9 +240,10 @@ class CompiledKernel:
         exactly them, else the generic one (counted in STATS); for a folded
         grid the variant with only its fold stands in for the generic one,
         as on the JIT path without a compiler (launch.get_program)."""
-        from diffgpu.driver.launch import Program
+        from diffgpu.driver.launch import Program, program_facts
         from diffgpu.runtime.specialize import Facts
 
+        facts = program_facts(facts, None)  # keyed as the variants were
         key = None if facts is None else facts.key()
         which = key if key in self.variants else None
         if which is None and facts is not None and facts.grid_fold:

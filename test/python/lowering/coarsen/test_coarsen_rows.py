@@ -363,3 +363,24 @@ def test_rows_written_in_the_kernel(few_blocks):
     np.testing.assert_allclose(G["X"], dX, atol=1e-10, rtol=1e-10)
     np.testing.assert_allclose(G["g"], dg_, atol=1e-9, rtol=1e-10)
     np.testing.assert_allclose(G["b"], db, atol=1e-9, rtol=1e-10)
+
+
+def test_bundle_variants_take_no_rows_fact(few_blocks, tmp_path):
+    """A bundle's variants are primal programs: keyed without the rows fact,
+    so the variant compiled for a launch on 10 blocks of y serves one on 20
+    (their rows facts differ: (8, 2) and (16, 4))."""
+    from diffgpu.driver.bundle import load_bundle
+    from diffgpu.driver.launch import STATS
+    types = ("float64[:, :]", "float64[:, :]", "float64[:]")
+    ex = [np.zeros((10, C.COLS)), np.ones((10, C.COLS)), np.ones(C.COLS)]
+    c = dg.compile(C.scale_rows, types, grid=(1, 10), block=(C.COLS, 1), example_args=ex)
+    assert len(c.variants) == 1 and not any("rows=" in k for k in c.variants)
+    path = str(tmp_path / "rows.dgb")
+    dg.save_bundle(path, [c])
+    b = load_bundle(path)
+    X, g = np.random.RandomState(7).randn(20, C.COLS), np.random.RandomState(8).randn(C.COLS)
+    Y = np.zeros_like(X)
+    before = STATS["bundle_variant"]
+    b["scale_rows"][(1, 20), (C.COLS, 1)](Y, X, g)
+    assert STATS["bundle_variant"] == before + 1
+    np.testing.assert_allclose(Y, X * g)
