@@ -269,7 +269,12 @@ def coarsen_rows(fn, found: Found, rows: int, rem: int) -> None:
         with fn.location, ir.InsertionPoint(term):
             dg.barrier()
     for g in found.gids:
-        g.replace_all_uses_with(gid)
+        new = gid
+        if g.type != gid.type:  # a gid(1) computed in i64
+            with fn.location, ir.InsertionPoint(term):
+                new = arith.index_cast(g.type, gid)
+            new.owner.operation.move_after(gid.owner.operation)
+        g.replace_all_uses_with(new)
     for op in reversed(walk(loop.operation)):  # the old gid's chain, users first
         if op in found.chain and not any(len(list(r.uses)) for r in op.results):
             op.erase()

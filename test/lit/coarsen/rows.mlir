@@ -95,3 +95,32 @@ func.func @nothing_to_sum(%x: !M, %dx: !M) attributes {diffgpu.kernel, diffgpu.t
 // CHECK-NOT: diffgpu.coarsen_rows
 // CHECK-NOT: scf.for
 // CHECK: return
+
+// -----
+
+// gid(1) computed in i64: the loop's index row cast to i64 in its place
+!M = memref<?x?xf32, strided<[?, ?], offset: ?>>
+!V = memref<?xf32, strided<[?], offset: ?>>
+#host = #llvm.target<triple = "x86_64-unknown-linux-gnu", chip = "generic">
+func.func @rows_i64(%x: !M, %dg: !V) attributes {diffgpu.kernel, diffgpu.target = #host, diffgpu.noalias, diffgpu.coarsen_rows = array<i64: 4, 0>} {
+  %b = "diffgpu.block_id"() {dim = 1 : i64} : () -> index
+  %n = "diffgpu.block_dim"() {dim = 1 : i64} : () -> index
+  %t = "diffgpu.thread_id"() {dim = 1 : i64} : () -> index
+  %bi = arith.index_cast %b : index to i64
+  %ni = arith.index_cast %n : index to i64
+  %ti = arith.index_cast %t : index to i64
+  %m = arith.muli %bi, %ni : i64
+  %r = arith.addi %m, %ti : i64
+  %ri = arith.index_cast %r : i64 to index
+  %j = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %v = memref.load %x[%ri, %j] : !M
+  %o = "diffgpu.atomic_add"(%dg, %v, %j) : (!V, f32, index) -> f32
+  return
+}
+// CHECK-LABEL: func.func @rows_i64
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:   %[[BR:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK:   %[[R:.*]] = arith.addi %[[BR]], %[[K]] : index
+// CHECK:   %[[R64:.*]] = arith.index_cast %[[R]] : index to i64
+// CHECK:   %[[RI:.*]] = arith.index_cast %[[R64]] : i64 to index
+// CHECK:   memref.load %{{.*}}[%[[RI]], %{{.*}}]
