@@ -384,3 +384,33 @@ def test_bundle_variants_take_no_rows_fact(few_blocks, tmp_path):
     b["scale_rows"][(1, 20), (C.COLS, 1)](Y, X, g)
     assert STATS["bundle_variant"] == before + 1
     np.testing.assert_allclose(Y, X * g)
+
+
+def test_sm90_coarsened_grid_still_folded(monkeypatch, tmp_path):
+    """2^23 rows: R = 64 leaves 131072 blocks of y, beyond the GPU's 65535:
+    the program is compiled for the fold of the coarsened grid, and the
+    launch runs ceil(2^23 / 64) rows folded into (43691, 3)."""
+    from diffgpu.driver.launch import Program
+    from diffgpu.interop import compile_only
+    from diffgpu.runtime.args import hardware_grid
+    from diffgpu.runtime.fastpath import gpu_grid
+    monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path))
+    S._SHAPED.clear()
+    n = 2 ** 23
+    X = np.zeros((n, C.COLS), np.float32)  # never written: no pages touched
+    C.scale_rows._programs.clear()
+    _forget(C.scale_rows)
+    with compile_only("sm_90"):
+        dg.vjp(C.scale_rows[C.launch(n)], np.zeros_like(X), X, np.ones(C.COLS, np.float32),
+               cotangents={"Y": X})
+    S._SHAPED.clear()
+    (p,) = _reverse_payloads(C.scale_rows)
+    assert p["rows"] == [64, 0] and p["grid_fold"] == [n // 64, 1]
+    prog = Program.__new__(Program)
+    prog.coarsen, prog.grid_fold, prog.rows, prog.entry = 1, (n // 64, 1), (64, 0), p["entry"]
+    assert gpu_grid(prog, (1, n, 1)) == hardware_grid((1, n // 64, 1)) == (1, 43691, 3)
+    assert len(re.findall(r"\batom\.global\.add\.f32", p["ptx"])) == 1
+    # the kernel reads its row from the coarsened fold (hy = 43691), not the
+    # launch's (2^23 rows: hy = 65028, hz = 129)
+    assert hardware_grid((1, n, 1)) == (1, 65028, 129)
+    assert re.search(r"\b43691\b", p["ptx"]) and not re.search(r"\b65028\b", p["ptx"])
