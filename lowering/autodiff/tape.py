@@ -38,8 +38,9 @@ from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.lowering.common.ir_util import isa
 
 from diffgpu.lowering.autodiff import build as B
-
-INITIAL_WORDS = 128
+# the words a thread's tape holds on its stack before it moves to the heap
+# (a fact the runtime's heap check reads, so it lives with the facts)
+from diffgpu.lowering.facts.heap_tape import INITIAL_WORDS  # noqa: F401
 TAPE_PUSH = "diffgpu.tape_push"
 TAPE_POP = "diffgpu.tape_pop"
 

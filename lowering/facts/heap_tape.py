@@ -51,6 +51,10 @@ _BIN = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.ceildivs
 _ZERO = ["c", 0]
 
 
+#: words a thread's tape keeps on its stack (lowering/autodiff/tape.py) before
+#: it moves to a heap buffer
+INITIAL_WORDS = 128
+
 def _tape_grow(op) -> bool:
     """Is `op` (an scf.if) the grow branch of a tape push?"""
     if op.name != "scf.if" or not op.regions[0].blocks:
@@ -216,8 +220,6 @@ def record():
 def note(module) -> None:
     """Hand {kernel: {"words": tape_words(module)[kernel], "initial": words
     on the thread's stack}} to the innermost `record()`, if any."""
-    from diffgpu.lowering.autodiff.tape import INITIAL_WORDS
-
     found = getattr(_local, "found", None)
     if found is not None and walk(module, ("memref.alloc",)):
         for name, words in tape_words(module).items():

@@ -246,8 +246,20 @@ def device_id(x) -> int:
     idx = getattr(dev, "index", None)  # torch.device
     if isinstance(idx, int):
         return idx
-    from diffgpu.runtime import gpu
-    return gpu.pointer_device(cuda_interface(x, "array")["data"][0])
+    return pointer_device(cuda_interface(x, "array")["data"][0])
+
+
+def pointer_device(ptr: int) -> int:
+    """The CUDA device that owns device pointer `ptr` (CuPy's runtime; only
+    reached for a device array, so CuPy is loaded)."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise LaunchError(f"device arrays need CuPy, which cannot be imported: {exc}") from None
+    try:
+        return int(cupy.cuda.runtime.pointerGetAttributes(ptr).device)
+    except Exception:
+        return int(cupy.cuda.runtime.getDevice())
 
 
 def check_arity(args, names, kernel_name: str) -> None:

@@ -65,14 +65,6 @@ def _query_chip(device_id: int) -> str:
         raise LaunchError(f"GPU {device_id}: {exc}") from None
 
 
-def pointer_device(ptr: int) -> int:
-    cupy = cupy_module()
-    try:
-        return int(cupy.cuda.runtime.pointerGetAttributes(ptr).device)
-    except Exception:
-        return int(cupy.cuda.runtime.getDevice())
-
-
 def synchronize() -> None:
     """Wait for the current device's work (no-op without CuPy)."""
     try:

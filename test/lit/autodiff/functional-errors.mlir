@@ -28,7 +28,7 @@ func.func @k(%y: !A, %dy: !A) attributes {diffgpu.kernel, diffgpu.target = #host
 func.func @f(%y: !A, %x: !A) attributes {diffgpu.target = #host} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
   %v = memref.load %x[%t] : !A
-  // expected-error@+1 {{argument 0 is 'cot' but its stores are neither one store outside loops at a thread-unique index (global ids and constants) nor rows `c * gid + k` that no two threads share (nor stores at distinct constant offsets of global ids)}}
+  // expected-error@+1 {{argument 0 is 'cot' but its stores are neither stored once (outside loops, at one thread-unique index of global ids and constants, no two on one path) nor rows `c * gid + k` that no two threads share (nor stores at distinct constant offsets of global ids)}}
   memref.store %v, %y[%t] : !A
   return
 }
@@ -58,7 +58,7 @@ func.func @f(%y: !A, %x: !A) attributes {diffgpu.target = #host} {
   %v = memref.load %x[%i] : !A
   scf.for %d = %c0 to %c4 step %c1 {
     %j = arith.addi %base, %d : index
-    // expected-error@+1 {{argument 0 is 'cot' but its stores are neither one store outside loops at a thread-unique index (global ids and constants) nor rows `c * gid + k` that no two threads share (nor stores at distinct constant offsets of global ids)}}
+    // expected-error@+1 {{argument 0 is 'cot' but its stores are neither stored once (outside loops, at one thread-unique index of global ids and constants, no two on one path) nor rows `c * gid + k` that no two threads share (nor stores at distinct constant offsets of global ids)}}
     memref.store %v, %y[%j] : !A
   }
   return
