@@ -112,7 +112,9 @@ def _call(fn: str, launcher, args, seeds: dict, outputs: bool, wrt) -> dict:
     mkey = replay.moved_key(key, args, given)
     recipe = replay.lookup_moved(kernel, mkey)
     if recipe is not None:
-        out = recipe.run_moved(args, seeds)
+        out, fit = recipe.run_moved(args, seeds)
+        if fit:  # these pointers again: a plain replay of their own key
+            replay.keep(kernel, key, recipe.for_key(), args, seeds)
         STATS["vjp_moved"] += 1
         return out
     from diffgpu.hostdiff.plan import Call

@@ -182,7 +182,9 @@ def _diff_launch(mode: str, launcher, activities):
         mkey = _moved_key(key, flat)
         recipe = replay.lookup_moved(launcher.kernel, mkey)
         if recipe is not None:
-            out = recipe.run_moved(flat, _NO_SEEDS)
+            out, fit = recipe.run_moved(flat, _NO_SEEDS)
+            if fit:  # these pointers again: a plain replay of their own key
+                replay.keep(launcher.kernel, key, recipe.for_key(), flat, _NO_SEEDS)
             STATS["autodiff_moved"] += 1
             return tuple(out.values()) if mode == "reverse" else None
     launcher = _launcher_of(launcher, mode)

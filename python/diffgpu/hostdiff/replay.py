@@ -227,14 +227,15 @@ class Recipe:
         with scope[0](scope[1]):
             return self._run(args, seeds, first)
 
-    def run_moved(self, args, seeds: dict) -> dict:
+    def run_moved(self, args, seeds: dict) -> tuple:
         """Execute the recipe on arrays laid out as at its first call but
         anywhere in memory (the caller found it by a key without pointers:
         `moved_key`, the tape's `layout_key`): no checks, no planning, the
         program kept, the launch packed once and the pointers put in. When
         the new pointers break an alignment or no-alias fact the kept
         program assumes, this call selects its program as a first call does
-        (the recipe keeps its own)."""
+        (the recipe keeps its own). Returns (the results, whether the kept
+        program ran: then `for_key` may keep a copy under this call's key)."""
         if fastpath.RECORD is not None:
             fastpath.RECORD.host_diff(self.mode)
         scope = self._scope
@@ -259,6 +260,17 @@ class Recipe:
         self._makers = tuple(_maker(how, args[what] if where == "arg" else seeds[what])
                              for how, (where, what) in self.bufs)
 
+    def for_key(self) -> "Recipe":
+        """This recipe to keep under another call's launch key (whose
+        pointers the kept program fits): the same plan and program, its own
+        packed launches (a packed launch belongs to one key)."""
+        twin = Recipe.__new__(Recipe)
+        for name in Recipe.__slots__:
+            if hasattr(self, name):
+                setattr(twin, name, getattr(self, name))
+        twin.packed = twin.moved = None
+        return twin
+
     def _run(self, args, seeds, first, moved=False):
         makers = [_planned(how) for how, _ in self.bufs] if first else self._makers
         bufs = [make(args[what] if where == "arg" else seeds[what])
@@ -279,7 +291,8 @@ class Recipe:
             self._race = racecheck_enabled() if self.target == "host" else None
             L.run_program(self.program, flat, self.sig, self.grid, self.block)
         elif moved:
-            if self._facts_hold(flat):
+            fit = self._facts_hold(flat)
+            if fit:
                 self._launch_moved(flat)
             else:
                 STATS["moved_refacted"] += 1
@@ -310,7 +323,7 @@ class Recipe:
                 out[name] = M.narrow(bufs[what[0]], what[1])
             else:
                 out[name] = M.copy(seeds[what])
-        return out
+        return (out, fit) if moved else out
 
     def _facts_hold(self, flat) -> bool:
         """Do the launch facts the kept program was chosen for (alignment,

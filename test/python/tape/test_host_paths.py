@@ -417,3 +417,30 @@ def test_recording_new_arrays_of_known_layouts_analyses_once(monkeypatch):
         P.sq_loss[2, 32](x, ref_loss)
     np.testing.assert_allclose(tape.gradient(loss, wrt=f), ref.gradient(ref_loss, wrt=f),
                                rtol=1e-6)
+
+
+def test_a_moved_call_repeated_is_a_plain_replay():
+    """The pointers of a call found by its layouts, passed again: the
+    pointer-keyed replay (its own copy of the recipe, its own packing)."""
+    y, x, w, b = np.zeros(64, np.float32), f32(64), f32(64), f32(64)
+    dg.vjp(mul[2, 32], y, x, w, cotangents={"y": b})
+    y2, x2, w2, b2 = np.zeros(64, np.float32), f32(64), f32(64), f32(64)
+    before = counts()
+    rs = [dg.vjp(mul[2, 32], y2, x2, w2, cotangents={"y": b2}) for _ in range(3)]
+    assert since(before) == (0, 1, 2)
+    for r in rs:
+        np.testing.assert_allclose(r["x"], w2 * b2, rtol=1e-6)
+    a = dg.vjp(mul[2, 32], y, x, w, cotangents={"y": b})  # the first arrays: their own
+    np.testing.assert_allclose(a["x"], w * b, rtol=1e-6)
+    assert since(before) == (0, 1, 3)
+    def adjoint(y, x, w, by, gx, gw):
+        by[...], gx[...], gw[...] = b2, 0.0, 0.0
+        dg.autodiff(mul[2, 32], dg.Duplicated(y, by), dg.Duplicated(x, gx),
+                    dg.Duplicated(w, gw))
+        np.testing.assert_allclose(gx, w * b2, rtol=1e-6)
+    adjoint(y, x, w, *(np.zeros(64, np.float32) for _ in range(3)))  # planned (or moved)
+    before = STATS["autodiff_reuse"], STATS["autodiff_moved"]
+    shadows = [np.zeros(64, np.float32) for _ in range(3)]
+    for _ in range(3):
+        adjoint(y2, x2, w2, *shadows)
+    assert (STATS["autodiff_reuse"] - before[0], STATS["autodiff_moved"] - before[1]) == (2, 1)
