@@ -43,6 +43,17 @@ def few_blocks(monkeypatch):
     S._SHAPED.clear()
 
 
+@pytest.fixture
+def sm90_programs():
+    """The sm_90 programs these tests compile (compile_only) dropped after
+    them: other tests look their kernels' sm_90 programs up one by one."""
+    yield
+    for kernel in (K.layernorm_fast, K.softmax_fast, C.scale_rows, C.shift_rows_shared):
+        for key in [k for k in kernel._programs if k[1] == "sm_90"]:
+            del kernel._programs[key]
+        _forget(kernel)
+
+
 def _forget(kernel):
     """`kernel`'s kept vjp plans and launches dropped (they hold the
     program they chose)."""
@@ -245,7 +256,7 @@ def _count(ptx, pattern):
     return len(re.findall(pattern, ptx))
 
 
-def test_sm90_coarsened_layernorm_reverse(monkeypatch, tmp_path):
+def test_sm90_coarsened_layernorm_reverse(monkeypatch, tmp_path, sm90_programs):
     """65536 rows (bench/peers.py's layernorm at 2^26): R = 16 by the rule;
     the grid (1, 65536) that needed a fold runs as (1, 4096) without one;
     the PTX adds into dg and db 8 times per thread (4 columns each), after
@@ -314,7 +325,7 @@ def test_shared_memory_kernel(rows, few_blocks):
     np.testing.assert_allclose(G["X"], np.roll(dY * g, 1, axis=1), atol=1e-12)
 
 
-def test_shared_memory_iterations_end_in_a_barrier(few_blocks, monkeypatch):
+def test_shared_memory_iterations_end_in_a_barrier(few_blocks, monkeypatch, sm90_programs):
     """On the GPU the next row's writes of the shared array wait for every
     thread's reads of this row's (the CPU runs a loop with barriers
     iteration by iteration, so only the IR shows it): in the sm_90 "gpu"
@@ -386,7 +397,7 @@ def test_bundle_variants_take_no_rows_fact(few_blocks, tmp_path):
     np.testing.assert_allclose(Y, X * g)
 
 
-def test_sm90_coarsened_grid_still_folded(monkeypatch, tmp_path):
+def test_sm90_coarsened_grid_still_folded(monkeypatch, tmp_path, sm90_programs):
     """2^23 rows: R = 64 leaves 131072 blocks of y, beyond the GPU's 65535:
     the program is compiled for the fold of the coarsened grid, and the
     launch runs ceil(2^23 / 64) rows folded into (43691, 3)."""
