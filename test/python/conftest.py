@@ -63,3 +63,27 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason=f"GPU test: {reason}")
     for it in gpu_items:
         it.add_marker(skip)
+
+
+@pytest.fixture
+def kinds(monkeypatch):
+    """The reverse kinds of every `dg.vjp` launch, in order; new gradient
+    buffers NaN-filled (an element the derivative does not write stays NaN)."""
+    import numpy as np
+
+    from diffgpu.hostdiff import buffers, replay
+    seen = []
+    run = replay.Recipe.run
+
+    def spy(self, args, seeds, first):
+        if self.mode == "reverse":
+            seen.append(list(self.diff[1]))
+        return run(self, args, seeds, first)
+
+    def nan_like(a):
+        out = buffers.xp_of(a).empty(*buffers._shape_dtype(a))
+        out[...] = np.nan
+        return out
+    monkeypatch.setattr(replay.Recipe, "run", spy)
+    monkeypatch.setattr(buffers, "empty_like", nan_like)
+    return seen

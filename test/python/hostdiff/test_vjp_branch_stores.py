@@ -15,36 +15,12 @@ import pytest
 
 import diffgpu as dg
 from diffgpu.errors import CompileError
-from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff import plan as P
-from diffgpu.hostdiff import replay as R
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tape"))
 import tape_programs as T  # noqa: E402
 
 RNG = np.random.default_rng(5)
-
-
-@pytest.fixture
-def kinds(monkeypatch):
-    """The reverse kinds of every vjp launch; new gradient buffers NaN-filled
-    (an element the kernel does not write stays NaN)."""
-    seen = []
-    run = R.Recipe.run
-
-    def spy(self, args, seeds, first):
-        if self.mode == "reverse":
-            seen.append(list(self.diff[1]))
-        return run(self, args, seeds, first)
-
-    def nan_like(a):
-        out = M.xp_of(a).empty(*M._shape_dtype(a))
-        out[...] = np.nan
-        return out
-
-    monkeypatch.setattr(R.Recipe, "run", spy)
-    monkeypatch.setattr(M, "empty_like", nan_like)
-    return seen
 
 
 def facts(launcher, *args):

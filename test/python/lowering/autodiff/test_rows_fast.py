@@ -13,8 +13,6 @@ import pytest
 import diffgpu as dg
 import kernels_rows_fast as K
 import kernels_rows_params as P
-from diffgpu.hostdiff import buffers as M
-from diffgpu.hostdiff import replay as RP
 from diffgpu.lowering.autodiff.functional import owned
 
 R = 3
@@ -26,27 +24,6 @@ def _data(dt, seed=0, r=R):
     c = K.COLS
     return (rs.randn(r, c).astype(dt), (rs.rand(c) + 0.5).astype(dt), rs.rand(c).astype(dt),
             rs.randn(r, c).astype(dt))
-
-
-@pytest.fixture
-def kinds(monkeypatch):
-    """The reverse kinds of every vjp launch; new gradient buffers NaN-filled
-    (an element the derivative does not write stays NaN)."""
-    seen = []
-    run = RP.Recipe.run
-
-    def spy(self, args, seeds, first):
-        if self.mode == "reverse":
-            seen.append(list(self.diff[1]))
-        return run(self, args, seeds, first)
-
-    def nan_like(a):
-        out = M.xp_of(a).empty(*M._shape_dtype(a))
-        out[...] = np.nan
-        return out
-    monkeypatch.setattr(RP.Recipe, "run", spy)
-    monkeypatch.setattr(M, "empty_like", nan_like)
-    return seen
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 
 import diffgpu as dg
-from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff import plan as P
-from diffgpu.hostdiff import replay as R
 from kernels_elementwise import stencil  # defined once
 
 RNG = np.random.default_rng(11)
@@ -43,29 +41,6 @@ def strided(y, x):
 
 def f32(n):
     return RNG.standard_normal(n).astype(np.float32)
-
-
-@pytest.fixture
-def kinds(monkeypatch):
-    """The reverse kinds of every vjp launch; new gradient buffers NaN-filled
-    (an element the kernel does not write stays NaN)."""
-    seen = []
-    cls = R.Recipe
-    run = cls.run
-
-    def spy(self, args, seeds, first):
-        if self.mode == "reverse":
-            seen.append(list(self.diff[1]))
-        return run(self, args, seeds, first)
-
-    def nan_like(a):
-        out = M.xp_of(a).empty(*M._shape_dtype(a))
-        out[...] = np.nan
-        return out
-
-    monkeypatch.setattr(cls, "run", spy)
-    monkeypatch.setattr(M, "empty_like", nan_like)
-    return seen
 
 
 def scatter(kernel, n, grid, block, y, x, g):
