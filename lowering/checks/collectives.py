@@ -33,8 +33,6 @@ tapes, payload "heap_tape").
 """
 from __future__ import annotations
 
-import contextlib
-import threading
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -42,9 +40,10 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering.checks.all_threads import divergent_reaches
 from diffgpu.lowering.common import targets
 from diffgpu.lowering.common.ir_util import callee, sym_name, top_ops, walk
+from diffgpu.lowering.common.recorder import Recorder
 from diffgpu.lowering.registry import ModulePass, register_pass
 
-_local = threading.local()
+_USED = Recorder()
 
 COLLECTIVES = N.COLLECTIVES
 _ADVICE = ("every thread of the warp/block must reach a collective, or none; call it where "
@@ -92,17 +91,10 @@ def used_collectives(module) -> dict:
     return out
 
 
-@contextlib.contextmanager
 def record_used():
     """Collect `used_collectives` of every module `diffgpu-check-collectives`
     checks inside (this thread) into the dict yielded."""
-    found: dict = {}
-    prev = getattr(_local, "found", None)
-    _local.found = found
-    try:
-        yield found
-    finally:
-        _local.found = prev
+    return _USED.record()
 
 
 @register_pass
@@ -117,7 +109,7 @@ class CheckCollectives(ModulePass):
     def run(self, module) -> None:
         from diffgpu.lowering.facts import heap_tape
         heap_tape.note(module)  # the heap tapes' words, for the payload (facts/heap_tape.py)
-        found = getattr(_local, "found", None)
+        found = _USED.innermost()
         if found is not None and walk(module, COLLECTIVES):
             found.update(used_collectives(module))
         for op, message in divergent_collectives(module):

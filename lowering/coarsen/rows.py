@@ -70,14 +70,13 @@ with the reason.
 """
 from __future__ import annotations
 
-import contextlib
-import threading
 from dataclasses import dataclass
 from typing import ClassVar
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering.common import explain
 from diffgpu.lowering.common.ir_util import walk
+from diffgpu.lowering.common.recorder import Recorder
 from diffgpu.lowering.facts.attrs import NOALIAS_ATTR
 from diffgpu.lowering.registry import ModulePass, register_pass
 
@@ -96,25 +95,18 @@ _REFUSED = {"func.call": "calls a function", "func.call_indirect": "calls a func
             "has an atomic read-modify-write", "memref.alloc": "allocates memory",
             N.AUTODIFF: "differentiates", N.FWDDIFF: "differentiates"}
 
-_local = threading.local()
+_ROWS = Recorder()
 
 
-@contextlib.contextmanager
 def record():
     """Collect {kernel: (R, remainder)} of the kernels this thread's
     compiles coarsen inside (the driver keeps it in the program's payload:
     the launch divides grid y by R)."""
-    stack = _local.__dict__.setdefault("stack", [])
-    found: dict = {}
-    stack.append(found)
-    try:
-        yield found
-    finally:
-        stack.pop()
+    return _ROWS.record()
 
 
 def _note(entry: str, rows: tuple) -> None:
-    for found in _local.__dict__.get("stack", ()):
+    for found in _ROWS.open():
         found[entry] = rows
 
 

@@ -35,14 +35,13 @@ module) into the dict it yields, for the compile driver's payload
 """
 from __future__ import annotations
 
-import contextlib
-import threading
 
 from diffgpu.dialects import names as N
 from diffgpu.lowering.common import targets
 from diffgpu.lowering.common.ir_util import callee, sym_name, top_ops, walk
+from diffgpu.lowering.common.recorder import Recorder
 
-_local = threading.local()
+_WORDS = Recorder()
 _PASS = ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
          "arith.trunci")
 _BIN = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.ceildivsi": "cdiv",
@@ -205,22 +204,15 @@ def _flat(e):
     return out
 
 
-@contextlib.contextmanager
 def record():
     """Collect `tape_words` of every module checked inside (this thread)."""
-    found: dict = {}
-    prev = getattr(_local, "found", None)
-    _local.found = found
-    try:
-        yield found
-    finally:
-        _local.found = prev
+    return _WORDS.record()
 
 
 def note(module) -> None:
     """Hand {kernel: {"words": tape_words(module)[kernel], "initial": words
     on the thread's stack}} to the innermost `record()`, if any."""
-    found = getattr(_local, "found", None)
+    found = _WORDS.innermost()
     if found is not None and walk(module, ("memref.alloc",)):
         for name, words in tape_words(module).items():
             found[name] = {"words": words, "initial": INITIAL_WORDS}
