@@ -61,11 +61,12 @@ def _sm_ref(Y, X):
 
 @dg.kernel
 def pairs(Y, X):
-    """Columns j and j + 4 per thread: 'grad' with 4 threads, 'dup' with 8."""
+    """Columns j and j + 32 per thread: 'grad' with 32 threads, 'dup' with 64
+    (block collectives need whole warps)."""
     r = dg.global_id(1)
     j = dg.global_id(0)
     u = X[r, j]
-    v = X[r, j + 4]
+    v = X[r, j + 32]
     Y[r, j] = u * dg.block_sum(u * v) + v
 
 
@@ -94,8 +95,8 @@ def cases():
     grid, block = K.fast_launch(64)
     out.append(("rows fast layernorm: reverse", K.layernorm_fast, grid, block, "reverse",
                 _ln_reverse(64), None))
-    for threads, cols in ((4, 8), (4, 10), (8, 12)):
-        out.append((f"rows fast offsets j, j + 4, {threads} threads: vjp", pairs, (1, 3),
+    for threads, cols in ((32, 64), (32, 70), (64, 96)):
+        out.append((f"rows fast offsets j, j + 32, {threads} threads: vjp", pairs, (1, 3),
                     (threads, 1), "vjp", lambda r, c=cols: [
                         np.zeros((3, c), np.float32), _f32(r, 3, c), _f32(r, 3, c)], None))
     return out
