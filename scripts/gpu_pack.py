@@ -26,7 +26,9 @@ Part 1 also holds the `--extra` directories (the benches' and the tape
 check's caches), whole, and case 0 (with it the gradcheck and bundle rows of
 the GPU check). When everything fits into one part, it is also written to
 .gpu.tar.xz (the single tarball of before). A case whose file cannot fit a
-part even alone is an error that names it; nothing is written then.
+part even alone is an error that names it; nothing is written then, unless
+`--leave-out K,...` names it: the cases named there are packed in no part
+(parts.json lists them under "left_out", and the run reports fewer cases).
 """
 from __future__ import annotations
 
@@ -219,12 +221,19 @@ def split(cases, sizes: dict, first_room: int, other_room: int, shrink=None) -> 
 
 def pack(repo: str, check: str, extras: list[str], out: str, limit: int,
          sources: list[str] | None = None, single: str | None = ".gpu.tar.xz",
-         log=print) -> list[dict]:
-    """Write out/part1.tar.xz ... (each <= limit bytes); returns parts.json's list."""
+         log=print, leave_out=()) -> list[dict]:
+    """Write out/part1.tar.xz ... (each <= limit bytes); returns parts.json's
+    list. `leave_out`: case indices packed in no part."""
     extras = [e for e in extras if os.path.isdir(os.path.join(repo, e))]
     if sources is None:
         sources = source_files(repo, [check, out] + extras)
     base, cases, host = check_layout(repo, check)
+    unknown = set(leave_out) - {k for k, _ in cases}
+    if unknown:
+        raise PackError(f"--leave-out names cases the manifest does not have: {sorted(unknown)}")
+    if leave_out:
+        cases = [(k, f) for k, f in cases if k not in set(leave_out)]
+        log(f"left out: cases {sorted(leave_out)}")
     extra_files = [f for e in extras for f in dir_files(repo, e)]
     log(f"sources: {len(sources)} files; {check}: {len(base)} files besides its "
         f"{len(cases)} cases ({host} host programs left out); part 1 also: "
@@ -276,7 +285,8 @@ def pack(repo: str, check: str, extras: list[str], out: str, limit: int,
             with open(os.path.join(dest, f"part{rec['part']}.json"), "w") as f:
                 json.dump(rec["cases"], f)
     with open(os.path.join(dest, "parts.json"), "w") as f:
-        json.dump({"limit": limit, "check": check, "extras": extras, "parts": got}, f, indent=1)
+        json.dump({"limit": limit, "check": check, "extras": extras, "parts": got,
+                   "left_out": sorted(leave_out)}, f, indent=1)
     for rec in got:
         log(f"{out}/{rec['file']}: {rec['bytes'] / MIB:6.2f} MiB, {len(rec['cases'])} cases"
             + (" + " + ", ".join(extras) if rec["bench"] and extras else ""))
@@ -294,13 +304,20 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=".gpu", help="where the parts go (default .gpu)")
     p.add_argument("--limit-mib", type=float, default=60.0,
                    help="the most MiB one compressed part may have (default 60)")
+    p.add_argument("--leave-out", default="",
+                   help="comma-separated case indices to pack in no part (too big to travel)")
     a = p.parse_args(argv)
+    try:
+        leave = [int(k) for k in a.leave_out.split(",") if k.strip()]
+    except ValueError:
+        print(f"gpu_pack: --leave-out takes case indices, got {a.leave_out!r}", file=sys.stderr)
+        return 2
     if not a.limit_mib > 0:
         print("gpu_pack: --limit-mib must be positive", file=sys.stderr)
         return 2
     try:
         pack(REPO, a.check.rstrip("/"), [e.rstrip("/") for e in a.extra], a.out.rstrip("/"),
-             int(a.limit_mib * MIB))
+             int(a.limit_mib * MIB), leave_out=leave)
     except PackError as exc:
         print(f"gpu_pack: {exc}", file=sys.stderr)
         return 1
