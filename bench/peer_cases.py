@@ -26,7 +26,7 @@ def kernels():
     from kernels_rows_collective import layernorm, softmax
     from kernels_rows_params import layernorm_rows
     from kernels_rows_fast import layernorm_fast, layernorm_fast_rows, softmax_fast
-    from kernels_rows_variants import layernorm_r8, softmax_r2, softmax_v8
+    from kernels_rows_variants import layernorm_r8, layernorm_v8, softmax_r2, softmax_v8
     from kernels_specialize import loop16
 
     @dg.kernel
@@ -56,7 +56,7 @@ def kernels():
     return {k.name: k for k in (square, saxpy, softplus, stencil, loop16, sumsq, gather,
                                 add4, layernorm, layernorm_rows, softmax, conv5,
                                 layernorm_fast, layernorm_fast_rows, softmax_fast,
-                                softmax_v8, softmax_r2, layernorm_r8)}
+                                softmax_v8, softmax_r2, layernorm_r8, layernorm_v8)}
 
 
 def _f32(rng, n, scale=1.0):

@@ -215,6 +215,12 @@ def row_cases(n: int) -> list:
              lambda rng: {"Y": np.zeros((rows, COLS), np.float32), "X": rows_of(rng)},
              _peer_softmax, _sm_y, _sm_grads, kernel="softmax_v8",
              geometry=lambda n: ((1, rows), (V8_THREADS, 1))),
+        # the layernorm case in softmax_v8's shape: 128 threads per row, 8 columns per
+        # thread; the reverse coarsened over rows as `layernorm`'s
+        Case("layernorm_v8", ["Y", "X", "g", "b"], ["X", "g", "b"], "Y", (2, 3, 6),
+             ln_inputs, _peer_layernorm, lambda h, s: _ln_y(h, s, "X", "Y"),
+             lambda h, dy, s: _ln_grads(h, dy, s, "X"), kernel="layernorm_v8",
+             geometry=lambda n: ((1, rows), (V8_THREADS, 1))),
         # 256 threads, R2_ROWS (2) rows per block (a constant-trip loop)
         Case("softmax_r2", ["Y", "X"], ["X"], "Y", (2, 3, 6),
              lambda rng: {"Y": np.zeros((rows, COLS), np.float32), "X": rows_of(rng)},

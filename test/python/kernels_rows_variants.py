@@ -76,6 +76,42 @@ def softmax_v8(Y, X):
 
 
 @dg.kernel
+def layernorm_v8(Y, X, g, b):
+    """kernels_rows_fast.layernorm_fast with 128 threads per row, 8 columns per
+    thread (softmax_v8's shape): one row per block; dg.vjp's reverse runs R
+    rows per block (lowering/coarsen/rows.py)."""
+    r = dg.global_id(1)
+    j = dg.global_id(0)
+    x0 = X[r, j]
+    x1 = X[r, j + V8_THREADS]
+    x2 = X[r, j + 2 * V8_THREADS]
+    x3 = X[r, j + 3 * V8_THREADS]
+    x4 = X[r, j + 4 * V8_THREADS]
+    x5 = X[r, j + 5 * V8_THREADS]
+    x6 = X[r, j + 6 * V8_THREADS]
+    x7 = X[r, j + 7 * V8_THREADS]
+    mean = dg.block_sum(((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))) / COLS
+    d0 = x0 - mean
+    d1 = x1 - mean
+    d2 = x2 - mean
+    d3 = x3 - mean
+    d4 = x4 - mean
+    d5 = x5 - mean
+    d6 = x6 - mean
+    d7 = x7 - mean
+    inv = dg.rsqrt(dg.block_sum(((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3))
+                                + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7))) / COLS + EPS)
+    Y[r, j] = d0 * inv * g[j] + b[j]
+    Y[r, j + V8_THREADS] = d1 * inv * g[j + V8_THREADS] + b[j + V8_THREADS]
+    Y[r, j + 2 * V8_THREADS] = d2 * inv * g[j + 2 * V8_THREADS] + b[j + 2 * V8_THREADS]
+    Y[r, j + 3 * V8_THREADS] = d3 * inv * g[j + 3 * V8_THREADS] + b[j + 3 * V8_THREADS]
+    Y[r, j + 4 * V8_THREADS] = d4 * inv * g[j + 4 * V8_THREADS] + b[j + 4 * V8_THREADS]
+    Y[r, j + 5 * V8_THREADS] = d5 * inv * g[j + 5 * V8_THREADS] + b[j + 5 * V8_THREADS]
+    Y[r, j + 6 * V8_THREADS] = d6 * inv * g[j + 6 * V8_THREADS] + b[j + 6 * V8_THREADS]
+    Y[r, j + 7 * V8_THREADS] = d7 * inv * g[j + 7 * V8_THREADS] + b[j + 7 * V8_THREADS]
+
+
+@dg.kernel
 def softmax_r2(Y, X):
     j = dg.global_id(0)
     for k in range(R2_ROWS):
