@@ -75,6 +75,8 @@ def _jit(module, text: str, level: int, keep=()):
     _max_loaded()  # a bad DIFFGPU_MAX_LOADED: an error before any work
     if is_large(text):
         jit.prepare_large(module)
+    if "bf16" in text:  # LLVM may call the compiler runtime's bfloat16 rounding
+        jit.add_bf16_rounding(module)
     return jit.load_module(module, level, keep=keep)
 
 _SCALAR_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double,

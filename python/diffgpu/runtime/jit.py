@@ -101,6 +101,58 @@ def load_module(module, opt_level: int = 2, keep=()) -> Loaded:
     return Loaded(engine, module, (module.context,) + tuple(keep))
 
 
+# bfloat16 rounding on the host ---------------------------------------------------
+# LLVM rounds float32 to bfloat16 (a bfloat16 value kept in a register across
+# blocks, a stack slot of one: O0 and `prepare_large` code) with a call to the
+# compiler runtime's `__truncsfbf2`, which libgcc has only from GCC 13 on: the
+# JIT of such a module would fail on an older system ("Symbols not found").
+# `add_bf16_rounding` defines it in the module itself, to nearest even (a NaN
+# stays a quiet NaN of its sign), with integer operations only. The runtime
+# function returns its bfloat16 in the low 16 bits of the first float return
+# register (x86-64: xmm0; AArch64: v0), so it is written here as returning the
+# float32 whose bits are those 16 bits, zero-extended.
+
+BF16_ROUNDING = "__truncsfbf2"
+_BF16_ROUNDING_TEXT = """
+llvm.func @__truncsfbf2(%x: f32) -> f32 {
+  %c1 = llvm.mlir.constant(1 : i32) : i32
+  %c16 = llvm.mlir.constant(16 : i32) : i32
+  %c64 = llvm.mlir.constant(64 : i32) : i32
+  %half = llvm.mlir.constant(32767 : i32) : i32
+  %mag = llvm.mlir.constant(2147483647 : i32) : i32
+  %inf = llvm.mlir.constant(2139095040 : i32) : i32
+  %bits = llvm.bitcast %x : f32 to i32
+  %high = llvm.lshr %bits, %c16 : i32
+  %odd = llvm.and %high, %c1 : i32
+  %up = llvm.add %bits, %half : i32
+  %up2 = llvm.add %up, %odd : i32
+  %near = llvm.lshr %up2, %c16 : i32
+  %abs = llvm.and %bits, %mag : i32
+  %nan = llvm.icmp "ugt" %abs, %inf : i32
+  %quiet = llvm.or %high, %c64 : i32
+  %r = llvm.select %nan, %quiet, %near : i1, i32
+  %f = llvm.bitcast %r : i32 to f32
+  llvm.return %f : f32
+}
+"""
+
+
+def add_bf16_rounding(module) -> bool:
+    """Define `__truncsfbf2` in the LLVM-dialect `module` unless it has it;
+    True if it was added."""
+    from diffgpu._mlir import ir
+
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value \
+                == BF16_ROUNDING:
+            return False
+    with module.context, ir.Location.unknown():
+        fn = ir.Operation.parse(_BF16_ROUNDING_TEXT)
+        module.body.append(fn)
+    return True
+
+
 # Large modules (runtime/cpu.py LARGE_MODULE_LINES) ------------------------------
 # MLIR's ExecutionEngine generates machine code at LLVM's default level whatever
 # opt level it is given (its target machine is made before the level is
