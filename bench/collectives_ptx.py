@@ -11,7 +11,7 @@ shared-memory tree of docs/language.md; layernorm and softmax of
 test/python/kernels_rows_collective.py (R = 4096 rows of C = 1024) and
 `layernorm_rows4`; kernels_rows_params.py's `layernorm_rows` (shared-memory
 trees, 2 rows per block) for comparison. Counts are static (instructions in
-the program text, both paths of the collectives included), not executions.
+the program text), not executions.
 """
 from __future__ import annotations
 

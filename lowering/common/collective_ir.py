@@ -1,7 +1,7 @@
 """The collectives computed through block-shared memory, any block size
 (docs/collectives.md). The host target runs every collective this way
-(lowering/host/collectives.py); the GPU for blocks whose size is not a
-multiple of 32 (lowering/gpu/collectives.py; multiples of 32 use shuffles).
+(lowering/host/collectives.py); the GPU uses shuffles (lowering/gpu/collectives.py:
+it runs collectives on whole warps only).
 
 Every thread of the block executes the expansion (block-uniform control flow,
 checked by diffgpu-check-collectives). Two block-shared staging arrays of

@@ -1,15 +1,14 @@
 """`diffgpu-lower-collectives`: the collectives and `diffgpu.atomic_rmw` inside
 `gpu.module`s (after `diffgpu-lower-to-gpu`; docs/collectives.md).
 
-When the block's thread count is a multiple of 32 (a uniform test at run
-time) the collectives are warp shuffles (`gpu.shuffle`, `shfl.sync` in PTX):
+The collectives are warp shuffles (`gpu.shuffle`, `shfl.sync` in PTX):
 
 - warp_reduce: the xor butterfly (offsets 16, 8, 4, 2, 1): 5 shuffles;
 - block_reduce: the butterfly per warp, lane 0 stores the warp's value in
-  a 32-slot shared array, a barrier, every warp reads `slot[lane]` (the
+  a slot of a shared array, a barrier, every warp reads `slot[lane]` (the
   identity past the last warp) and runs the butterfly again: 10 shuffles,
-  1 barrier. Consecutive block collectives alternate between two slot
-  arrays, so the slots need no second barrier; one whose successor is not
+  1 barrier. Consecutive block collectives alternate between two sets of
+  32 slots, so the slots need no second barrier; one whose successor is not
   known (the last of a loop body) keeps a barrier after its read
   (lowering/gpu/slot_plan.py);
 - block_scan: Kogge-Stone per warp (`shuffle up`, offsets 1 .. 16; the
@@ -18,11 +17,20 @@ time) the collectives are warp shuffles (`gpu.shuffle`, `shfl.sync` in PTX):
   (after) its own (slots and barriers as block_reduce's);
 - shuffle: one `gpu.shuffle` of its mode, width 32.
 
-Other block sizes take the shared-memory expansion the CPU runs
-(lowering/common/collective_ir.py), whose one thread computes the same
-trees. Its staging arrays are two `memref.global`s of 1024 elements per
-value type in the workgroup address space of the gpu.module (`.shared` in
-PTX), so device functions and derivatives can use them too.
+The slots are one `memref.global` of 64 elements per value type in the
+workgroup address space of the gpu.module (`.shared` in PTX, 256 bytes for
+float32), so device functions and derivatives use them too.
+
+Shuffles need whole warps: the runtime refuses a launch of a kernel that
+reaches a collective on a block whose thread count is not a multiple of 32
+(runtime/launch_checks.py, payload "collectives": every collective here
+was there when diffgpu-check-collectives recorded them). So the GPU code
+holds no path for other block sizes (the shared-memory expansion the CPU
+runs, lowering/common/collective_ir.py, kept ~20 more registers live in a
+layer norm's reverse: 4 instead of 6 blocks per SM). Each function that
+runs a collective starts with a `cf.assert` that the block is whole warps
+(`__assertfail` in PTX): a launch of the PTX that bypasses the runtime's
+check fails with that message instead of computing garbage.
 
 `diffgpu.atomic_rmw` becomes `memref.atomic_rmw` maximumf/maxs, minimumf/mins
 or assign (float max/min are a compare-and-swap loop in PTX).
@@ -41,7 +49,11 @@ from diffgpu.lowering.registry import ModulePass, register_pass
 WARP = N.WARP_SIZE
 #: arith::AtomicRMWKind of each atomic_rmw kind: (float, integer)
 RMW = {"max": (4, 6), "min": (8, 10), "exch": (3, 3)}
-STAGING = "__dg_collective_{}_{}"
+#: the warp slots of the block collectives: two sets (parities) of WARP
+SLOTS = "__dg_warp_slots_{}"
+#: the message of the whole-warps assertion (`__assertfail` on the GPU)
+WHOLE_WARPS = ("diffgpu: a warp or block collective needs whole warps: the block's "
+               "thread count must be a multiple of 32")
 
 
 @register_pass
@@ -69,6 +81,8 @@ class LowerCollectives(ModulePass):
             globals_ = {}
             slots = plan(gm, ops)  # read before any op is erased
             wheres = [slots.get(op, (0, True)) for op in ops]
+            for fn in _functions(ops):
+                _assert_whole_warps(fn)
             for op, where in zip(ops, wheres):
                 with op.location:
                     _lower(op, gm, globals_, where)
@@ -102,24 +116,49 @@ def barrier():
     ir.Operation.create("gpu.barrier")
 
 
-def _staging(gm, t, globals_):
-    """(S, R): the module's two workgroup arrays of type `t`, at the insertion point."""
+def _slots(gm, t, globals_):
+    """The module's warp-slot array of type `t` (2 x WARP elements), at the
+    insertion point."""
     from diffgpu._mlir import ir, memref
 
     key = str(t)
+    shape = C.shared_type(t, 2 * WARP)
     if key not in globals_:
         block = gm.regions[0].blocks[0]
         taken = {sym_name(o) for o in block.operations}
-        names = []
-        for which in "SR":
-            name = STAGING.format(which, key)
-            if name not in taken:
-                with ir.InsertionPoint.at_block_begin(block), gm.location:
-                    memref.GlobalOp(name, ir.TypeAttr.get(C.shared_type(t)),
-                                    sym_visibility="private", alignment=16)
-            names.append(name)
-        globals_[key] = names
-    return [memref.get_global(C.shared_type(t), n) for n in globals_[key]]
+        name = SLOTS.format(key)
+        if name not in taken:
+            with ir.InsertionPoint.at_block_begin(block), gm.location:
+                memref.GlobalOp(name, ir.TypeAttr.get(shape), sym_visibility="private",
+                                alignment=16)
+        globals_[key] = name
+    return memref.get_global(shape, globals_[key])
+
+
+def _functions(ops) -> list:
+    """The functions (gpu.func / func.func) holding `ops`, each once."""
+    out = []
+    for op in ops:
+        fn = op.parent
+        while fn is not None and fn.name not in ("gpu.func", "func.func"):
+            fn = fn.parent
+        if fn is not None and not any(fn == f for f in out):
+            out.append(fn)
+    return out
+
+
+def _assert_whole_warps(fn) -> None:
+    """A trap at the start of `fn` where its block is not whole warps."""
+    from diffgpu._mlir import arith, ir, scf
+
+    block = fn.regions[0].blocks[0]
+    with ir.InsertionPoint.at_block_begin(block), fn.location:
+        _, n = C.linear_thread(geometry)
+        bad = C.cmp("ne", arith.remui(n, C.idx(WARP)), C.idx(0))
+        guard = scf.IfOp(bad, [])
+        with ir.InsertionPoint(guard.then_block):
+            ir.Operation.create("llvm.intr.trap")
+            scf.YieldOp([])
 
 
 def shuffle(mode, v, k):
@@ -198,18 +237,13 @@ def _fast(op, lin, n, P, where):
 
 
 def _lower(op, gm, globals_, where) -> None:
-    from diffgpu._mlir import arith, ir, scf
+    from diffgpu._mlir import ir
 
     view = op.opview
-    t = view.value.type
     with ir.InsertionPoint(op):
         lin, n = C.linear_thread(geometry)
-        S, R = _staging(gm, t, globals_)
-        full = C.cmp("eq", arith.remui(n, C.idx(WARP)), C.idx(0))
-        branch = scf.IfOp(full, [t], has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp([_fast(view, lin, n, R, where)])
-        with ir.InsertionPoint(branch.else_block):
-            scf.YieldOp([C.staged(view, S, R, lin, n, barrier)])
-    op.results[0].replace_all_uses_with(branch.results[0])
+        slotted = op.name in (N.BLOCK_REDUCE, N.BLOCK_SCAN)
+        P = _slots(gm, view.value.type, globals_) if slotted else None
+        result = _fast(view, lin, n, P, where)
+    op.results[0].replace_all_uses_with(result)
     op.erase()

@@ -3,26 +3,27 @@
 !A = memref<?xf32, strided<[?], offset: ?>>
 #sm90 = #nvvm.target<O = 3, chip = "sm_90">
 
-// A warp sum is the xor butterfly (offsets 16, 8, 4, 2, 1, width 32) when the
-// block's thread count is a multiple of 32; other counts take the shared-memory
-// expansion (workgroup globals, barriers).
+// A warp sum is the xor butterfly (offsets 16, 8, 4, 2, 1, width 32). The GPU
+// code has no path for blocks that are not whole warps (the runtime refuses
+// such launches): the function starts with a trap for them instead, and no
+// shared memory is declared for a warp collective.
 // CHECK-LABEL: gpu.module @diffgpu_sm_90
-// CHECK-DAG: memref.global "private" @__dg_collective_S_f32 : memref<1024xf32, #gpu.address_space<workgroup>>
-// CHECK-DAG: memref.global "private" @__dg_collective_R_f32 : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.global
 // CHECK-LABEL: gpu.func @warp_sum
+// CHECK: %[[REM:.+]] = arith.remui %{{.+}}, %c32 : index
+// CHECK: %[[BAD:.+]] = arith.cmpi ne, %[[REM]], %c0 : index
+// CHECK-NEXT: scf.if %[[BAD]] {
+// CHECK-NEXT: llvm.intr.trap
+// CHECK-NEXT: }
 // CHECK: %[[V:.+]] = memref.load
-// CHECK: %[[FULL:.+]] = arith.cmpi eq
-// CHECK-NEXT: %[[R:.+]] = scf.if %[[FULL]] -> (f32) {
 // CHECK: %[[O16:.+]] = arith.constant 16 : i32
 // CHECK: %[[S16:.+]], %{{.+}} = gpu.shuffle  xor %[[V]], %[[O16]], %{{.+}} : f32
 // CHECK-NEXT: %[[A16:.+]] = arith.addf %[[V]], %[[S16]]
 // CHECK: gpu.shuffle  xor %[[A16]]
 // CHECK-COUNT-3: gpu.shuffle  xor
-// CHECK: } else {
-// CHECK: memref.store %[[V]]
-// CHECK-NEXT: gpu.barrier
-// CHECK: gpu.barrier
-// CHECK: memref.store %[[R]]
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: scf.if
+// CHECK: memref.store
 // CHECK-NOT: diffgpu.
 func.func @warp_sum(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
@@ -37,12 +38,13 @@ func.func @warp_sum(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} 
 !A = memref<?xf32, strided<[?], offset: ?>>
 #sm90 = #nvvm.target<O = 3, chip = "sm_90">
 
-// A block max: the butterfly per warp, lane 0 stores the warp's value, a
-// barrier, every warp reads its lane's slot (-inf past the last warp) and runs
-// the butterfly again: 10 shuffles, 1 barrier on the fast path (the kernel's
-// last collective: no barrier after the read).
+// A block max: the butterfly per warp, lane 0 stores the warp's value in the
+// module's 64 warp slots, a barrier, every warp reads its lane's slot (-inf
+// past the last warp) and runs the butterfly again: 10 shuffles, 1 barrier
+// (the kernel's last collective: no barrier after the read).
+// CHECK: memref.global "private" @__dg_warp_slots_f32 : memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: gpu.func @block_max
-// CHECK: scf.if %{{.+}} -> (f32) {
+// CHECK: llvm.intr.trap
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK: arith.maximumf
 // CHECK: scf.if
@@ -51,7 +53,7 @@ func.func @warp_sum(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} 
 // CHECK: arith.constant 0xFF800000 : f32
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK-NOT: gpu.barrier
-// CHECK: } else {
+// CHECK: gpu.return
 func.func @block_max(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
   %x = memref.load %X[%t] : !A
@@ -65,13 +67,12 @@ func.func @block_max(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90}
 !A = memref<?xf32, strided<[?], offset: ?>>
 #sm90 = #nvvm.target<O = 3, chip = "sm_90">
 
-// A shuffle is one gpu.shuffle of its mode; a device function reaches the
-// module's staging globals with memref.get_global (no kernel attribution).
+// A shuffle is one gpu.shuffle of its mode. A device function that runs a
+// collective gets the trap too (it may be called from any kernel).
 // CHECK-LABEL: func.func @dev
-// CHECK: memref.get_global @__dg_collective_S_f32
-// CHECK: scf.if
+// CHECK: llvm.intr.trap
 // CHECK: %[[S:.+]], %{{.+}} = gpu.shuffle  down %{{.+}}, %{{.+}}, %{{.+}} : f32
-// CHECK-NEXT: scf.yield %[[S]]
+// CHECK-NEXT: return %[[S]]
 func.func @dev(%x: f32) -> f32 attributes {diffgpu.target = #sm90} {
   %k = arith.constant 3 : i32
   %r = "diffgpu.shuffle"(%x, %k) {mode = "down"} : (f32, i32) -> f32
@@ -107,11 +108,11 @@ func.func @atomics(%M: !A, %v: f32) attributes {diffgpu.kernel, diffgpu.target =
 !A = memref<?xf32, strided<[?], offset: ?>>
 #sm90 = #nvvm.target<O = 3, chip = "sm_90">
 
-// Consecutive block sums alternate between the slots R[0..32) and R[32..64):
+// Consecutive block sums alternate between the slots [0..32) and [32..64):
 // one barrier each on the fast path, none after a read (the next one writes
 // the other slots and its barrier comes first).
 // CHECK-LABEL: gpu.func @three_sums
-// CHECK: %[[R0:.+]] = memref.get_global @__dg_collective_R_f32
+// CHECK: %[[R0:.+]] = memref.get_global @__dg_warp_slots_f32
 // CHECK: %[[W0:.+]] = arith.addi %c0{{(_[0-9]+)?}}, %{{.+}} : index
 // CHECK-NEXT: memref.store %{{.+}}, %[[R0]][%[[W0]]]
 // CHECK: gpu.barrier
@@ -119,8 +120,8 @@ func.func @atomics(%M: !A, %v: f32) attributes {diffgpu.kernel, diffgpu.target =
 // CHECK-NEXT: memref.load %[[R0]][%[[L0]]]
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK-NEXT: arith.addf
-// CHECK-NEXT: scf.yield
-// CHECK: %[[R1:.+]] = memref.get_global @__dg_collective_R_f32
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[R1:.+]] = memref.get_global @__dg_warp_slots_f32
 // CHECK: %[[W1:.+]] = arith.addi %c32{{(_[0-9]+)?}}, %{{.+}} : index
 // CHECK-NEXT: memref.store %{{.+}}, %[[R1]][%[[W1]]]
 // CHECK: gpu.barrier
@@ -128,8 +129,8 @@ func.func @atomics(%M: !A, %v: f32) attributes {diffgpu.kernel, diffgpu.target =
 // CHECK-NEXT: memref.load %[[R1]][%[[L1]]]
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK-NEXT: arith.addf
-// CHECK-NEXT: scf.yield
-// CHECK: %[[R2:.+]] = memref.get_global @__dg_collective_R_f32
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[R2:.+]] = memref.get_global @__dg_warp_slots_f32
 // CHECK: %[[W2:.+]] = arith.addi %c0{{(_[0-9]+)?}}, %{{.+}} : index
 // CHECK-NEXT: memref.store %{{.+}}, %[[R2]][%[[W2]]]
 // CHECK: gpu.barrier
@@ -137,7 +138,8 @@ func.func @atomics(%M: !A, %v: f32) attributes {diffgpu.kernel, diffgpu.target =
 // CHECK-NEXT: memref.load %[[R2]][%[[L2]]]
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK-NEXT: arith.addf
-// CHECK-NEXT: scf.yield
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
 func.func @three_sums(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
   %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
   %x = memref.load %X[%t] : !A
@@ -171,8 +173,7 @@ func.func @three_sums(%X: !A) attributes {diffgpu.kernel, diffgpu.target = #sm90
 // CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK-NEXT: arith.addf
 // CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: scf.yield
-// CHECK: func.call @dev
+// CHECK-NEXT: func.call @dev
 func.func @dev(%x: f32) -> f32 attributes {diffgpu.target = #sm90} {
   %r = "diffgpu.block_reduce"(%x) {kind = "sum"} : (f32) -> f32
   return %r : f32
