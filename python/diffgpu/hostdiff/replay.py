@@ -65,7 +65,7 @@ from diffgpu.errors import user_facing
 from diffgpu.errors import NoDerivativeError
 from diffgpu.runtime import fastpath
 from diffgpu.runtime.args import Signature
-from diffgpu.runtime.launch_checks import check_heap
+from diffgpu.hostdiff.moved import Moved, kernel_pointers, pointer as _pointer
 from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import ALIGN
 
@@ -176,7 +176,7 @@ class Recipe:
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
                  "program", "facts", "aligned", "packed", "_scope", "_slot_make", "_makers", "baked",
-                 "slot_sum", "absent", "back", "moved", "_arrays", "_race", "_scalars_at", "pre")
+                 "slot_sum", "absent", "back", "moved", "_race", "pre", "_src", "_mk")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -206,13 +206,14 @@ class Recipe:
         #: results a `Derivatives` dict; None: a plain dict (`dg.autodiff`)
         self.absent = None
         self.back = ()
-        #: a replay with every array elsewhere (`run_moved`): (the scalars'
-        #: key, the packed launch, per array its flat position and where its
-        #: pointer goes, lock) from its first such call
+        #: a replay with every array elsewhere (`run_moved`): moved.Moved, from
+        #: its first such call
         self.moved = None
-        self._arrays = None  # flat positions of the arrays, their byte spans
         self._race = None  # host programs: the race checker's switch at the first call
-        self._scalars_at = None  # positions of the program's scalar arguments
+        #: from the first call (`_resolve`): per entry of `flat` (0 args, 1
+        #: seeds, 2 bufs or 3 values, its key there) and the values by
+        #: position; per fresh buffer (its maker, 0 args or 1 seeds, the key)
+        self._src = self._mk = None
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's
@@ -259,6 +260,12 @@ class Recipe:
         self._slot_make = tuple((xp.zeros, M.ACTIVE_SLOTS, np.dtype(dt)) for dt in self.slots)
         self._makers = tuple(_maker(how, args[what] if where == "arg" else seeds[what])
                              for how, (where, what) in self.bufs)
+        self._mk = tuple((make, 0 if where == "arg" else 1, what)
+                         for make, (_how, (where, what)) in zip(self._makers, self.bufs))
+        pools = ("arg", "seed", "buf")
+        self._src = (tuple((pools.index(where), what) if where in pools else (3, p)
+                           for p, (where, what) in enumerate(self.flat)),
+                     tuple(what if where == "val" else None for where, what in self.flat))
 
     def for_key(self) -> "Recipe":
         """This recipe to keep under another call's launch key (whose
@@ -272,16 +279,19 @@ class Recipe:
         return twin
 
     def _run(self, args, seeds, first, moved=False):
-        makers = [_planned(how) for how, _ in self.bufs] if first else self._makers
-        bufs = [make(args[what] if where == "arg" else seeds[what])
-                for make, (_how, (where, what)) in zip(makers, self.bufs)]
+        if first:
+            makers = [_planned(how) for how, _ in self.bufs]
+            bufs = [make(args[what] if where == "arg" else seeds[what])
+                    for make, (_how, (where, what)) in zip(makers, self.bufs)]
+        else:
+            given = (args, seeds)
+            bufs = [make(given[k][what]) for make, k, what in self._mk]
         slots = [make(n, dtype) for make, n, dtype in self._slot_make]
         if self.pre is not None:
             self.pre(args, bufs)
-        flat = []
-        for where, what in self.flat:
-            flat.append(args[what] if where == "arg" else seeds[what] if where == "seed"
-                        else bufs[what] if where == "buf" else what)
+        src, values = self._src
+        pools = (args, seeds, bufs, values)
+        flat = [pools[k][what] for k, what in src]
         flat += slots
         if first:
             self.facts = L.facts_for(flat, self.ftypes, self.target, self.grid, self.block)
@@ -291,9 +301,13 @@ class Recipe:
             self._race = racecheck_enabled() if self.target == "host" else None
             L.run_program(self.program, flat, self.sig, self.grid, self.block)
         elif moved:
-            fit = self._facts_hold(flat)
+            m = self.moved
+            if m is None:
+                m = self.moved = Moved(self, flat)
+            ptrs = m.pointers(flat)
+            fit = m.fits(ptrs)
             if fit:
-                self._launch_moved(flat)
+                m.launch(self, flat, ptrs)
             else:
                 STATS["moved_refacted"] += 1
                 facts = L.facts_for(flat, self.ftypes, self.target, self.grid, self.block)
@@ -321,98 +335,11 @@ class Recipe:
                 out[name] = self.slot_sum(slots[what])
             elif where == "narrow":
                 out[name] = M.narrow(bufs[what[0]], what[1])
+            elif where == "seed":  # a seed updated in place (`consume_seeds`)
+                out[name] = seeds[what]
             else:
                 out[name] = M.copy(seeds[what])
         return (out, fit) if moved else out
-
-    def _facts_hold(self, flat) -> bool:
-        """Do the launch facts the kept program was chosen for (alignment,
-        no aliasing) hold for these pointers, and on the host the race
-        checker's switch is as it was (its programs are their own variant)?
-        Layouts are the first call's."""
-        if self._race is not None and racecheck_enabled() != self._race:
-            return False
-        facts = self.facts
-        if facts is None:
-            return True  # the generic program runs anywhere
-        arrays = self._arrays
-        if arrays is None:
-            from diffgpu.runtime.specialize import array_extent
-            from diffgpu.types import ArrayType
-
-            arrays = []
-            for p, t in enumerate(self.ftypes):
-                if isinstance(t, ArrayType):
-                    lo, hi, _c, ptr = array_extent(flat[p])
-                    arrays.append((p, lo - ptr, hi - ptr))
-            arrays = self._arrays = tuple(arrays)
-        aligned = facts.aligned
-        ranges = []
-        for p, lo, hi in arrays:
-            ptr = _pointer(flat[p])
-            if p < len(aligned) and aligned[p] and ptr % ALIGN:
-                return False
-            if hi > lo:
-                ranges.append((ptr + lo, ptr + hi))
-        if facts.noalias:
-            ranges.sort()
-            for k in range(1, len(ranges)):
-                if ranges[k][0] < ranges[k - 1][1]:
-                    return False
-        return True
-
-    def _launch_moved(self, flat) -> None:
-        """`_launch` with every array's pointer put in (not only the fresh
-        buffers'); the packed launch is made again when a scalar differs."""
-        from diffgpu.types import ArrayType
-
-        program = self.program
-        at = self._scalars_at
-        if at is None:
-            at = self._scalars_at = tuple(p for p, t in enumerate(program.flat_types)
-                                          if not isinstance(t, ArrayType))
-        scalars = tuple([_scalar_key(flat[p]) for p in at])
-        state = self.moved
-        if state is None or state[0] != scalars:
-            STATS["moved_pack"] += 1
-            if program.heap_tape is not None:  # a formula of the scalars, which the
-                check_heap(program, flat, self.grid, self.block, self.sig)  # tape's key lacks
-            every = {p for p, t in enumerate(program.flat_types) if isinstance(t, ArrayType)}
-            if program.kind == "gpu":
-                ready = fastpath.Ready(program, self.sig, self.grid, self.block)
-                ready.seen = True
-                program.gpu.launch_cached(ready, flat, program.flat_types, self.sig.gpu_id or 0)
-                fn, values, current, device = ready.packed
-                self.moved = (scalars, (fn, tuple(values), current, device, ready.grid),
-                              tuple(self._pointer_slots(program, every)), None)
-                return
-            host, entry = program.host, program.entry
-            done = host.pack(entry, flat, program.flat_types, self.grid, self.block)
-            descs = self._descriptors(flat, done[2], every)
-            if descs is not None:
-                self.moved = (scalars, done, tuple(descs), threading.Lock())
-            host.run_packed(entry, done, flat, program.payload.get("arg_names"))
-            return
-        _scalars, done, where, lock = state
-        if lock is None:  # the GPU: every pointer into a copy of the kept values
-            fn, values, current, device, grid = done
-            values = list(values)
-            ptrs = kernel_pointers()(tuple(np.uint64(_pointer(flat[p])) for p, _o in where))
-            for (_p, offsets), ptr in zip(where, ptrs):
-                for o in offsets:
-                    values[o] = ptr
-            device_id = self.sig.gpu_id or 0
-            if current() == device_id:
-                fn(grid, self.block, tuple(values))
-            else:
-                with device(device_id):
-                    fn(grid, self.block, tuple(values))
-            return
-        host = program.host
-        with lock:
-            for p, d in where:
-                d.allocated = d.aligned = _pointer(flat[p])
-            host.run_packed(program.entry, done, flat, program.payload.get("arg_names"))
 
     def _aligned_buffers(self, flat) -> tuple:
         """Positions in `flat` of the fresh buffers and slot arrays whose
@@ -524,6 +451,54 @@ class Recipe:
         return out
 
 
+def consume_seeds(recipe, accumulate=()) -> tuple:
+    """Turn a planned reverse recipe (plan.Call.vjp) into the tape's variant,
+    whose caller owns its seeds and no longer needs them after the call
+    (tape/reverse.py: an adjoint the reverse replaces): a seed copied into a
+    shadow that Enzyme's convention updates in place (kind "dup") is passed
+    itself, and an in-out array's cotangent returned as its gradient (an
+    accumulated, "cot" array) is returned itself. `accumulate`: positions of
+    read-only parameters whose "dup" shadow (zeros the kernel adds into)
+    the caller gives as the seed ("acc", position): its live adjoint, so
+    the kernel's adds land there and no add follows. Returns ({result name:
+    the seed key it now is}, the names of the seeds the kernel updates in
+    place). Recipes with rmw finals (their `pre` reads the buffers by index)
+    are left as they are. Call it before the first run."""
+    if recipe.pre is not None or recipe.mode != "reverse":
+        return {}, frozenset()
+    kinds, names = recipe.diff[1], recipe.kernel.arg_names
+    swap = {}  # buffer index -> the seed key that replaces it
+    for b, (how, (where, what)) in enumerate(recipe.bufs):
+        if how == "copy" and where == "seed" and kinds[names.index(what)] == "dup":
+            swap[b] = what
+        elif how == "zeros" and where == "arg" and what in accumulate and kinds[what] == "dup":
+            swap[b] = ("acc", what)
+    if not swap and not any(w == "copy" for _n, (w, _x) in recipe.results):
+        return {}, frozenset()
+    keep = [b for b in range(len(recipe.bufs)) if b not in swap]
+    renum = {b: k for k, b in enumerate(keep)}
+
+    def src(where, what):
+        if where == "buf":
+            return ("seed", swap[what]) if what in swap else ("buf", renum[what])
+        return (where, what)
+    recipe.bufs = tuple(recipe.bufs[b] for b in keep)
+    recipe.flat = tuple(src(w, x) for w, x in recipe.flat)
+    results, out = [], {}
+    for name, (where, what) in recipe.results:
+        if where == "copy":  # the cotangent is the gradient: the seed stays as it is
+            where = "seed"
+        elif where == "narrow":
+            what = (renum[what[0]], what[1])
+        else:
+            where, what = src(where, what)
+        if where == "seed":
+            out[name] = what
+        results.append((name, (where, what)))
+    recipe.results = tuple(results)
+    return out, frozenset(k for k in swap.values() if isinstance(k, str))
+
+
 class Derivatives(dict):
     """The result of `dg.vjp` / `dg.jvp`: {parameter name: derivative}. A
     parameter without one (an integer, held constant, an output in vjp, an
@@ -568,35 +543,7 @@ def _maker(how: str, src):
     return lambda a: make(shape, dtype)
 
 
-_AT, _OFFSET = fastpath._AT, fastpath._OFFSET
 STATS = fastpath.STATS
 
 
-def _scalar_key(v):
-    """A packed scalar's value as the launch key has it (0.0 and -0.0 apart)."""
-    return (type(v), v if v else (v, repr(v)))
-
-
-def _pointer(a) -> int:
-    """A fresh buffer's data pointer: `fastpath.host_pointer`'s read, here
-    (a call into the fast path's module after it was left would re-enter it)."""
-    if type(a) is not np.ndarray:
-        return a.data.ptr
-    if _OFFSET is None:
-        return a.__array_interface__["data"][0]
-    return _AT(id(a) + _OFFSET).value or 0
-
-
-_MAKE: list = []
-
-
-def kernel_pointers():
-    """runtime/gpu.py `as_kernel_pointers` (np.uint64 values -> the
-    kernel-argument form it packs), imported once."""
-    if not _MAKE:
-        from diffgpu.runtime.gpu import as_kernel_pointers
-        _MAKE.append(as_kernel_pointers)
-    return _MAKE[0]
-
-
-__all__ = ["Derivatives", "Recipe", "diff_recipe", "lookup", "keep"]
+__all__ = ["Derivatives", "Recipe", "diff_recipe", "lookup", "keep", "consume_seeds"]

@@ -54,6 +54,10 @@ class TapeGraph:
         tape.verify_live()
         xp = M.xp_of(self.pairs[0][0])
         self.results = [xp.zeros(w.shape, w.dtype) for w in self.wrt]
+        #: the buffers whose adjoints are results: the reverse drops the others'
+        #: as soon as no earlier operation reads them
+        self.keep = frozenset(b.index for b in (tape.reg.view(w, "wrt", create=False)[0]
+                                                for w in self.wrt) if b is not None)
         self.on_gpu = tape.device != "cpu"
         self.graph = self.stream = None
         self._kept: list = []
@@ -98,7 +102,7 @@ class TapeGraph:
             for v in op.snaps:
                 v.array[...] = v.buf.root
             reverse.forward_op(op, lambda item: item.view.buf.root)
-        adj = reverse.Adjoints()
+        adj = reverse.Adjoints(self.keep)
         for y, seed, what in self.pairs:
             _, view = tape.reg.view(y, f"the output {what}")
             adj.add(Item(view, what, True, False, None), M.copy(seed))

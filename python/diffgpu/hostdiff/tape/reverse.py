@@ -6,30 +6,61 @@ A launch's reverse is one `dg.vjp` of the launch on the versions it read,
 with the adjoints of the arrays it wrote as cotangents; float scalars are
 held constant (`dg.Const`). It is planned (plan.py) once per kernel and
 layout (`layout_key`: the versions are new memory at every step, so keys
-with pointers would plan every step) and run as a replay.Recipe. Its results
-update the adjoints: an input's gradient is added, an in-out array's
-replaces the adjoint (vjp's gradient of the initial value includes what
-passes through unwritten elements), an output written whole (plan.Call
-`written_once`) gets a zero adjoint. A launch with an output it may write
-only in part runs `dg.autodiff` instead (Enzyme's convention on the
-adjoints themselves: the written elements' adjoints are consumed, the rest
-pass through). A launch none of whose written arrays has an adjoint yet is
-skipped: it cannot reach the seeds.
+with pointers would plan every step) into a `Step`, which keeps the
+recipe (replay.Recipe) and, by position, what each launch of that layout
+passes and updates; a recorded op keeps its Step (`op.rev`).
+
+The adjoints are written once where the analysis allows, as a hand chain
+of `dg.vjp` calls would: the seeds are the tape's own adjoints, consumed
+(replay.consume_seeds: a seed Enzyme's convention updates in place is
+passed itself, not a copy; the in-out array's adjoint is then its result,
+nothing to copy back), an input's gradient that is a fresh array is
+adopted as its adjoint when none is live (else added), an input whose
+shadow the kernel adds into gets its live adjoint (no add), and the
+adjoint of an output written whole is dropped after the step (absent is
+zero: the next writer's gradient is adopted, no zero fill). A launch with
+an output it may write only in part runs `dg.autodiff` instead (Enzyme's
+convention on the adjoints themselves: the written elements' adjoints are
+consumed, the rest pass through). A launch none of whose written arrays
+has an adjoint is skipped: it cannot reach the seeds. `Adjoints` counts
+the device operations the reverse makes (tape.stats after gradient()).
 """
 from __future__ import annotations
 
 from diffgpu.activities import Const, Duplicated
 from diffgpu.hostdiff import buffers as M
+from diffgpu.hostdiff.replay import consume_seeds
 from diffgpu.hostdiff.tape import revolve
 from diffgpu.hostdiff.tape.arrays import copy_root
 from diffgpu.hostdiff.tape.record import Item
 
+#: the counters of `Adjoints`, added to tape.stats by each sweep: reverse
+#: launches (a vjp replay or a dg.autodiff), adds of a gradient into a live
+#: adjoint, zero fills (new adjoints, zeroed views, the recipes' zero
+#: buffers), copies (the recipes' primal and seed copies, moved views)
+WORK = ("vjps", "adds", "zeros", "copies")
+
+
+def _adoptable(view, g, whole=None) -> bool:
+    """Can the fresh array `g` (of `view`'s shape) be the adjoint of
+    `view`'s whole buffer itself? (`whole`: view.whole(), when known)"""
+    root = view.buf.root
+    return (type(g) is type(root) and g.strides == root.strides and g.dtype == root.dtype
+            and (view.whole() if whole is None else whole))
+
 
 class Adjoints:
-    """Per buffer its adjoint, laid out like the buffer (None: zero)."""
+    """Per buffer its adjoint, laid out like the buffer (absent: zero).
+    `keep`: the buffer indices whose adjoints are results (None: keep
+    every one); another buffer's adjoint is dropped once no earlier
+    operation can read it."""
 
-    def __init__(self):
+    __slots__ = ("roots", "keep") + WORK
+
+    def __init__(self, keep=None):
         self.roots: dict = {}
+        self.keep = keep
+        self.vjps = self.adds = self.zeros = self.copies = 0
 
     def has(self, item) -> bool:
         return item.view.buf.index in self.roots
@@ -38,26 +69,67 @@ class Adjoints:
         r = self.roots.get(buf.index)
         if r is None:
             r = self.roots[buf.index] = M.xp_of(buf.root).zeros_like(buf.root)
+            self.zeros += 1
         return r
 
     def view(self, item):
         return item.view.on(self.root(item.view.buf))
 
-    def add(self, item, g) -> None:
-        buf = item.view.buf
-        if (buf.index not in self.roots and item.view.whole() and type(g) is type(buf.root)
-                and g.strides == buf.root.strides and g.dtype == buf.root.dtype):
-            self.roots[buf.index] = g  # a fresh result: adopted, no add
+    def add(self, item, g, whole=None) -> None:
+        """The adjoint of `item` += g (g adopted when none is live: `g` must
+        be the caller's to give, a fresh array)."""
+        view = item.view
+        r = self.roots.get(view.buf.index)
+        if r is None and _adoptable(view, g, whole):
+            self.roots[view.buf.index] = g
             return
-        v = self.view(item)
+        v = view.on(r if r is not None else self.root(view.buf))
         v += g
+        self.adds += 1
 
-    def set(self, item, g) -> None:
+    def set(self, item, g, whole=None) -> None:
+        """The adjoint of `item` = g (a fresh array: adopted when it is the
+        whole buffer's)."""
+        if _adoptable(item.view, g, whole):
+            self.roots[item.view.buf.index] = g
+            return
         self.view(item)[...] = g
+        self.copies += 1
 
-    def zero(self, item) -> None:
-        if self.has(item):
-            self.view(item)[...] = 0
+    def zero(self, item, whole=None) -> None:
+        """The adjoint of `item` is zero: dropped when it is its whole buffer."""
+        view = item.view
+        r = self.roots.get(view.buf.index)
+        if r is None:
+            return
+        if view.whole() if whole is None else whole:
+            del self.roots[view.buf.index]
+            return
+        view.on(r)[...] = 0
+        self.zeros += 1
+
+    def move(self, src, dst) -> bool:
+        """`dg.copy(dst, src)` reversed: dst's adjoint moves to src (the
+        array itself when dst is its whole buffer and another's)."""
+        d = dst.view
+        r = self.roots.get(d.buf.index)
+        if r is None:
+            return False
+        if d.whole() and src.view.buf is not d.buf:
+            del self.roots[d.buf.index]
+            self.add(src, r)
+            return True
+        t = M.copy(d.on(r))
+        self.copies += 1
+        self.zero(dst)
+        self.add(src, t)
+        return True
+
+    def flush(self, stats: dict) -> None:
+        """Add the counters to `stats` (tape.stats) and reset them."""
+        for k in WORK:
+            stats[k] = stats.get(k, 0) + getattr(self, k)
+            setattr(self, k, 0)
 
 
 #: recipes kept per kernel and layout, then all dropped (as replay.py's table)
@@ -80,146 +152,218 @@ def layout_key(op) -> tuple:
     return tuple(out)
 
 
-def planned_vjp(op, launcher, args, consts, seeds) -> dict:
-    """The reverse of a recorded launch: a `dg.vjp` planned once per layout
-    (plan.py) and run on these arguments (replay.Recipe.run with its facts
-    and program looked up for them: snapshots are new memory each step, so
-    pointer-keyed replays would plan every step again)."""
-    from diffgpu.hostdiff.plan import Call
-
-    kernel = launcher.kernel
-    table = kernel.__dict__.get("_tape_plans")
-    if table is None or not kernel._programs:
-        table = kernel.__dict__["_tape_plans"] = {}
-    key = op.rev[4] if op.rev is not None else layout_key(op)
-    recipe = table.get(key)
-    if recipe is not None:
-        return recipe.run_moved(args, seeds)[0]
-    recipe = Call(launcher, args, "vjp", consts, None).vjp(seeds, False)
-    if len(table) >= _MAX:
-        table.clear()
-    table[key] = recipe
-    return recipe.run(args, seeds, first=True)
+# how an update applies a group's result to its adjoint (Step.updates)
+ADD, SET, ZERO, DROP = 0, 1, 2, 3
 
 
-def _args(op, resolve, copy_written_ints=True) -> list:
-    out = []
-    for a in op.args:
-        if isinstance(a, Item):
-            v = a.view.on(resolve(a))
-            if copy_written_ints and a.write and not a.is_float:
-                v = M.copy(v)  # the derivative kernel runs the primal: keep the version
-            out.append(v)
+class Step:
+    """The reverse of the launches of one kernel and layout: by parameter
+    position, the written groups' seeds (`seeds`: (position, name,
+    whole)), the array arguments (`items`: (position, whole): a view that
+    is its whole buffer is the version itself), written integer arrays
+    (copied: the derivative kernel runs the primal), the read-only inputs
+    whose live adjoint the kernel accumulates into (`accs`), per group the
+    update of its adjoint (`updates`: (position, ADD / SET / ZERO / DROP,
+    result name, whole)), or Enzyme's passing (`enzyme`, `_enzyme_passing`);
+    the recipe, planned at the first launch reversed, and its own copies and
+    zero fills."""
+
+    __slots__ = ("seeds", "items", "ints", "accs", "updates", "enzyme", "consts", "launcher",
+                 "recipe", "copies", "zeros", "reads")
+
+    def __init__(self, op, wholes):
+        roles, names = op.roles, op.kernel.arg_names
+        groups = [g for g in op.groups if any(roles[i] in ("output", "inout") for i in g)]
+        self.seeds = tuple((g[0], names[g[0]], g[0] in wholes) for g in groups)
+        args = op.args
+        self.items = tuple((i, i in wholes) for i, a in enumerate(args) if isinstance(a, Item))
+        self.ints = tuple(i for i, _w in self.items if args[i].write and not args[i].is_float)
+        self.reads = tuple(i for i, _w in self.items if args[i].read and args[i].is_float)
+        self.enzyme = _enzyme_passing(op, groups)
+        self.consts = tuple(i for i, r in enumerate(roles) if r == "scalar")
+        updates = []
+        for g in op.groups:
+            w = any(roles[i] in ("output", "inout") for i in g)
+            read = [names[i] for i in g if roles[i] in ("input", "inout")]
+            # the result is under the names of the reading parameters
+            how = (SET if read else ZERO) if w else ADD
+            updates.append((g[0], how, read[0] if read else None, g[0] in wholes))
+        self.updates = tuple(updates)
+        self.accs = ()
+        self.launcher = op.kernel[op.grid, op.block]
+        self.recipe = None
+        self.copies = self.zeros = 0
+
+    def plan(self, args, seeds) -> None:
+        """The recipe for these arguments and seeds (the first launch of the
+        layout reversed), made the tape's variant (replay.consume_seeds)."""
+        from diffgpu.hostdiff.plan import Call
+
+        recipe = Call(self.launcher, args, "vjp", self.consts, None).vjp(seeds, False)
+        inputs = {u[0] for u in self.updates if u[1] == ADD}
+        done, consumed = consume_seeds(recipe, inputs)
+        seed_of = {p: name for p, name, _w in self.seeds}
+        updates, accs = [], []
+        for p, how, name, whole in self.updates:
+            key = done.get(name)
+            if key is not None and how == ADD:
+                accs.append((p, key))  # the kernel adds into the adjoint given
+            elif key is not None and how == SET:
+                pass  # the seed, updated in place or left as it is, is the adjoint
+            elif how == ZERO and seed_of.get(p) in consumed:
+                if whole:  # the kernel zeroed it: dropped when it is the whole buffer
+                    updates.append((p, DROP, name, whole))
+            else:
+                updates.append((p, how, name, whole))
+        self.updates, self.accs = tuple(updates), tuple(accs)
+        self.copies = sum(how in ("copy", "copy32") for how, _s in recipe.bufs)
+        self.zeros = sum(how in ("zeros", "zeros32") for how, _s in recipe.bufs)
+        self.recipe = recipe
+
+    def run(self, op, resolve, adj) -> bool:
+        """Reverse `op` (a launch of this layout): False when skipped.
+        `resolve`: None (the versions kept: sweep_versions) or
+        item -> the root array holding the version it read."""
+        args, roots = op.args, adj.roots
+        for p, _n, _w in self.seeds:
+            if args[p].view.buf.index in roots:
+                break
         else:
-            out.append(a)
-    return out
+            return False
+        vals = list(args)
+        for p, whole in self.items:
+            a = args[p]
+            if resolve is None:
+                v = a.version
+                r = v.array if v is not None and v.array is not None else a.view.buf.root
+            else:
+                r = resolve(a)
+            vals[p] = r if whole else a.view.on(r)
+        for p in self.ints:
+            vals[p] = M.copy(vals[p])  # the derivative kernel runs the primal: keep the version
+            adj.copies += 1
+        if self.enzyme is not None:
+            _enzyme(op, self.enzyme, self.launcher, vals, adj)
+            adj.vjps += 1
+            return True
+        seeds = {}
+        for p, name, whole in self.seeds:
+            a = args[p]
+            r = roots.get(a.view.buf.index)
+            if r is None:
+                r = adj.root(a.view.buf)
+            seeds[name] = r if whole else a.view.on(r)
+        recipe = self.recipe
+        if recipe is None:
+            self.plan(vals, seeds)
+            recipe = self.recipe
+            for p, key in self.accs:
+                seeds[key] = adj.view(args[p])
+            res = recipe.run(vals, seeds, first=True)
+        else:
+            for p, key in self.accs:
+                seeds[key] = adj.view(args[p])
+            res = recipe.run_moved(vals, seeds)[0]
+        adj.vjps += 1
+        adj.copies += self.copies
+        adj.zeros += self.zeros
+        for p, how, name, whole in self.updates:
+            if how == ADD:
+                adj.add(args[p], res[name], whole)
+            elif how == SET:
+                adj.set(args[p], res[name], whole)
+            else:
+                adj.zero(args[p], whole)  # (DROP: the kernel zeroed it; dropped)
+        if adj.keep is not None:
+            _drop_dead(op, self.reads, adj)
+        return True
 
 
-def reverse_op(op, resolve, adj: Adjoints) -> bool:
+def _drop_dead(op, reads, adj) -> None:
+    """Drop the adjoints of buffers `op` is the first to touch (it reads
+    their initial version first) that are not results: no earlier
+    operation reads them."""
+    for p in reads:
+        a = op.args[p]
+        v = a.version
+        if v.number == 0 and v.readers and v.readers[0] is op and v.buf.index not in adj.keep:
+            adj.roots.pop(v.buf.index, None)
+
+
+def _enzyme_passing(op, groups):
+    """None (a dg.vjp), or when an output may be written in part, per
+    parameter what Enzyme's convention passes: None (as it is), "const" (a
+    float scalar held) or (first position of its view, "copy" / "empty" /
+    "same": the primal a copy, scratch, or itself)."""
+    roles = op.roles
+    if not any(roles[i] == "output" and i not in op.full for g in groups for i in g
+               if not any(roles[j] == "inout" for j in g)):
+        return None
+    enzyme, first = [], {}
+    items = op.items()
+    for i, a in enumerate(op.args):
+        if not isinstance(a, Item) or not a.is_float:
+            enzyme.append("const" if roles[i] == "scalar" else None)
+            continue
+        k = a.view.key
+        if k not in first:
+            first[k] = i
+            writes = any(b.write for b in items if b.view.key == k)
+            reads = any(b.read for b in items if b.view.key == k)
+            enzyme.append((i, ("copy" if reads else "empty") if writes else "same"))
+        else:
+            enzyme.append((first[k], None))
+    return tuple(enzyme)
+
+
+def step_of(op, memo=None) -> Step:
+    """`op`'s Step: kept on the op, else the kernel's for its layout (made at
+    the first launch of a layout; `memo`: a sweep's table by the identity of
+    the op's views, which a recorded loop's launches share)."""
+    step = op.rev
+    if type(step) is Step:
+        return step
+    mkey = None
+    if memo is not None:
+        mkey = (op.kernel, op.grid, op.block, op.roles,
+                *[a.view if type(a) is Item else type(a) for a in op.args])
+        step = memo.get(mkey)
+    if step is None:
+        kernel = op.kernel
+        table = kernel.__dict__.get("_tape_plans")
+        if table is None or not kernel._programs:  # (programs dropped: start over)
+            table = kernel.__dict__["_tape_plans"] = {}
+        wholes = frozenset(i for i, a in enumerate(op.args)
+                           if isinstance(a, Item) and a.view.whole())
+        key = (layout_key(op), wholes, op.roles, op.groups, op.full)
+        step = table.get(key)
+        if step is None:
+            if len(table) >= _MAX:
+                table.clear()
+            step = table[key] = Step(op, wholes)
+        if memo is not None:
+            memo[mkey] = step
+    op.rev = step
+    return step
+
+
+def reverse_op(op, resolve, adj: Adjoints, memo=None) -> bool:
     """Run the reverse of `op` (its read versions from `resolve(item)`, a
-    root array), updating `adj`. False when skipped (no adjoint to pull)."""
+    root array; None: the versions the tape kept), updating `adj`. False
+    when skipped (no adjoint to pull)."""
     if op.kind == "fill":
         adj.zero(op.args[0])
         return True
     if op.kind == "copy":
         src, dst = op.args
-        if not adj.has(dst):
-            return False
-        t = M.copy(adj.view(dst))
-        adj.zero(dst)
-        adj.add(src, t)
-        return True
-    rev = op.rev
-    if rev is None:
-        rev = op.rev = _plan(op)
-    written, enzyme, consts, updates, _key, launcher = rev
-    for item in written.values():
-        if adj.has(item):
-            break
-    else:
-        return False
-    args = _args(op, resolve)
-    if enzyme is not None:
-        _enzyme(op, enzyme, launcher, args, adj)
-        return True
-    seeds = {name: adj.view(item) for name, item in written.items()}
-    res = planned_vjp(op, launcher, args, consts, seeds)
-    for item, how, name in updates:
-        if how == "set":
-            adj.set(item, res[name])
-        elif how == "zero":
-            adj.zero(item)
-        else:
-            adj.add(item, res[name])
-    return True
-
-
-def _plan(op) -> tuple:
-    """What the reverse of launch `op` needs besides the arrays, computed at
-    its first reverse: ({name: Item} of the written groups' seeds, None or
-    per parameter what Enzyme's convention passes (`_shape`), the float
-    scalars held constant, per group (Item, "set" / "zero" / "add", the
-    result's name), `layout_key`, the launcher). What does not depend on
-    the op's Items is kept per kernel and layout key (`_shape`): a loop's
-    launches share it."""
-    key = layout_key(op)
-    table = op.kernel.__dict__.get("_tape_shapes")
-    if table is None or not op.kernel._programs:
-        table = op.kernel.__dict__["_tape_shapes"] = {}
-    skey = (key, op.roles, op.groups, op.full)
-    shape = table.get(skey)
-    if shape is None:
-        if len(table) >= _MAX:
-            table.clear()
-        shape = table[skey] = _shape(op)
-    written, enzyme, consts, updates, launcher = shape
-    args = op.args
-    return ({n: args[i] for n, i in written}, enzyme, consts,
-            tuple((args[i], how, n) for i, how, n in updates), key, launcher)
-
-
-def _shape(op) -> tuple:
-    """`_plan` with positions for Items: ((name, position) of each written
-    group's seed, Enzyme's passing or None, consts, (position, how, name)
-    per group, the launcher). Enzyme's passing: per parameter None (passed
-    as it is), "const" (a float scalar held) or (first position of its
-    view, "copy" / "empty" / "same": the primal a copy, scratch, or itself)."""
-    roles, names = op.roles, op.kernel.arg_names
-    groups = [g for g in op.groups if any(roles[i] in ("output", "inout") for i in g)]
-    written = tuple((names[g[0]], g[0]) for g in groups)
-    enzyme = None
-    if any(roles[i] == "output" and i not in op.full for g in groups for i in g
-           if not any(roles[j] == "inout" for j in g)):
-        enzyme, first = [], {}
-        items = op.items()
-        for i, a in enumerate(op.args):
-            if not isinstance(a, Item) or not a.is_float:
-                enzyme.append("const" if roles[i] == "scalar" else None)
-                continue
-            k = a.view.key
-            if k not in first:
-                first[k] = i
-                writes = any(b.write for b in items if b.view.key == k)
-                reads = any(b.read for b in items if b.view.key == k)
-                enzyme.append((i, ("copy" if reads else "empty") if writes else "same"))
-            else:
-                enzyme.append((first[k], None))
-        enzyme = tuple(enzyme)
-    consts = tuple(i for i, r in enumerate(roles) if r == "scalar")
-    updates = []
-    for g in op.groups:
-        w = any(roles[i] in ("output", "inout") for i in g)
-        read = [names[i] for i in g if roles[i] in ("input", "inout")]
-        # the result is under the names of the reading parameters
-        how = ("set" if read else "zero") if w else "add"
-        updates.append((g[0], how, read[0] if read else None))
-    return written, enzyme, consts, tuple(updates), op.kernel[op.grid, op.block]
+        return adj.move(src, dst)
+    return step_of(op, memo).run(op, resolve, adj)
 
 
 def _enzyme(op, passing, launcher, args, adj) -> None:
     """Enzyme's convention on the adjoints: `dg.autodiff` with every float
     array Duplicated(primal, its adjoint view); written primals are copies
-    (`passing`: `_shape`'s)."""
+    (`passing`: `_enzyme_passing`'s)."""
     from diffgpu.hostdiff.diff import autodiff
 
     acts, made = [], {}
@@ -231,10 +375,18 @@ def _enzyme(op, passing, launcher, args, adj) -> None:
         else:
             at, make = how
             if at == i:
-                p = M.copy(v) if make == "copy" else M.empty_like(v) if make == "empty" else v
+                if make == "copy":
+                    p = M.copy(v)
+                    adj.copies += 1
+                else:
+                    p = M.empty_like(v) if make == "empty" else v
                 made[at] = Duplicated(p, adj.view(op.args[i]))
             acts.append(made[at])
     autodiff(launcher, *acts)
+
+
+def _args(op, resolve) -> list:
+    return [a.view.on(resolve(a)) if isinstance(a, Item) else a for a in op.args]
 
 
 def forward_op(op, resolve) -> None:
@@ -245,16 +397,16 @@ def forward_op(op, resolve) -> None:
         src, dst = op.args
         dst.view.on(resolve(dst))[...] = src.view.on(resolve(src))
     else:
-        op.kernel[op.grid, op.block](*_args(op, resolve, copy_written_ints=False))
+        op.kernel[op.grid, op.block](*_args(op, resolve))
 
 
 def sweep_versions(tape, adj) -> None:
     """The reverse with every version kept (no checkpointing)."""
-    def resolve(item):
-        v = item.version
-        return v.array if v is not None and v.array is not None else item.view.buf.root
+    memo, done = {}, 0
     for op in reversed(tape.ops):
-        tape.stats["reversed"] += reverse_op(op, resolve, adj)
+        done += reverse_op(op, None, adj, memo)
+    tape.stats["reversed"] += done
+    adj.flush(tape.stats)
 
 
 def sweep_revolve(tape, adj) -> None:
@@ -270,6 +422,7 @@ def sweep_revolve(tape, adj) -> None:
         return state[0].get(item.view.buf.index, item.view.buf.root)
 
     acts = revolve.schedule(len(tape.ops), tape.checkpoints)
+    memo = {}
     for act in acts:
         kind = act[0]
         if kind == "advance":
@@ -286,10 +439,11 @@ def sweep_revolve(tape, adj) -> None:
             tape.stats["restores"] += 1
         else:
             state[0] = slots[act[2]] if act[2] is not None else work
-            tape.stats["reversed"] += reverse_op(tape.ops[act[1]], resolve, adj)
+            tape.stats["reversed"] += reverse_op(tape.ops[act[1]], resolve, adj, memo)
             state[0] = work
     tape.stats["peak_states"] = max(tape.stats["peak_states"], revolve.counts(acts)["peak"])
+    adj.flush(tape.stats)
 
 
-__all__ = ["Adjoints", "reverse_op", "forward_op", "sweep_versions", "sweep_revolve",
-           "planned_vjp", "layout_key"]
+__all__ = ["Adjoints", "Step", "reverse_op", "forward_op", "sweep_versions", "sweep_revolve",
+           "layout_key", "step_of", "WORK"]
