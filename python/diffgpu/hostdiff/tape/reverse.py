@@ -138,13 +138,15 @@ _MAX = 1024
 
 def layout_key(op) -> tuple:
     """What a launch's reverse plan depends on besides pointers: geometry,
-    per parameter its layout in its buffer and which earlier parameter is the
-    same view (an alias), or a scalar's type. The seeds are the adjoints of
-    the written views: laid out like them, never overlapping an argument."""
-    seen, out = {}, [op.grid, op.block]
+    the device (the host or a GPU: one per tape), per parameter its layout
+    in its buffer and which earlier parameter is the same view (an alias),
+    or a scalar's type. The seeds are the adjoints of the written views:
+    laid out like them, never overlapping an argument."""
+    seen, out = {}, [op.grid, op.block, None]
     for i, a in enumerate(op.args):
         if isinstance(a, Item):
             v = a.view
+            out[2] = (v.buf.device, type(v.buf.root))
             out.append((v.offset, v.shape, v.strides, v.dtype.str, v.buf.nbytes,
                         seen.setdefault(v.key, i)))
         else:
