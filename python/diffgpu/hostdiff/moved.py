@@ -42,11 +42,6 @@ def pointer(a) -> int:
     return _AT(id(a) + _OFFSET).value or 0
 
 
-def scalar_key(v):
-    """A packed scalar's value as the launch key has it (0.0 and -0.0 apart)."""
-    return (type(v), v if v else (v, repr(v)))
-
-
 _MAKE: list = []
 
 
@@ -93,38 +88,29 @@ class Moved:
                                 if not isinstance(t, ArrayType))
         self.state = None
 
-    def pointers(self, flat) -> list:
-        return [pointer(flat[p]) for p in self.pos]
-
-    def fits(self, ptrs) -> bool:
-        """Do the kept program's launch facts hold for these pointers (and
-        the race checker's switch is as it was: its programs are their own
-        variant)?"""
+    def run(self, recipe, flat) -> bool:
+        """Launch the kept program on `flat` when its launch facts hold for
+        these pointers (and the race checker's switch is as it was: its
+        programs are their own variant); False (nothing launched) when not.
+        The packed launch is made again when a scalar differs from the last
+        call's."""
+        ptrs = [pointer(flat[p]) for p in self.pos]
         if self.race is not None and racecheck_enabled() != self.race:
             return False
-        if self.generic:
-            return True
-        for k in self.align:
-            if ptrs[k] % ALIGN:
-                return False
-        spans = self.spans
-        if spans and len(spans) > 1:
-            ranges = sorted([(ptrs[k] + lo, ptrs[k] + hi) for k, lo, hi in spans])
-            end = ranges[0][1]
-            for lo, hi in ranges[1:]:
-                if lo < end:
+        if not self.generic:
+            for k in self.align:
+                if ptrs[k] % ALIGN:
                     return False
-                end = hi
-        return True
-
-    def launch(self, recipe, flat, ptrs) -> None:
-        """The kept program with these pointers; packed again when a scalar
-        differs from the last call's."""
-        scalars = tuple([scalar_key(flat[p]) for p in self.scalars_at])
+            spans = self.spans
+            if spans and not _disjoint(spans, ptrs):
+                return False
+        # the scalars as the launch key has them (0.0 and -0.0 apart)
+        scalars = tuple([(type(v), v if v else (v, repr(v)))
+                         for v in [flat[p] for p in self.scalars_at]])
         state = self.state
         if state is None or state[0] != scalars:
             self._pack(recipe, flat, scalars)
-            return
+            return True
         _scalars, done, where, lock = state
         if lock is None:  # the GPU: every pointer into a copy of the kept values
             fn, values, current, device, grid, block, device_id = done
@@ -138,12 +124,13 @@ class Moved:
             else:
                 with device(device_id):
                     fn(grid, block, tuple(values))
-            return
+            return True
         program = recipe.program
         with lock:
             for k, d in where:
                 d.allocated = d.aligned = ptrs[k]
             program.host.run_packed(program.entry, done, flat, program.payload.get("arg_names"))
+        return True
 
     def _pack(self, recipe, flat, scalars) -> None:
         STATS["moved_pack"] += 1
@@ -171,4 +158,26 @@ class Moved:
         host.run_packed(entry, done, flat, program.payload.get("arg_names"))
 
 
-__all__ = ["Moved", "pointer", "scalar_key", "kernel_pointers"]
+def _disjoint(spans, ptrs) -> bool:
+    """No two of the byte ranges (index, low, high) at these pointers meet
+    (pairwise for a few, sorted beyond)."""
+    n = len(spans)
+    if n <= 4:
+        for i in range(n - 1):
+            k, lo, hi = spans[i]
+            a, b = ptrs[k] + lo, ptrs[k] + hi
+            for j in range(i + 1, n):
+                k2, lo2, hi2 = spans[j]
+                if a < ptrs[k2] + hi2 and ptrs[k2] + lo2 < b:
+                    return False
+        return True
+    ranges = sorted([(ptrs[k] + lo, ptrs[k] + hi) for k, lo, hi in spans])
+    end = ranges[0][1]
+    for lo, hi in ranges[1:]:
+        if lo < end:
+            return False
+        end = hi
+    return True
+
+
+__all__ = ["Moved", "pointer", "kernel_pointers"]

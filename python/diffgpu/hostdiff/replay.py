@@ -245,6 +245,47 @@ class Recipe:
         with scope[0](scope[1]):
             return self._run(args, seeds, False, True)
 
+    def lean(self) -> bool:
+        """Can `replay_fresh` run this recipe: no Active scalars' slots, no
+        finals before the launch (rmw), no scratch rounded back, no plain
+        launch after, results only fresh buffers and seeds?"""
+        return (self.pre is None and not self.slots and not self.back and not self.late
+                and all(w in ("buf", "seed") for _n, (w, _x) in self.results))
+
+    def replay_fresh(self, args, seeds: dict) -> list:
+        """`run_moved` for a `lean` recipe whose caller reads its results
+        itself (tape/reverse.py): returns the fresh buffers (`bufs` order)
+        instead of a dict of results."""
+        if fastpath.RECORD is not None:
+            fastpath.RECORD.host_diff(self.mode)
+        given = (args, seeds)
+        bufs = [make(given[k][what]) for make, k, what in self._mk]
+        src, values = self._src
+        pools = (args, seeds, bufs, values)
+        flat = [pools[k][what] for k, what in src]
+        scope = self._scope
+        if scope is None or scope[2]() == scope[1]:
+            self._moved(flat)
+        else:
+            with scope[0](scope[1]):
+                self._moved(flat)
+        return bufs
+
+    def _moved(self, flat) -> bool:
+        """Launch `flat` (arrays anywhere): the kept program when its facts
+        hold for these pointers, else the program this call's facts select."""
+        m = self.moved
+        if m is None:
+            m = self.moved = Moved(self, flat)
+        if m.run(self, flat):
+            return True
+        STATS["moved_refacted"] += 1
+        facts = L.facts_for(flat, self.ftypes, self.target, self.grid, self.block)
+        program = L.get_program(self.kernel, self.types, self.target, diff=self.diff,
+                                facts=facts)
+        L.run_program(program, flat, self.sig, self.grid, self.block)
+        return False
+
     def _resolve(self, args, seeds) -> None:
         """What the first call learns once: the device scope, the function
         making the slot arrays and per fresh buffer the function making it
@@ -301,19 +342,7 @@ class Recipe:
             self._race = racecheck_enabled() if self.target == "host" else None
             L.run_program(self.program, flat, self.sig, self.grid, self.block)
         elif moved:
-            m = self.moved
-            if m is None:
-                m = self.moved = Moved(self, flat)
-            ptrs = m.pointers(flat)
-            fit = m.fits(ptrs)
-            if fit:
-                m.launch(self, flat, ptrs)
-            else:
-                STATS["moved_refacted"] += 1
-                facts = L.facts_for(flat, self.ftypes, self.target, self.grid, self.block)
-                program = L.get_program(self.kernel, self.types, self.target,
-                                        diff=self.diff, facts=facts)
-                L.run_program(program, flat, self.sig, self.grid, self.block)
+            fit = self._moved(flat)
         else:
             for p in self.aligned:
                 if _pointer(flat[p]) % ALIGN:

@@ -166,12 +166,15 @@ class Step:
     (copied: the derivative kernel runs the primal), the read-only inputs
     whose live adjoint the kernel accumulates into (`accs`), per group the
     update of its adjoint (`updates`: (position, ADD / SET / ZERO / DROP,
-    result name, whole)), or Enzyme's passing (`enzyme`, `_enzyme_passing`);
-    the recipe, planned at the first launch reversed, and its own copies and
-    zero fills."""
+    whole, where its result is, whether a result can be the adjoint
+    itself)), or Enzyme's passing (`enzyme`, `_enzyme_passing`); the
+    recipe, planned at the first launch reversed, and its own copies and
+    zero fills. A `lean` recipe's results are read from its fresh buffers
+    (replay.Recipe.replay_fresh: `where` is a buffer's index), another's
+    from its dict of results (`where` is a name)."""
 
     __slots__ = ("seeds", "items", "ints", "accs", "updates", "enzyme", "consts", "launcher",
-                 "recipe", "copies", "zeros", "reads")
+                 "recipe", "copies", "zeros", "reads", "lean")
 
     def __init__(self, op, wholes):
         roles, names = op.roles, op.kernel.arg_names
@@ -189,24 +192,26 @@ class Step:
             read = [names[i] for i in g if roles[i] in ("input", "inout")]
             # the result is under the names of the reading parameters
             how = (SET if read else ZERO) if w else ADD
-            updates.append((g[0], how, read[0] if read else None, g[0] in wholes))
+            updates.append((g[0], how, g[0] in wholes, read[0] if read else None, False))
         self.updates = tuple(updates)
         self.accs = ()
         self.launcher = op.kernel[op.grid, op.block]
         self.recipe = None
         self.copies = self.zeros = 0
+        self.lean = False
 
-    def plan(self, args, seeds) -> None:
-        """The recipe for these arguments and seeds (the first launch of the
-        layout reversed), made the tape's variant (replay.consume_seeds)."""
+    def _plan(self, op, vals, seeds, adj) -> list:
+        """Plan the recipe on the first launch of the layout reversed, made
+        the tape's variant (replay.consume_seeds), and run it; returns its
+        results by the updates' `where`."""
         from diffgpu.hostdiff.plan import Call
 
-        recipe = Call(self.launcher, args, "vjp", self.consts, None).vjp(seeds, False)
+        recipe = Call(self.launcher, vals, "vjp", self.consts, None).vjp(seeds, False)
         inputs = {u[0] for u in self.updates if u[1] == ADD}
         done, consumed = consume_seeds(recipe, inputs)
         seed_of = {p: name for p, name, _w in self.seeds}
         updates, accs = [], []
-        for p, how, name, whole in self.updates:
+        for p, how, whole, name, _a in self.updates:
             key = done.get(name)
             if key is not None and how == ADD:
                 accs.append((p, key))  # the kernel adds into the adjoint given
@@ -214,13 +219,26 @@ class Step:
                 pass  # the seed, updated in place or left as it is, is the adjoint
             elif how == ZERO and seed_of.get(p) in consumed:
                 if whole:  # the kernel zeroed it: dropped when it is the whole buffer
-                    updates.append((p, DROP, name, whole))
+                    updates.append((p, DROP, whole, None, False))
             else:
-                updates.append((p, how, name, whole))
-        self.updates, self.accs = tuple(updates), tuple(accs)
+                updates.append((p, how, whole, name, False))
+        self.accs = tuple(accs)
+        for p, key in self.accs:
+            seeds[key] = adj.view(op.args[p])
+        res = recipe.run(vals, seeds, first=True)
+        self.lean = recipe.lean()
+        at = {name: what for name, (_w, what) in recipe.results}
+        # a result laid out as its whole buffer is adopted as the adjoint (the
+        # layout is the Step's: so are the results' types, dtypes and strides)
+        self.updates = tuple(
+            (p, how, whole, at[name] if self.lean and name is not None else name,
+             name is not None and _adoptable(op.args[p].view, res[name], whole))
+            for p, how, whole, name, _a in updates)
         self.copies = sum(how in ("copy", "copy32") for how, _s in recipe.bufs)
         self.zeros = sum(how in ("zeros", "zeros32") for how, _s in recipe.bufs)
         self.recipe = recipe
+        return {u[3]: res[name] for u, (_p, _h, _w, name, _a) in zip(self.updates, updates)
+                if name is not None}
 
     def run(self, op, resolve, adj) -> bool:
         """Reverse `op` (a launch of this layout): False when skipped.
@@ -257,25 +275,29 @@ class Step:
             seeds[name] = r if whole else a.view.on(r)
         recipe = self.recipe
         if recipe is None:
-            self.plan(vals, seeds)
-            recipe = self.recipe
-            for p, key in self.accs:
-                seeds[key] = adj.view(args[p])
-            res = recipe.run(vals, seeds, first=True)
+            res = self._plan(op, vals, seeds, adj)
         else:
             for p, key in self.accs:
                 seeds[key] = adj.view(args[p])
-            res = recipe.run_moved(vals, seeds)[0]
+            res = (recipe.replay_fresh(vals, seeds) if self.lean
+                   else recipe.run_moved(vals, seeds)[0])
         adj.vjps += 1
         adj.copies += self.copies
         adj.zeros += self.zeros
-        for p, how, name, whole in self.updates:
+        for p, how, whole, where, adopt in self.updates:
+            a = args[p]
             if how == ADD:
-                adj.add(args[p], res[name], whole)
+                if adopt and a.view.buf.index not in roots:
+                    roots[a.view.buf.index] = res[where]  # a fresh gradient: the adjoint
+                else:
+                    adj.add(a, res[where], whole)
             elif how == SET:
-                adj.set(args[p], res[name], whole)
+                if adopt:
+                    roots[a.view.buf.index] = res[where]
+                else:
+                    adj.set(a, res[where], whole)
             else:
-                adj.zero(args[p], whole)  # (DROP: the kernel zeroed it; dropped)
+                adj.zero(a, whole)  # (DROP: the kernel zeroed it; dropped)
         if adj.keep is not None:
             _drop_dead(op, self.reads, adj)
         return True
@@ -406,7 +428,11 @@ def sweep_versions(tape, adj) -> None:
     """The reverse with every version kept (no checkpointing)."""
     memo, done = {}, 0
     for op in reversed(tape.ops):
-        done += reverse_op(op, None, adj, memo)
+        step = op.rev
+        if type(step) is Step:
+            done += step.run(op, None, adj)
+        else:
+            done += reverse_op(op, None, adj, memo)
     tape.stats["reversed"] += done
     adj.flush(tape.stats)
 
