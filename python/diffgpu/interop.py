@@ -23,8 +23,18 @@ import contextlib
 from diffgpu.errors import LaunchError
 from diffgpu.types import FLOAT_DTYPES, dtype_name  # noqa: F401  (public here too)
 
-#: dtypes a framework tensor may have (diffgpu's array element types)
-DTYPES = ("float32", "float64", "int32", "int64")
+#: dtypes a framework tensor may have (diffgpu's array element types): the
+#: 16-bit floats are stored in 16 bits and computed in float32, and their
+#: gradients are accumulated in float32 then rounded once to their dtype
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64")
+
+
+def numpy_dtype(dtype):
+    """The numpy dtype of a framework's (or numpy's) dtype or its name;
+    bfloat16 is ml_dtypes' (LaunchError without ml_dtypes)."""
+    from diffgpu.runtime.args import numpy_dtype as of_name
+
+    return of_name(dtype_name(dtype), f"dtype {dtype}")
 
 
 class KernelOp:
@@ -165,7 +175,7 @@ def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:
     arguments = dict(inputs)
     for n in spec.outputs:
         shape, dtype = spec.out_shape(n, inputs)
-        arguments[n] = np.zeros(shape, dtype_name(dtype))
+        arguments[n] = np.zeros(shape, numpy_dtype(dtype))
     wrt = [n for n in spec.arrays if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
     cotangents = {n: np.zeros_like(arguments[n]) for n in spec.outputs}
     import diffgpu.driver.launch as launch_module
@@ -185,4 +195,5 @@ def prepare(spec: KernelOp, chip: str, inputs: dict) -> None:
             launch_module.facts_for = saved
 
 
-__all__ = ["KernelOp", "vjp", "compile_only", "prepare", "dtype_name", "DTYPES", "FLOAT_DTYPES"]
+__all__ = ["KernelOp", "vjp", "compile_only", "prepare", "dtype_name", "numpy_dtype", "DTYPES",
+           "FLOAT_DTYPES"]

@@ -31,7 +31,7 @@ import jax
 import numpy as np
 
 from diffgpu.errors import LaunchError
-from diffgpu.interop import DTYPES, FLOAT_DTYPES, KernelOp, dtype_name, vjp
+from diffgpu.interop import DTYPES, FLOAT_DTYPES, KernelOp, dtype_name, numpy_dtype, vjp
 
 
 def op(kernel, *, outputs, grid, block, scalars=None):
@@ -92,7 +92,10 @@ class KernelFunction:
         out = []
         for n in self.spec.outputs:
             shape, dtype = self.spec.out_shape(n, inputs)
-            out.append(jax.ShapeDtypeStruct(shape, np.dtype(dtype_name(dtype))))
+            if dtype_name(dtype) not in DTYPES:
+                raise LaunchError(f"{self.spec.kernel.name}: output {n!r} has dtype {dtype}; "
+                                  f"diffgpu arrays are {', '.join(DTYPES)}")
+            out.append(jax.ShapeDtypeStruct(shape, numpy_dtype(dtype)))
         return out
 
     def _wrt(self, arrays) -> list:

@@ -33,7 +33,7 @@ import threading
 import torch
 
 from diffgpu.errors import LaunchError
-from diffgpu.interop import DTYPES, FLOAT_DTYPES, KernelOp, dtype_name, vjp
+from diffgpu.interop import DTYPES, FLOAT_DTYPES, KernelOp, dtype_name, numpy_dtype, vjp
 
 _LIBS: list = []  # torch.library.Library objects must stay alive
 _COUNTER = itertools.count()
@@ -88,7 +88,7 @@ class KernelFunction:
         from diffgpu.interop import prepare
 
         args = self.spec.bind(inputs)
-        prepare(self.spec, chip, {n: v.detach().cpu().numpy() if isinstance(v, torch.Tensor)
+        prepare(self.spec, chip, {n: _host_view(v.detach().cpu()) if isinstance(v, torch.Tensor)
                                   else v for n, v in args.items()})
 
     # -- registration -------------------------------------------------------
@@ -242,13 +242,11 @@ def _is_float(t) -> bool:
 
 
 def _torch_dtype(dtype, name: str):
-    if isinstance(dtype, torch.dtype):
-        return dtype
     text = dtype_name(dtype)
     if text not in DTYPES:
         raise LaunchError(f"output {name!r}: dtype {dtype!r}; diffgpu arrays are "
                           f"{', '.join(DTYPES)}")
-    return getattr(torch, text)
+    return dtype if isinstance(dtype, torch.dtype) else getattr(torch, text)
 
 
 def _view(x):
@@ -257,13 +255,26 @@ def _view(x):
     if not isinstance(x, torch.Tensor):
         return x
     x = x.detach()
-    return x.numpy() if x.device.type == "cpu" else x
+    return _host_view(x) if x.device.type == "cpu" else x
+
+
+def _host_view(t):
+    """The numpy array sharing the memory of CPU tensor `t`: `t.numpy()`, or
+    for bfloat16 (which torch cannot give numpy) the numpy view of its bits
+    as int16, viewed as ml_dtypes' bfloat16 (same size: any strides)."""
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
+    return t.numpy()
 
 
 def _from_diffgpu(x, device):
-    """A tensor sharing the memory of an array diffgpu returned (numpy on the
-    CPU, CuPy on the GPU: `__cuda_array_interface__`, kept alive by it)."""
+    """A tensor sharing the memory of an array diffgpu returned: numpy on the
+    CPU (bfloat16 through its int16 bits, as `_host_view`), on the GPU CuPy
+    (`__cuda_array_interface__`, kept alive by the tensor) or, for bfloat16,
+    a torch tensor already (runtime/torch16.py)."""
     if device.type == "cpu":
+        if dtype_name(x.dtype) == "bfloat16":
+            return torch.from_numpy(x.view("int16")).view(torch.bfloat16)
         return torch.from_numpy(x)
     return torch.as_tensor(x, device=device)
 

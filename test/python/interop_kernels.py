@@ -40,6 +40,15 @@ def dense_tanh(y, x, w, b):
         y[i, j] = dg.tanh(acc)
 
 
+@dg.kernel
+def gather(y, x, idx):
+    """y[i] = x[idx[i]]: x's gradient sums the cotangents of every i with the
+    same index (many threads adding into one element)."""
+    i = dg.global_id(0)
+    if i < len(y):
+        y[i] = x[idx[i]]
+
+
 BLOCK = 64
 DENSE_BLOCK = (BLOCK, 1)  # 1-D blocks of whole warps: what dg.jax on the GPU launches
 
@@ -56,6 +65,14 @@ def dense_out(x, w, **_):
     return (x.shape[0], w.shape[1]), x.dtype
 
 
+def gather_out(x, idx, **_):
+    return tuple(idx.shape), x.dtype
+
+
+def grid_idx(idx, **_):
+    return (idx.shape[0] + BLOCK - 1) // BLOCK
+
+
 #: kernel -> (output specs, scalars, grid, block): how the tests wrap each one
 OPS = {
     "square_scale": (square_scale, {"y": "x"}, {"a": float}, grid_1d, BLOCK),
@@ -63,6 +80,14 @@ OPS = {
     "dense_tanh": (dense_tanh, {"y": dense_out}, {}, grid_dense, DENSE_BLOCK),
 }
 
+
+#: ops only the 16-bit tests wrap (test_torch16.py, test_jax16.py: integer
+#: indices, inputs of their own)
+OPS16 = {"gather": (gather, {"y": gather_out}, {}, grid_idx, BLOCK)}
+#: the 16-bit float dtypes the bridges take, and the gather's calls: 4096
+#: cotangents summed into 8 elements of x (int32 indices: JAX's default)
+DTYPES16 = ("float16", "bfloat16")
+GATHER = (8, 4096)
 
 #: the CPU/GPU test arguments of each op, framework-free: an array shape, or a
 #: float passed as it is (test_torch.py and test_jax.py build their tensors)
@@ -74,8 +99,9 @@ TEST_ARGS = {
 
 
 def wrap(module, name):
-    """`module.op(...)` (dg.torch or dg.jax) for the kernel `name` of OPS."""
-    kernel, outputs, scalars, grid, block = OPS[name]
+    """`module.op(...)` (dg.torch or dg.jax) for the kernel `name` of OPS
+    or OPS16."""
+    kernel, outputs, scalars, grid, block = {**OPS, **OPS16}[name]
     return module.op(kernel, outputs=outputs, scalars=scalars, grid=grid, block=block)
 
 
@@ -93,7 +119,37 @@ def gpu_inputs():
                   ("dense_tanh", {"x": arr(5, 3), "w": arr(3, 4), "b": arr(4)}),
                   ("dense_tanh", {"x": arr(32, 4), "w": arr(4, 8), "b": arr(8)})]
     calls.append(("square_scale", {"x": np.zeros(1 << 20, "float32"), "a": 3.0}))
+    return calls + gpu_inputs16()
+
+
+def numpy16(dtype: str):
+    """The numpy dtype of a 16-bit dtype name (bfloat16: ml_dtypes')."""
+    import numpy as np
+
+    if dtype == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
+def gpu_inputs16():
+    """The 16-bit calls of the GPU tests (test_torch16.py, test_jax16.py):
+    every op of TEST_ARGS, and the gather, in float16 and bfloat16."""
+    import numpy as np
+
+    calls = []
+    for dt in DTYPES16:
+        for name, shapes in sorted(TEST_ARGS.items()):
+            calls.append((name, {n: s if isinstance(s, float) else np.zeros(s, numpy16(dt))
+                                 for n, s in zip(_input_names(name), shapes)}))
+        calls.append(("gather", {"x": np.zeros(GATHER[0], numpy16(dt)),
+                                 "idx": np.zeros(GATHER[1], np.int32)}))
     return calls
+
+
+def _input_names(name):
+    kernel, outputs, *_ = OPS[name]
+    return [n for n in kernel.arg_names if n not in outputs]
 
 
 def prepare(chip: str) -> None:
@@ -106,7 +162,7 @@ def prepare(chip: str) -> None:
     except ImportError:
         prepare_jax = None
     for name, inputs in gpu_inputs():
-        kernel, outputs, scalars, grid, block = OPS[name]
+        kernel, outputs, scalars, grid, block = {**OPS, **OPS16}[name]
         spec = KernelOp(kernel, outputs, grid, block, scalars)
         prepare_op(spec, chip, inputs)
         if prepare_jax is not None:

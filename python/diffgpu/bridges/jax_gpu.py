@@ -16,6 +16,12 @@ the buffer parameters consume XLA's operand buffers in order; each written
 array (outputs, shadows) is aliased to a result, so XLA never sees an
 operand change behind its back. Outputs start as zeros made in the graph.
 
+16-bit arrays (float16, bfloat16) are stored in 16 bits and computed in
+float32, as in every launch; in the reverse kernel the shadow of each 16-bit
+array is a float32 array (kind `dup32`, as `dg.vjp` makes): a cotangent
+goes in widened (exactly), a gradient is accumulated in float32 and rounded
+to its array's dtype once, by XLA after the call.
+
 Limits: the block must be one-dimensional with a multiple of 32 threads (the
 custom call launches `num_warps * 32` threads in x); a derivative kernel
 whose tape needs device malloc relies on CUDA's default 8 MB heap.
@@ -38,7 +44,7 @@ call_p.multiple_results = True
 
 
 def _abstract_eval(*avals, results, **_):
-    return [jax.core.ShapedArray(shape, np.dtype(dt)) for shape, dt in results]
+    return [jax.core.ShapedArray(shape, dt) for shape, dt in results]
 
 
 call_p.def_abstract_eval(_abstract_eval)
@@ -101,28 +107,35 @@ def _types(spec, arguments: dict) -> tuple:
     return infer_signature(sample, names, spec.kernel.name).types
 
 
-def _kinds(spec, wrt, float_outputs) -> tuple:
-    """Activities of the reverse kernel: float outputs and `wrt` arrays dup."""
-    return tuple("dup" if n in wrt or n in float_outputs else "const"
-                 for n in spec.kernel.arg_names)
+def _kinds(spec, arguments: dict, wrt, float_outputs) -> tuple:
+    """Activities of the reverse kernel: float outputs and `wrt` arrays dup,
+    or dup32 (a float32 shadow) for the 16-bit ones."""
+    from diffgpu.types import STORAGE_DTYPES, dtype_name
+
+    def kind(n):
+        if n not in wrt and n not in float_outputs:
+            return "const"
+        return "dup32" if dtype_name(arguments[n].dtype) in STORAGE_DTYPES else "dup"
+    return tuple(kind(n) for n in spec.kernel.arg_names)
 
 
 def prepare(spec, chip: str, inputs: dict) -> None:
     """Compile for `chip` the forward and reverse programs `forward_call` /
     `vjp_call` use for inputs like these (numpy arrays and scalars), into the
     disk cache; no GPU needed."""
-    from diffgpu.types import FLOAT_DTYPES, dtype_name
     from diffgpu.driver.launch import get_program
+    from diffgpu.interop import numpy_dtype
+    from diffgpu.types import FLOAT_DTYPES, dtype_name
 
     arguments = dict(inputs)
     for n in spec.outputs:
         shape, dtype = spec.out_shape(n, inputs)
-        arguments[n] = np.zeros(shape, dtype_name(dtype))
+        arguments[n] = np.zeros(shape, numpy_dtype(dtype))
     types = _types(spec, arguments)
     wrt = [n for n in spec.arrays if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
     outs = [n for n in spec.outputs if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
     get_program(spec.kernel, types, chip)
-    get_program(spec.kernel, types, chip, ("reverse", _kinds(spec, wrt, outs)))
+    get_program(spec.kernel, types, chip, ("reverse", _kinds(spec, arguments, wrt, outs)))
 
 
 def _launch(spec, arguments: dict, flat: list, written: list, diff=None) -> list:
@@ -156,7 +169,7 @@ def _launch(spec, arguments: dict, flat: list, written: list, diff=None) -> list
     if coarsen > 1:
         g = _grid(grid)
         grid = (g[0] // coarsen,) + g[1:]
-    results = tuple((tuple(flat[k][1].shape), str(flat[k][1].dtype)) for k in written)
+    results = tuple((tuple(flat[k][1].shape), np.dtype(flat[k][1].dtype)) for k in written)
     aliases = tuple((op_index[k], r) for r, k in enumerate(written))
     return call_p.bind(*operands, ptx=program.payload["ptx"], entry=program.entry,
                        params=tuple(params), grid=_grid(grid), threads=_threads(block),
@@ -183,7 +196,7 @@ def vjp_call(spec, scalars: dict, arrays, cots: dict, wrt, structs) -> list:
     for n, st in zip(spec.outputs, structs):
         arguments[n] = jnp.zeros(st.shape, st.dtype)
     flat, written, grads = [], [], []
-    kinds = _kinds(spec, wrt, list(cots))
+    kinds = _kinds(spec, arguments, wrt, list(cots))
     for n, kind in zip(spec.kernel.arg_names, kinds):
         if n in spec.scalars:
             flat.append((n, None, arguments[n]))
@@ -191,15 +204,16 @@ def vjp_call(spec, scalars: dict, arrays, cots: dict, wrt, structs) -> list:
         if n in spec.outputs:
             written.append(len(flat))
         flat.append((n, arguments[n], None))
-        if kind == "dup":
-            shadow = (jnp.asarray(cots[n], arguments[n].dtype) if n in cots
-                      else jnp.zeros(arguments[n].shape, arguments[n].dtype))
+        if kind != "const":  # dup, or dup32: a float32 shadow of a 16-bit array
+            dtype = jnp.float32 if kind == "dup32" else arguments[n].dtype
+            shadow = (jnp.asarray(cots[n], dtype) if n in cots
+                      else jnp.zeros(arguments[n].shape, dtype))
             if n in wrt:
-                grads.append(len(written))
+                grads.append((len(written), arguments[n].dtype))
             written.append(len(flat))
             flat.append((n, shadow, None))
     out = _launch(spec, arguments, flat, written, diff=("reverse", kinds))
-    return [out[i] for i in grads]
+    return [out[i].astype(dtype) for i, dtype in grads]  # dup32: rounded once
 
 
 __all__ = ["forward_call", "vjp_call", "prepare", "call_p"]

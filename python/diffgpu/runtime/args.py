@@ -110,7 +110,9 @@ def torch_of(x):
     return None
 
 
-def _numpy_dtype(name: str, where: str):
+def numpy_dtype(name: str, where: str):
+    """The numpy dtype of a diffgpu dtype name: ml_dtypes' for bfloat16
+    (numpy has none of its own; LaunchError at `where` without ml_dtypes)."""
     if name == "bfloat16":  # numpy knows it once ml_dtypes is imported
         try:
             import ml_dtypes
@@ -138,7 +140,7 @@ def torch_interface(x, where: str) -> dict:
                           f"{', '.join(DTYPES)}")
     item = x.element_size()
     strides = None if x.is_contiguous() else tuple(int(s) * item for s in x.stride())
-    return {"shape": tuple(int(n) for n in x.shape), "typestr": _numpy_dtype(name, where),
+    return {"shape": tuple(int(n) for n in x.shape), "typestr": numpy_dtype(name, where),
             "strides": strides, "data": (int(x.data_ptr()) if x.numel() else 0, False),
             "version": 2}
 

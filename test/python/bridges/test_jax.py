@@ -3,8 +3,6 @@
 On the CPU the kernel runs through jax.pure_callback; the `gpu` tests need a
 CUDA jaxlib and launch the PTX from XLA's stream (diffgpu/bridges/jax_gpu.py).
 """
-import importlib.util
-import os
 import re
 
 import numpy as np
@@ -19,7 +17,6 @@ import diffgpu.jax as dgj  # noqa: E402
 from interop_kernels import OPS, TEST_ARGS, reference, wrap  # noqa: E402
 
 OPS_J = {name: wrap(dgj, name) for name in OPS}
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 @pytest.fixture(autouse=True)
@@ -27,13 +24,6 @@ def _x64():
     """float64 arrays in these tests only (JAX's switch is process-wide)."""
     with jax.enable_x64(True):
         yield
-
-
-@pytest.fixture(autouse=True)
-def _cpu_needs_mlir(request):
-    """On a GPU machine without MLIR only the `gpu` tests (prepared cache) run."""
-    if importlib.util.find_spec("mlir") is None and request.node.get_closest_marker("gpu") is None:
-        pytest.skip("CPU tests compile with MLIR's JIT, not installed here")
 
 
 def _inputs(name, dtype, seed=0):
@@ -135,8 +125,8 @@ def test_integer_output_next_to_a_float_one():
 
 def test_clear_errors():
     op = OPS_J["square_scale"]
-    with pytest.raises(dg.LaunchError, match="input 'x' has dtype float16"):
-        op(jnp.ones(4, jnp.float16), 2.0)
+    with pytest.raises(dg.LaunchError, match="input 'x' has dtype uint8"):
+        op(jnp.ones(4, jnp.uint8), 2.0)  # (float16 and bfloat16 are: test_jax16.py)
     with pytest.raises(dg.LaunchError, match="scalar 'a' must be a Python number"):
         jax.jit(lambda x, a: op(x, a))(jnp.ones(4), 2.0)
     with pytest.raises(dg.LaunchError, match="takes 2 inputs"):
@@ -144,25 +134,6 @@ def test_clear_errors():
 
 
 # -- GPU: XLA launches the PTX on its own stream --------------------------------
-
-def _jax_gpu():
-    try:
-        return jax.default_backend() == "gpu"
-    except RuntimeError:
-        return False
-
-
-@pytest.fixture
-def jax_cuda(monkeypatch):
-    if not _jax_gpu():
-        pytest.skip("jax has no CUDA backend here (pip install 'jax[cuda13]')")
-    if importlib.util.find_spec("mlir") is None:
-        cache = os.path.join(os.environ.get("DIFFGPU_GPU_CHECK_DIR",
-                                            os.path.join(REPO, ".gpucache")), "cache")
-        if not os.path.isdir(cache):
-            pytest.skip(f"no MLIR and no prepared cache in {cache}")
-        monkeypatch.setenv("DIFFGPU_CACHE_DIR", cache)
-
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(OPS))
