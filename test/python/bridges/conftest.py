@@ -53,3 +53,38 @@ def jax_cuda(monkeypatch):
     if not on_gpu:
         pytest.skip("jax has no CUDA backend here (pip install 'jax[cuda13]')")
     _prepared_cache(monkeypatch)
+
+
+@pytest.fixture
+def cuda_lowering(monkeypatch):
+    """`install(registrations, legacy)`: dg.jax lowers for "cuda" on this
+    machine, with a recorder in place of jaxlib's kernel-call library (a
+    plugin registering `registrations`, and the legacy target if `legacy`)
+    and an sm_90 chip; returns the list the recorder fills with (kernel,
+    (grid x, y, z, parameters)) per kernel call."""
+    import types
+
+    import diffgpu.bridges.jax_gpu as jg
+    import diffgpu.jax as dgj
+
+    def install(registrations=("triton_kernel_call_ffi",), legacy=True):
+        calls = []
+
+        class Call:
+            def __init__(self, kernel, *grid_and_params):
+                calls.append((kernel, grid_and_params))
+
+            def to_proto(self, name, meta):
+                return name.encode()
+        lib = types.SimpleNamespace(
+            TritonKernel=lambda *a: a, TritonKernelCall=Call,
+            create_array_parameter=lambda *a: ("array",),
+            create_scalar_parameter=lambda value, dtype: (value, dtype),
+            registrations=lambda: {name: {} for name in registrations})
+        if legacy:
+            lib.get_custom_call = lambda: None
+        monkeypatch.setattr(jg.kernel_call, "library", lambda: lib)
+        monkeypatch.setattr(jg, "_chip", lambda: ("sm_90", 90))
+        monkeypatch.setattr(dgj, "_on_gpu", lambda: True)
+        return calls
+    return install

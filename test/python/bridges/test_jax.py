@@ -142,32 +142,11 @@ def test_gpu_grad_of_jit_equals_jax_numpy(jax_cuda, name):
     test_jit_forward_equals_jax_numpy(name)
 
 
-def _lower_for_cuda(monkeypatch, registrations=("triton_kernel_call_ffi",), legacy=True):
+def _lower_for_cuda(cuda_lowering, registrations=("triton_kernel_call_ffi",), legacy=True):
     """The StableHLO text of a jitted value_and_grad through dense_tanh,
     lowered for "cuda" on this machine with a recorder in place of jaxlib's
     kernel-call library; returns (text, the recorded kernel calls)."""
-    import types as pytypes
-
-    import diffgpu.bridges.jax_gpu as jg
-
-    calls = []
-
-    class Call:
-        def __init__(self, kernel, *grid_and_params):
-            calls.append((kernel, grid_and_params))
-
-        def to_proto(self, name, meta):
-            return name.encode()
-    lib = pytypes.SimpleNamespace(
-        TritonKernel=lambda *a: a, TritonKernelCall=Call,
-        create_array_parameter=lambda *a: ("array",),
-        create_scalar_parameter=lambda value, dtype: (value, dtype),
-        registrations=lambda: {name: {} for name in registrations})
-    if legacy:
-        lib.get_custom_call = lambda: None
-    monkeypatch.setattr(jg.kernel_call, "library", lambda: lib)
-    monkeypatch.setattr(jg, "_chip", lambda: ("sm_90", 90))
-    monkeypatch.setattr(dgj, "_on_gpu", lambda: True)
+    calls = cuda_lowering(registrations, legacy)
     f = OPS_J["dense_tanh"]
     x, w, b = jnp.ones((5, 3)), jnp.ones((3, 4)), jnp.ones(4)
     fn = jax.jit(jax.value_and_grad(lambda x, w, b: f(x, w, b).sum(), argnums=(0, 1, 2)))
@@ -179,7 +158,7 @@ def _custom_calls(text, target):
             if re.search(rf"custom_call @{target}\(", line)]
 
 
-def test_gpu_lowering_without_a_gpu(monkeypatch):
+def test_gpu_lowering_without_a_gpu(monkeypatch, cuda_lowering):
     # the CUDA lowering: one typed-FFI call of triton_kernel_call_ffi per
     # kernel (jaxlib registers that name for the FFI; a typed call of the
     # legacy name fails at compile time), every array an operand, each
@@ -187,7 +166,7 @@ def test_gpu_lowering_without_a_gpu(monkeypatch):
     # the `opaque` attribute, and the memref descriptors (0, buffer, 0,
     # sizes, row-major strides)
     monkeypatch.delenv("DIFFGPU_JAX_KERNEL_CALL", raising=False)
-    text, calls = _lower_for_cuda(monkeypatch)
+    text, calls = _lower_for_cuda(cuda_lowering)
     lines = _custom_calls(text, "triton_kernel_call_ffi")
     assert len(lines) == 2 and not _custom_calls(text, "triton_kernel_call")
     fwd, rev = sorted(lines, key=len)
@@ -206,12 +185,12 @@ def test_gpu_lowering_without_a_gpu(monkeypatch):
     assert len(params) == 4 * 7 - 2                           # b is 1-D
 
 
-def test_gpu_lowering_legacy_form(monkeypatch):
+def test_gpu_lowering_legacy_form(monkeypatch, cuda_lowering):
     # a plugin without the FFI registration (or DIFFGPU_JAX_KERNEL_CALL=
     # legacy) gets the status-returning call of triton_kernel_call: the
     # compressed kernel call is the backend config string itself
     monkeypatch.delenv("DIFFGPU_JAX_KERNEL_CALL", raising=False)
-    text, _ = _lower_for_cuda(monkeypatch, registrations=())
+    text, _ = _lower_for_cuda(cuda_lowering, registrations=())
     lines = _custom_calls(text, "triton_kernel_call")
     assert len(lines) == 2 and not _custom_calls(text, "triton_kernel_call_ffi")
     for line in lines:
@@ -219,20 +198,20 @@ def test_gpu_lowering_legacy_form(monkeypatch):
         assert "mhlo.backend_config" not in line
     assert sorted(line.count("output_operand_alias<") for line in lines) == [1, 5]
     monkeypatch.setenv("DIFFGPU_JAX_KERNEL_CALL", "legacy")
-    text, _ = _lower_for_cuda(monkeypatch)
+    text, _ = _lower_for_cuda(cuda_lowering)
     assert len(_custom_calls(text, "triton_kernel_call")) == 2
 
 
-def test_gpu_lowering_clear_errors(monkeypatch):
+def test_gpu_lowering_clear_errors(monkeypatch, cuda_lowering):
     monkeypatch.setenv("DIFFGPU_JAX_KERNEL_CALL", "ffi")
     with pytest.raises(dg.LaunchError, match="does not register triton_kernel_call_ffi"):
-        _lower_for_cuda(monkeypatch, registrations=())
+        _lower_for_cuda(cuda_lowering, registrations=())
     monkeypatch.setenv("DIFFGPU_JAX_KERNEL_CALL", "typed")
     with pytest.raises(dg.LaunchError, match="expected one of ffi, legacy"):
-        _lower_for_cuda(monkeypatch)
+        _lower_for_cuda(cuda_lowering)
     monkeypatch.delenv("DIFFGPU_JAX_KERNEL_CALL")
     with pytest.raises(dg.LaunchError, match="registers neither"):
-        _lower_for_cuda(monkeypatch, registrations=(), legacy=False)
+        _lower_for_cuda(cuda_lowering, registrations=(), legacy=False)
 
 
 def test_kernel_call_library_missing_is_a_launch_error(monkeypatch):

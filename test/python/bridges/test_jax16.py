@@ -130,29 +130,12 @@ def test_clear_errors():
         bad(jnp.ones(4, jnp.float16), 2.0)
 
 
-def test_gpu_lowering_16_bit_shadows_are_float32(monkeypatch):
+def test_gpu_lowering_16_bit_shadows_are_float32(monkeypatch, cuda_lowering):
     # the CUDA lowering of a bfloat16 vjp, here: the reverse kernel call's
     # shadows of x and of the output are f32 (dup32), and the gradient is
     # converted to bf16 after the call (rounded once)
-    import types as pytypes
-
-    import diffgpu.bridges.jax_gpu as jg
-
-    class Call:
-        def __init__(self, *args):
-            pass
-
-        def to_proto(self, name, meta):
-            return name.encode()
-    lib = pytypes.SimpleNamespace(
-        TritonKernel=lambda *a: a, TritonKernelCall=Call,
-        create_array_parameter=lambda *a: ("array",),
-        create_scalar_parameter=lambda value, dtype: (value, dtype),
-        registrations=lambda: {"triton_kernel_call_ffi": {}})
     monkeypatch.delenv("DIFFGPU_JAX_KERNEL_CALL", raising=False)
-    monkeypatch.setattr(jg.kernel_call, "library", lambda: lib)
-    monkeypatch.setattr(jg, "_chip", lambda: ("sm_90", 90))
-    monkeypatch.setattr(dgj, "_on_gpu", lambda: True)
+    cuda_lowering()
     f = OPS_J["square_scale"]
     fn = jax.jit(jax.value_and_grad(lambda x: jnp.sum(f(x, 1.5).astype(jnp.float32))))
     text = fn.trace(jnp.ones(70, jnp.bfloat16)).lower(lowering_platforms=("cuda",)).as_text()
