@@ -113,6 +113,7 @@ timeout 240 "$PY" -m pytest -q -m gpu -p no:cacheprovider "${deselect[@]}" \
   test/python/api/test_gpu.py \
   test/python/lowering/autodiff/test_gpu_diff.py test/python/bridges/test_torch.py \
   test/python/bridges/test_interop.py test/python/bridges/test_jax.py \
+  test/python/bridges/test_torch16.py test/python/bridges/test_jax16.py \
   $(ls test/python/bridges/test_*gpu*.py test/python/tape/test_*gpu*.py 2>/dev/null) \
   > "$out/pytest_gpu-h200-$tag.log" 2>&1
 echo "rc=$?" >> "$out/pytest_gpu-h200-$tag.log"

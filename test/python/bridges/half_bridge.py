@@ -47,3 +47,20 @@ def gather_case(dtype: str):
     grad = np.zeros(n)
     np.add.at(grad, idx, cot.astype(np.float64))
     return values(n, dtype, 3), idx, cot, grad
+
+
+def gpu_entries(cache_dir) -> dict:
+    """{entry name: [payload]} of the GPU programs in the disk cache
+    `cache_dir` (DIFFGPU_CACHE_DIR)."""
+    import json
+    import os
+
+    entries = {}
+    root = os.path.join(cache_dir, "v1")
+    for f in os.listdir(root):
+        with open(os.path.join(root, f), "rb") as fh:
+            data = fh.read()
+        payload = json.loads(data[data.find(b"\n") + 1:])
+        if payload.get("kind") == "gpu":
+            entries.setdefault(payload["entry"], []).append(payload)
+    return entries

@@ -148,6 +148,19 @@ def test_gpu_lowering_16_bit_shadows_are_float32(monkeypatch, cuda_lowering):
     assert re.search(r"stablehlo.convert %\S+ : \(tensor<70xf32>\) -> tensor<70xbf16>", text)
 
 
+def test_prepare_bfloat16_for_the_gpu(tmp_path, monkeypatch):
+    # f.prepare: the forward and the reverse program with float32 shadows of
+    # the bfloat16 arrays (dup32) that the GPU lowering launches, for sm_90
+    monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path))
+    OPS_J["square_scale"].prepare("sm_90", H.values(70, "bfloat16", 0).astype(jnp.bfloat16),
+                                  1.5)
+    entries = H.gpu_entries(tmp_path)
+    assert {"square_scale", "__dg_reverse_square_scale"} <= set(entries)
+    (rev,) = entries["__dg_reverse_square_scale"]
+    # the entry's arrays: y (bf16), y's f32 shadow, x (bf16), x's f32 shadow
+    assert rev["flat_types"][:4] == ["bfloat16[:]", "float32[:]", "bfloat16[:]", "float32[:]"]
+
+
 # -- GPU: XLA launches the PTX ----------------------------------------------------
 
 @gpu

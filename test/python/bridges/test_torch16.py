@@ -149,6 +149,17 @@ def test_bfloat16_without_ml_dtypes_is_a_launch_error(monkeypatch):
         OPS_T["square_scale"](x, 2.0)
 
 
+def test_prepare_bfloat16_for_the_gpu(tmp_path, monkeypatch):
+    # op.prepare on bfloat16 CPU tensors (their numpy views): the forward and
+    # reverse programs for sm_90, without a GPU
+    monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path))
+    x = _tensor(H.values(70, "bfloat16", 0), "bfloat16", grad=True)
+    OPS_T["square_scale"].prepare("sm_90", x, 1.5)
+    entries = H.gpu_entries(tmp_path)
+    assert {"square_scale", "__dg_reverse_square_scale"} <= set(entries)
+    assert all(".target sm_90" in p["ptx"] for ps in entries.values() for p in ps)
+
+
 # -- GPU: the same on CUDA (float16 through CuPy, bfloat16 through torch) -------
 
 @gpu
