@@ -136,8 +136,10 @@ def install_standin():
     """vjp_overhead's stand-in (kernels that do nothing, arrays on host
     memory posing as CuPy's), with what the tape calls of CuPy besides:
     copies, zeros, adds and assignments on the stand-in's memory, and its
-    fingerprint (a crc32 of that memory instead of the GPU's hash: one
-    read of the array either way)."""
+    fingerprints (a crc32 of that memory instead of the GPU's hash), and
+    the raw copies of snapshots (`cupy.cuda.alloc`: host bytes;
+    `runtime.memcpyAsync`: a memmove)."""
+    import ctypes
     import zlib
 
     import launch_overhead as LO
@@ -151,7 +153,10 @@ def install_standin():
             self.c_contiguous, self.f_contiguous = h.flags.c_contiguous, h.flags.f_contiguous
     init = S.__init__
 
-    def __init__(self, host):
+    def __init__(self, host, dtype=None, memptr=None, strides=None):
+        if memptr is not None:  # cupy.ndarray(shape, dtype, memptr, strides): over a copy
+            flat = memptr.host[:int(np.prod(host, dtype=np.int64)) * np.dtype(dtype).itemsize]
+            host = np.ndarray(host, dtype, buffer=flat, strides=strides)
         init(self, host)
         self.flags = Flags(host)
 
@@ -171,9 +176,21 @@ def install_standin():
     cp.zeros_like = lambda a: S(np.zeros_like(a._h))
     cp.empty_like = lambda a: S(np.empty_like(a._h))
     cp.ones = lambda shape, dtype=np.float64: S(np.ones(shape, dtype))
+    class Memory:  # cupy.cuda.alloc's MemoryPointer: host bytes here
+        __slots__ = ("raw", "ptr")
+
+        def __init__(self, n):
+            self.raw = ctypes.create_string_buffer(n or 1)
+            self.ptr = ctypes.addressof(self.raw)
+
+        @property
+        def host(self):
+            return np.frombuffer(self.raw, np.uint8)
+    cp.cuda.alloc = Memory
+    cp.cuda.runtime.memcpyAsync = lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n)
     from diffgpu.hostdiff.tape import arrays
-    arrays.device_fingerprint = lambda root, _cp: (
-        zlib.crc32(root._h.ravel(order="K").view(np.uint8)), root.nbytes)
+    arrays.device_fingerprints = lambda roots, _cp: [
+        (zlib.crc32(r._h.ravel(order="K").view(np.uint8)), r.nbytes) for r in roots]
     from diffgpu.runtime import gpu
     gpu._chips = {0: "sm_90"}
     return S
@@ -199,8 +216,20 @@ def standin() -> None:
             steps()
             TB.sq_loss[g, TB.B](x, loss)
         return t
-    rec().gradient(loss, wrt=[k])
+    t0 = rec()
+    t0.gradient(loss, wrt=[k])
     out = {"launch": _median_us(steps, 2 * T), "recorded": _median_us(rec, 2 * T + 1)}
+    # the stand-in's own part of that: its copy calls (CuPy's allocation and
+    # cudaMemcpyAsync on a GPU), timed alone, times the copies per launch
+    cp, snaps = sys.modules["cupy"], t0.stats["snapshots"]
+
+    def copies():
+        for _ in range(snaps):
+            m = cp.cuda.alloc(x.nbytes)
+            cp.cuda.runtime.memcpyAsync(m.ptr, x.data.ptr, x.nbytes, 3,
+                                        cp.cuda.get_current_stream().ptr)
+    out["stand-in copies"] = _median_us(copies, 2 * T + 1)
+    out["own"] = out["recorded"] - out["stand-in copies"]
     tapes = [rec() for _ in range(8)]
     it = iter(tapes)
     out["reverse"] = _median_us(lambda: next(it).gradient(loss, wrt=[k]), 2 * T + 1)
@@ -213,9 +242,10 @@ def standin() -> None:
     sets = iter([[[mk() for _ in range(5)] for _ in range(50)] for _ in range(8)])
     out["vjp new"] = _median_us(lambda: [call(*s) for s in next(sets)], 50)
     print(f"CuPy stand-in (kernels do nothing; diffgpu's own Python work per launch, us, "
-          f"process time), spring, {N} float32:")
-    print("  " + "".join(f" {c:>10}" for c in out))
-    print("  " + "".join(f" {v:10.1f}" for v in out.values()))
+          f"process time), spring, {N} float32; recorded: {snaps} copies in "
+          f"{2 * T + 1} launches, 'stand-in copies' their calls' time, 'own' the rest:")
+    print("  " + "".join(f" {c:>15}" for c in out))
+    print("  " + "".join(f" {v:15.1f}" for v in out.values()))
 
 
 def main() -> int:

@@ -18,6 +18,7 @@ import zlib
 import numpy as np
 
 from diffgpu.hostdiff import buffers as M
+from diffgpu.hostdiff.tape import device as D
 from diffgpu.hostdiff.tape.errors import TapeError
 from diffgpu.runtime import torch16
 from diffgpu.runtime.args import device_id, is_device_array
@@ -67,13 +68,14 @@ def device_of(a):
 class View:
     """Where an argument sits in its buffer."""
 
-    __slots__ = ("buf", "offset", "shape", "strides", "dtype", "key")
+    __slots__ = ("buf", "offset", "shape", "strides", "dtype", "key", "is_float")
 
     def __init__(self, buf, a):
         self.buf = buf
         self.offset = pointer(a) - buf.ptr
         self.shape, self.strides, self.dtype = tuple(a.shape), tuple(a.strides), a.dtype
         self.key = (id(buf), self.offset, self.shape, self.strides, self.dtype.str)
+        self.is_float = self.dtype.kind == "f"
 
     def on(self, root):
         """This view on `root` (an array laid out like the buffer): `root`
@@ -101,11 +103,12 @@ class Buffer:
     messages, its current version (record.py) and fingerprint."""
 
     __slots__ = ("root", "ptr", "nbytes", "device", "name", "version", "fp", "index",
-                 "written", "first")
+                 "written", "first", "snap")
 
     def __init__(self, root, name: str, index: int):
         self.root, self.name, self.index = root, name, index
         self.ptr, self.nbytes, self.device = pointer(root), int(root.nbytes), device_of(root)
+        self.snap = _snapper(self)  # snap(): `snapshot(root)`, the copier looked up once
         self.version = None
         self.fp = None          # fingerprint of the contents the tape last saw
         self.written = False    # some recorded operation writes it
@@ -119,36 +122,65 @@ class Buffer:
         return ptr < self.ptr + self.nbytes and self.ptr < ptr + nbytes
 
 
+def snapshot(root):
+    """A copy of a buffer's contents for a version the tape keeps: on the
+    host a numpy copy; on a GPU its bytes in a new pool allocation, copied on
+    the current stream (device.py `copier`: no array made). `as_root` makes
+    the array over it when a reader needs one. (`Buffer.snap` is the
+    same made once per buffer.)"""
+    if isinstance(root, np.ndarray):
+        return np.array(root, copy=True, order="K")
+    return D.copier(M.xp_of(root), pointer(root), int(root.nbytes))()
+
+
+def _snapper(buf):
+    """`snapshot` of `buf.root` as a call of no arguments."""
+    root = buf.root
+    if isinstance(root, np.ndarray):
+        return lambda: np.array(root, copy=True, order="K")
+    return D.copier(M.xp_of(root), buf.ptr, buf.nbytes)
+
+
+def as_root(root, copy):
+    """The array over `copy` (a `snapshot` of `root`), laid out as `root`."""
+    if isinstance(copy, np.ndarray) or type(copy) is type(root):
+        return copy
+    return D.wrap(root, copy, M.xp_of(root))
+
+
 def copy_root(root):
     """A copy of a buffer with the same memory layout (C or Fortran order)."""
-    xp = M.xp_of(root)
-    return xp.array(root, copy=True, order="K")
+    return as_root(root, snapshot(root))
 
 
 def fingerprint(root):
-    """A hash of the buffer's bytes: crc32 on the host; on a GPU a position-
-    weighted sum of its 32-bit words computed there (one read of the array;
-    the caller waits for it)."""
-    if isinstance(root, np.ndarray):
-        return zlib.crc32(root.ravel(order="K").view(np.uint8)), root.nbytes
-    return device_fingerprint(root, M.xp_of(root))
+    """A hash of the buffer's bytes: crc32 on the host; on a GPU the pair of
+    device.py, computed there by one kernel and read back (the caller waits)."""
+    return fingerprints([root])[0]
 
 
-def device_fingerprint(root, cp):
-    """`fingerprint` computed with the array module `cp` (CuPy's: on the GPU)."""
-    flat = root.ravel(order="K").view(cp.uint8)
-    pad = (-flat.size) % 4
-    if pad:
-        flat = cp.concatenate([flat, cp.zeros(pad, cp.uint8)])
-    words = flat.view(cp.uint32)
-    total, step = 0, 1 << 22
-    for lo in range(0, words.size, step):
-        w = words[lo:lo + step].astype(cp.uint64)
-        idx = cp.arange(lo, lo + w.size, dtype=cp.uint64)
-        mixed = (w + cp.uint64(1)) * (idx * cp.uint64(0x9E3779B97F4A7C15) | cp.uint64(1))
-        total = (total + int(mixed.sum()) + int((w ^ (idx & cp.uint64(0xFFFFFFFF))).max())) \
-            % (1 << 64)
-    return total, int(root.nbytes)
+def fingerprints(roots) -> list:
+    """`fingerprint` of each of `roots` (one device): on a GPU one kernel
+    launch per buffer and one read back for all of them."""
+    if not roots:
+        return []
+    if isinstance(roots[0], np.ndarray):
+        return [(zlib.crc32(r.ravel(order="K").view(np.uint8)), r.nbytes) for r in roots]
+    return device_fingerprints(roots, M.xp_of(roots[0]))
+
+
+def device_fingerprints(roots, cp) -> list:
+    """`fingerprints` of device buffers with CuPy module `cp` (bench/
+    tape_overhead.py's stand-in replaces this)."""
+    return D.fingerprints([(pointer(r), int(r.nbytes)) for r in roots], cp)
+
+
+def device_fingerprint(root, xp):
+    """The GPU's fingerprint of one buffer; with `xp` numpy (a host array)
+    the same hash computed on the host (device.py `reference`)."""
+    if xp is np:
+        return D.reference(root.ravel(order="K").view(np.uint8))
+    return device_fingerprints([root], xp)[0]
 
 
 class Registry:
@@ -201,5 +233,5 @@ class Registry:
         return buf, View(buf, a)
 
 
-__all__ = ["Buffer", "View", "Registry", "as_array", "copy_root", "fingerprint",
-           "device_of", "pointer"]
+__all__ = ["Buffer", "View", "Registry", "as_array", "snapshot", "as_root", "copy_root",
+           "fingerprint", "fingerprints", "device_fingerprint", "device_of", "pointer"]

@@ -1,53 +1,82 @@
 """`dg.Tape`: recording a program of launches, copies and fills.
 
 While a tape records (`with dg.Tape() as tape:`) the launch fast path
-hands every launch of the recording thread to `Tape._launch`
+hands every launch of the recording thread to `_Hook.launch`
 (runtime/fastpath.py `RECORD`: one global read per launch when no tape
 records). A launch is checked and given its roles by `plan.Call` (the
-read/write analysis `dg.vjp` uses), recorded as an `Op`, then run. The
-roles (per kernel and launch key, across tapes) and the buffers and views
-of the arguments (per tape) are kept: a loop's launches read their launch
-key once and look the rest up (docs/tape.md "Host time per launch").
+read/write analysis `dg.vjp` uses), recorded as an `Op`, then run.
+
+What does not change from one launch of a kernel on the same arrays to the
+next is a *plan* (`Recording._plan`), kept per kernel and launch key: the
+roles (across tapes), each array argument's buffer and view, the distinct
+buffers read and written. A loop re-launching a kernel finds its plan with
+one comparison of launch keys, and the launch then costs one `Op` (its
+Items are made from it when first asked for: `Op.args`), the versions read
+(one `readers.append` each), a copy per version it overwrites that was read,
+and one new `Version` per written buffer (docs/tape.md "Host time per
+launch").
 
 Versions. Every buffer (arrays.py) has a current `Version`: its contents
 since the last recorded write. An operation reading a buffer records the
 version it read; an operation about to write a buffer whose current
 version some recorded operation read (or this one reads) first copies the
-buffer: that copy is the version's `array`, what the reverse of its
-readers will see. A version no one read is never copied, and the last
-version of each buffer stays the user's array (checked unchanged when
-`gradient()` runs). With `checkpoints=` / `memory_limit=` no version is
-copied: the first write of each buffer copies its initial contents (the
-state at step 0, one state in all) and the reverse recomputes
-(reverse.py, revolve.py).
+buffer (arrays.py `snapshot`: on a GPU one pool allocation and one
+device-to-device copy on the current stream): that copy is the version's
+`array`, what the reverse of its readers will see. A version no one read is
+never copied, and the last version of each buffer stays the user's array
+(checked unchanged when `gradient()` runs). With `checkpoints=` /
+`memory_limit=` no version is copied: the first write of each buffer copies
+its initial contents (the state at step 0, one state in all) and the
+reverse recomputes (reverse.py, revolve.py).
 
 Changes behind the tape's back (a numpy write, another thread) are caught
-by fingerprints (arrays.py `fingerprint`): with `check="launch"` (the
+by fingerprints (arrays.py `fingerprints`): with `check="launch"` (the
 default for host arrays) each buffer's fingerprint is taken after every
 recorded write and compared at its next use and at the end of recording;
 with `check="end"` (the default for GPU arrays: no wait per launch) the
 buffers the reverse reads as they are are fingerprinted when recording
-ends. `gradient()` compares them again.
+ends, all of them with one read back from the GPU. `gradient()` compares
+them again.
 """
 from __future__ import annotations
 
+import operator
 import threading
 
-from diffgpu.hostdiff.tape.arrays import Registry, copy_root, device_of, fingerprint
+from diffgpu.hostdiff.tape.arrays import (Registry, as_root, copy_root, device_of, fingerprint,
+                                          fingerprints)
 from diffgpu.hostdiff.tape.errors import TapeError
 from diffgpu.runtime import fastpath
 from diffgpu.types import is_float
+
+_get_ident = threading.get_ident
+_version_of = operator.attrgetter("version")
+_launch_key, _run_keyed = fastpath.launch_key, fastpath.run_keyed
 
 
 class Version:
     """A buffer's contents between two recorded writes."""
 
-    __slots__ = ("buf", "creator", "readers", "array", "number")
+    __slots__ = ("buf", "creator", "readers", "copy", "_array", "number")
 
     def __init__(self, buf, creator, number: int):
         self.buf, self.creator, self.number = buf, creator, number
         self.readers: list = []
-        self.array = None  # the copy made before it was overwritten (None: live)
+        self.copy = self._array = None  # the copy made before it was overwritten (None: live)
+
+    @property
+    def array(self):
+        """The copy made before the version was overwritten, as an array laid
+        out as its buffer (made at first use from the raw copy), or None
+        (the version is live: its buffer's own array)."""
+        a = self._array
+        if a is None and self.copy is not None:
+            a = self._array = as_root(self.buf.root, self.copy)
+        return a
+
+    @array.setter
+    def array(self, a) -> None:
+        self.copy = self._array = a
 
 
 class Item:
@@ -58,46 +87,115 @@ class Item:
     def __init__(self, view, name, read, write, version):
         self.view, self.name, self.read, self.write = view, name, read, write
         self.version = version  # the version read (None if only written)
-        self.is_float = view.dtype.kind == "f"
+        self.is_float = view.is_float
 
 
 class Op:
-    """One recorded operation: a launch, `dg.copy` or `dg.fill`."""
+    """One recorded operation: a launch, `dg.copy` or `dg.fill`.
 
-    __slots__ = ("index", "kind", "kernel", "grid", "block", "args", "roles", "groups",
-                 "full", "snaps", "value", "label", "rev")
+    `plan` is (label, kernel, grid, block, roles, alias groups, outputs
+    written whole, parts, buffers read, buffers written): a launch's is
+    shared by every launch of its kernel on the same arrays. A launch's
+    Items (`args`) are made from `rec` (its arguments and the versions it
+    read) when first asked for."""
 
-    def __init__(self, index, kind, label):
-        self.index, self.kind, self.label = index, kind, label
-        self.kernel = self.grid = self.block = None
-        self.args: list = []    # per parameter: an Item, or the scalar value
-        self.roles = self.groups = ()
-        self.full = frozenset()  # outputs whose every element the launch writes
-        self.snaps: list = []    # versions copied before this operation ran
+    __slots__ = ("index", "kind", "plan", "_args", "_rec", "snaps", "value", "rev")
+
+    def __init__(self, index, kind, plan, rec=None):
+        self.index, self.kind, self.plan, self._rec = index, kind, plan, rec
+        self._args = None
+        self.snaps = ()          # versions copied before this operation ran
         self.value = None
         self.rev = None  # its reverse's plan, from the first reverse (reverse.py `_plan`)
+
+    label = property(lambda self: self.plan[0])
+    kernel = property(lambda self: self.plan[1])
+    grid = property(lambda self: self.plan[2])
+    block = property(lambda self: self.plan[3])
+    roles = property(lambda self: self.plan[4])    # per parameter: "input", "output", ...
+    groups = property(lambda self: self.plan[5])   # parameters that are one view
+    full = property(lambda self: self.plan[6])     # outputs whose every element it writes
+
+    @property
+    def args(self) -> list:
+        """Per parameter: an Item, or the scalar value."""
+        a = self._args
+        if a is None:
+            plan, values, read = self._rec
+            a = list(values)
+            for i, view, name, r, w, at in plan[7]:
+                a[i] = Item(view, name, r, w, read[at] if r else None)
+            self._args, self._rec = a, None
+        return a
+
+    @args.setter
+    def args(self, a) -> None:
+        self._args = a
 
     def items(self):
         return [a for a in self.args if isinstance(a, Item)]
 
     def __repr__(self) -> str:
-        return f"#{self.index} {self.label}"  # "#3 step", "#4 dg.copy"
+        return f"#{self.index} {self.plan[0]}"  # "#3 step", "#4 dg.copy"
 
 
 class _Hook:
-    """What runtime/fastpath.py `RECORD` holds while a tape records."""
+    """What runtime/fastpath.py `RECORD` holds while a tape records: its
+    `launch` records and runs a launch of the recording thread."""
 
     def __init__(self, tape):
-        self.tape, self.thread, self.busy = tape, threading.get_ident(), False
+        self.tape, self.thread, self.busy = tape, _get_ident(), False
 
     def launch(self, kernel, args, grid, block, bind) -> bool:
-        if self.busy or threading.get_ident() != self.thread:
+        if self.busy or _get_ident() != self.thread:
             return False
-        self.tape._launch(kernel, args, grid, block, bind)
+        tape = self.tape
+        if tape.broken is not None:
+            tape._usable()
+        key = _launch_key(args, grid, block)
+        hot = tape._hot.get(id(kernel))  # a loop repeats a kernel's launch: one comparison
+        plan = hot[1] if hot is not None and key is not None and hot[0] == key else \
+            tape._plan(kernel, args, grid, block, key, bind)
+        ops = tape.ops
+        read = [*map(_version_of, plan[8])]
+        op = Op(len(ops), "launch", plan, (plan, args, read))
+        for v in read:
+            v.readers.append(op)
+        written = plan[9]
+        if tape._each:
+            for b in plan[10]:
+                tape._verify(b, op)
+        if tape.revolve:
+            tape._first_copies(written, op)
+        else:
+            snaps = None
+            for b in written:
+                v = b.version
+                if v.readers and v.copy is None:  # read, about to be overwritten: copied
+                    v.copy = b.snap()
+                    if snaps is None:
+                        snaps = op.snaps = [v]
+                    else:
+                        snaps.append(v)
+            if snaps is not None:
+                tape._copied(snaps)
+        self.busy = True
+        try:
+            _run_keyed(kernel, args, grid, block, bind, key)
+        except BaseException as e:
+            tape.broken = f"{op!r} raised {type(e).__name__} while recording"
+            raise
+        finally:
+            self.busy = False
+        for b in written:
+            b.version = Version(b, op, b.version.number + 1)
+        if tape._each:
+            tape._fingerprint_written(written)
+        ops.append(op)
         return True
 
     def host_diff(self, mode: str) -> None:
-        if self.busy or threading.get_ident() != self.thread:
+        if self.busy or _get_ident() != self.thread:
             return
         what = "dg.vjp/dg.autodiff" if mode == "reverse" else "dg.jvp/dg.fwddiff"
         raise TapeError(f"{what} inside a recording dg.Tape: the tape records launches and "
@@ -134,12 +232,12 @@ class Recording:
         self.broken = None
         self._hook = None
         self._last: dict = {}  # id(kernel) -> (launch key, roles) of its latest launch
-        #: (id(kernel), launch key) -> per array argument (position, Buffer, View,
-        #: read, written): a launch of the same arrays again finds them (the tape
-        #: holds every buffer's array: their memory is never another's meanwhile)
+        #: (id(kernel), launch key) -> the launch's plan (`_plan`): a launch of the same
+        #: arrays again finds it (the tape holds every buffer's array: their memory
+        #: is never another's meanwhile)
         self._bound: dict = {}
-        self._last_bound: dict = {}  # id(kernel) -> (launch key, bound) of its latest launch
-        self._each = None  # `each`, once the device is known
+        self._hot: dict = {}  # id(kernel) -> (launch key, plan) of its latest launch
+        self._each = False  # fingerprints at every use, once the device is known (`each`)
         self.stats = {"snapshots": 0, "snapshot_bytes": 0, "state_bytes": 0,
                       "recomputed": 0, "reversed": 0, "peak_states": 0, "restores": 0}
 
@@ -168,12 +266,7 @@ class Recording:
     @property
     def each(self) -> bool:
         """Fingerprints at every use (check="launch", or "auto" on the host)."""
-        e = self._each
-        if e is None:
-            e = self.check == "launch" or (self.check == "auto" and self.device == "cpu")
-            if self.device is not None:
-                self._each = e
-        return e
+        return self.check == "launch" or (self.check == "auto" and self.device == "cpu")
 
     # -- recording ------------------------------------------------------------
     def _usable(self):
@@ -183,26 +276,23 @@ class Recording:
     def _device(self, dev, what: str) -> None:
         if self.device is None:
             self.device = dev
+            self._each = self.each
         elif dev != self.device:
             where = lambda d: "the host (numpy)" if d == "cpu" else f"GPU {d}"
             raise TapeError(f"{what} runs on {where(dev)}, but this tape records on "
                             f"{where(self.device)}; a tape records one device")
 
-    def _item(self, a, name, read, write, op, owner):
-        buf, view = self.reg.view(a, f"'{name}' of {owner}")
+    def _item(self, a, name, what):
+        """(Buffer, View) of argument `a`; at a buffer's first use its first
+        version (and with fingerprints at every use, its fingerprint)."""
+        buf, view = self.reg.view(a, f"'{name}' of {what.partition(' ')[2]}")
         if buf.device != self.device:
-            self._device(buf.device, repr(op))
-        self._use(buf, op)
-        return buf, view, read, write, name
-
-    def _use(self, buf, op) -> None:
-        """`op` uses `buf`: its first version, or its fingerprint checked."""
+            self._device(buf.device, what)
         if buf.version is None:
             buf.version = Version(buf, None, 0)
-            if self.each:
+            if self._each:
                 buf.fp = fingerprint(buf.root)
-        elif self.each:
-            self._verify(buf, op)
+        return buf, view
 
     def _verify(self, buf, where) -> None:
         """`where`: the operation (or the text) named if the check fails."""
@@ -216,49 +306,35 @@ class Recording:
                             f"record (a numpy/CuPy write?), found at {where}; record changes "
                             "with a launch, dg.copy or dg.fill")
 
-    def _record(self, op, parts) -> list:
-        """Before `op` runs: versions read, copies of versions it overwrites
-        (or the initial contents, checkpointing). `parts`: per array argument
-        (Buffer, View, read, written, name). Returns (the written buffers,
-        the arguments' Items)."""
-        reads = [b for b, _v, r, _w, _n in parts if r]
-        written = []
-        for b, _v, _r, w, _n in parts:
-            if w and b not in written:
-                written.append(b)
-        for b in written:
-            v = b.version
-            if self.revolve:
-                if not b.written:
-                    b.first = copy_root(b.root)
-                    self.stats["state_bytes"] += b.nbytes
-                    if self.memory_limit is not None and \
-                            self.stats["state_bytes"] > self.memory_limit:
-                        self.broken = "memory_limit below one state"
-                        raise TapeError(
-                            f"dg.Tape(memory_limit={self.memory_limit}) is below one state of "
-                            f"this program: the arrays it writes hold "
-                            f"{self.stats['state_bytes']} bytes (so far, at {op!r})")
-            elif v.array is None and (v.readers or b in reads):
-                v.array = copy_root(b.root)
-                op.snaps.append(v)
-                self.stats["snapshots"] += 1
-                self.stats["snapshot_bytes"] += b.nbytes
-            b.written = True
-        items = [Item(view, n, r, w, b.version if r else None) for b, view, r, w, n in parts]
-        for it in items:
-            if it.read:
-                readers = it.version.readers
-                if not readers or readers[-1] is not op:  # (op reads it through two views)
-                    readers.append(op)
-        return written, items
+    def _snapshot(self, v, op) -> None:
+        """Copy version `v` (about to be overwritten by `op`; read before)."""
+        v.copy = v.buf.snap()
+        op.snaps = [*op.snaps, v]
+        self._copied((v,))
 
-    def _after(self, op, written) -> None:
+    def _copied(self, versions) -> None:
+        st = self.stats
+        st["snapshots"] += len(versions)
+        for v in versions:
+            st["snapshot_bytes"] += v.buf.nbytes
+
+    def _first_copies(self, written, op) -> None:
+        """Checkpointing: the initial contents of each buffer at its first write."""
         for b in written:
-            b.version = Version(b, op, b.version.number + 1)
-            if self.each:
-                b.fp = fingerprint(b.root)
-        self.ops.append(op)
+            if b.first is None:
+                b.first = copy_root(b.root)
+                self.stats["state_bytes"] += b.nbytes
+                if self.memory_limit is not None and \
+                        self.stats["state_bytes"] > self.memory_limit:
+                    self.broken = "memory_limit below one state"
+                    raise TapeError(
+                        f"dg.Tape(memory_limit={self.memory_limit}) is below one state of "
+                        f"this program: the arrays it writes hold "
+                        f"{self.stats['state_bytes']} bytes (so far, at {op!r})")
+
+    def _fingerprint_written(self, written) -> None:
+        for b, fp in zip(written, fingerprints([b.root for b in written])):
+            b.fp = fp
 
     def _roles(self, kernel, args, grid, block, key):
         """(facts, roles, alias groups, outputs written whole) of a launch
@@ -267,13 +343,11 @@ class Recording:
         find them) and per key without pointers (fastpath.moved_key: new
         arrays laid out and aliased as earlier ones; what Call reads of
         the pointers is in it)."""
-        last = self._last.get(id(kernel))  # a loop repeats a kernel's launch: no hashing
-        got = last[1] if last is not None and last[0] == key and key is not None else None
         table = kernel.__dict__.get("_tape_roles")
         if table is None or not kernel._programs:  # (programs dropped: start over)
             table = kernel.__dict__["_tape_roles"] = {}
-        mkey = None
-        if got is None and key is not None:
+        got = mkey = None
+        if key is not None:
             got = table.get(key)
             if got is None:  # new arrays laid out and aliased as earlier ones?
                 moved = fastpath.moved_key(((args, key),))
@@ -294,97 +368,100 @@ class Recording:
                 table[key] = got
             if mkey is not None:
                 table[mkey] = got
-        if key is not None:
-            self._last[id(kernel)] = (key, got)
         return got
 
-    def _launch(self, kernel, args, grid, block, bind) -> None:
-        self._usable()
-        op = Op(len(self.ops), "launch", kernel.name)
-        key = fastpath.launch_key(args, grid, block)
-        try:
-            facts, roles, groups, full = self._roles(kernel, args, grid, block, key)
-        except Exception as e:
-            # the launch's own errors first (then nothing ran); a launch that runs
-            # but cannot be differentiated leaves the tape unusable
-            self._hook.busy = True
+    def _plan(self, kernel, args, grid, block, key, bind) -> tuple:
+        """The plan of a launch not the kernel's latest (`Op`'s docstring):
+        kept per kernel and launch key in this tape; the roles from `_roles`.
+        A launch whose roles cannot be had runs (its own errors first), then
+        leaves the tape unusable."""
+        what = f"#{len(self.ops)} {kernel.name}"
+        plan = self._bound.get((id(kernel), key)) if key is not None else None
+        if plan is None:
             try:
-                fastpath.launch(kernel, args, grid, block, bind)
-            finally:
-                self._hook.busy = False
-            self.broken = f"{op!r} could not be recorded: {e}"
-            raise TapeError(f"dg.Tape cannot record {op!r}: {e}") from None
-        op.kernel, op.grid, op.block = kernel, grid, block
-        op.roles, op.groups, op.full = roles, groups, full
-        bound = None
-        if key is not None:
-            last = self._last_bound.get(id(kernel))  # a loop: an equality test, no hash
-            bound = last[1] if last is not None and last[0] == key else \
-                self._bound.get((id(kernel), key))
-        if bound is None:
-            names, bound = kernel.arg_names, []
+                facts, roles, groups, full = self._roles(kernel, args, grid, block, key)
+            except Exception as e:
+                # the launch's own errors first (then nothing ran); a launch that runs
+                # but cannot be differentiated leaves the tape unusable
+                self._hook.busy = True
+                try:
+                    fastpath.launch(kernel, args, grid, block, bind)
+                finally:
+                    self._hook.busy = False
+                self.broken = f"{what} could not be recorded: {e}"
+                raise TapeError(f"dg.Tape cannot record {what}: {e}") from None
+            names, parts, reads, writes = kernel.arg_names, [], [], []
             for i, (a, f) in enumerate(zip(args, facts)):
                 if f.get("array"):
-                    b, v, r, w, _n = self._item(a, names[i], bool(f["read"]), bool(f["write"]),
-                                                op, kernel.name)
-                    bound.append((i, b, v, r, w))
-            bound = tuple(bound)
+                    r, w = bool(f["read"]), bool(f["write"])
+                    b, v = self._item(a, names[i], what)
+                    if r and b not in reads:
+                        reads.append(b)
+                    if w and b not in writes:
+                        writes.append(b)
+                    parts.append((i, v, names[i], r, w, reads.index(b) if r else -1))
+            for b in writes:
+                b.written = True
+            bufs = tuple(dict.fromkeys(p[1].buf for p in parts))
+            plan = (kernel.name, kernel, grid, block, roles, groups, full, tuple(parts),
+                    tuple(reads), tuple(writes), bufs)
             if key is not None:
                 if len(self._bound) >= 1024:  # a loop over ever new arrays
                     self._bound.clear()
-                self._bound[(id(kernel), key)] = bound
-        else:
-            for _i, b, _v, _r, _w in bound:
-                self._use(b, op)
+                self._bound[(id(kernel), key)] = plan
         if key is not None:
-            self._last_bound[id(kernel)] = (key, bound)
-        names = kernel.arg_names
-        written, items = self._record(op, [(b, v, r, w, names[i]) for i, b, v, r, w in bound])
-        op.args = list(args)
-        for (i, *_rest), it in zip(bound, items):
-            op.args[i] = it
-        self._hook.busy = True
-        try:
-            fastpath.run_keyed(kernel, args, grid, block, bind, key)
-        except BaseException as e:
-            self.broken = f"{op!r} raised {type(e).__name__} while recording"
-            raise
-        finally:
-            self._hook.busy = False
-        self._after(op, written)
-
-    def _run(self, fn, op) -> None:
-        self._hook.busy = True
-        try:
-            fn()
-        except BaseException as e:
-            self.broken = f"{op!r} raised {type(e).__name__} while recording"
-            raise
-        finally:
-            self._hook.busy = False
+            self._hot[id(kernel)] = (key, plan)
+        return plan
 
     def host_op(self, kind: str, dst, src=None, value=None, run=None) -> None:
         """Record `dg.copy(dst, src)` / `dg.fill(dst, value)` and run it."""
         self._usable()
-        op = Op(len(self.ops), kind, f"dg.{kind}")
-        parts = []
+        what = f"#{len(self.ops)} dg.{kind}"
+        parts, reads = [], []
         if src is not None:
-            parts.append(self._item(src, "src", True, False, op, f"dg.{kind}"))
-        parts.append(self._item(dst, "dst", False, True, op, f"dg.{kind}"))
-        written, op.args = self._record(op, parts)
+            b, v = self._item(src, "src", what)
+            reads.append(b)
+            parts.append((0, v, "src", True, False, 0))
+        b, v = self._item(dst, "dst", what)
+        parts.append((len(parts), v, "dst", False, True, -1))
+        if self._each:
+            for u in dict.fromkeys(reads + [b]):
+                self._verify(u, what)
+        plan = (f"dg.{kind}", None, None, None, (), (), frozenset(), tuple(parts),
+                tuple(reads), (b,), ())
+        read = [r.version for r in reads]
+        op = Op(len(self.ops), kind, plan, (plan, [None] * len(parts), read))
+        for r in read:
+            r.readers.append(op)
+        b.written = True
+        if self.revolve:
+            self._first_copies((b,), op)
+        elif b.version.readers and b.version.copy is None:
+            self._snapshot(b.version, op)
         op.value = value
-        self._run(run, op)
-        self._after(op, written)
+        self._hook.busy = True
+        try:
+            run()
+        except BaseException as e:
+            self.broken = f"{op!r} raised {type(e).__name__} while recording"
+            raise
+        finally:
+            self._hook.busy = False
+        b.version = Version(b, op, b.version.number + 1)
+        if self._each:
+            self._fingerprint_written((b,))
+        self.ops.append(op)
 
     def _seal(self) -> None:
         """End of recording: check the fingerprints taken at each use, and
-        take those of the buffers the reverse reads as they are."""
+        take those of the buffers the reverse reads as they are (one read
+        back for all of them on a GPU)."""
         for b in self.reg.buffers:
-            if self.each:
+            if self._each:
                 self._verify(b, "the end of recording")
-        for b in self.needed_live():
-            if b.fp is None:
-                b.fp = fingerprint(b.root)
+        need = [b for b in self.needed_live() if b.fp is None]
+        for b, fp in zip(need, fingerprints([b.root for b in need])):
+            b.fp = fp
         if self.revolve and self.memory_limit is not None and self.stats["state_bytes"]:
             self.checkpoints = max(1, self.memory_limit // self.stats["state_bytes"])
 
@@ -397,8 +474,11 @@ class Recording:
         return [b for b in self.reg.buffers if b.version is not None and b.version.readers]
 
     def verify_live(self) -> None:
-        for b in self.needed_live():
-            if b.fp is not None and fingerprint(b.root) != b.fp:
+        """The buffers the reverse reads as they are still hold what the tape
+        fingerprinted (one read back for all of them on a GPU)."""
+        need = [b for b in self.needed_live() if b.fp is not None]
+        for b, fp in zip(need, fingerprints([b.root for b in need])):
+            if fp != b.fp:
                 last = b.version.readers[-1]
                 raise TapeError(f"{b.name} was changed after the tape recorded {last!r} "
                                 "reading it; gradient() differentiates the recorded program "
