@@ -4,6 +4,8 @@ a plain launch of the same kernels.
 
     python bench/tape_overhead.py            # here: numpy arrays, the kernels run
     python bench/tape_overhead.py --standin  # here: a CuPy stand-in, kernels do nothing
+    python bench/tape_overhead.py --prepare DIR   # here: bench/tape.py --prepare's programs
+    python bench/tape_overhead.py --run DIR       # GPU: host time per recorded launch
 
 The programs of bench/tape.py (`spring`: force then in-place integration,
 `heat`: ping-pong 3-point steps) on tiny arrays (256 float32: one block of
@@ -248,9 +250,81 @@ def standin() -> None:
     print("  " + "".join(f" {v:15.1f}" for v in out.values()))
 
 
+# ---------------------------------------------------------------------------
+# --prepare DIR here, --run DIR on the GPU: bench/tape.py's programs at its sizes
+# ---------------------------------------------------------------------------
+
+def gpu_run(path: str) -> None:
+    """Host time per recorded launch on the GPU (wall clock, the recording
+    loop divided by its launches; the end of recording, whose fingerprints
+    wait for the GPU, timed apart) next to a plain launch of the same
+    program, with the CUDA calls the tape makes counted: copies (pool
+    allocation + cudaMemcpyAsync) and fingerprint read backs."""
+    sys.modules["mlir"] = None  # the GPU machine has no MLIR: prove it
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
+    import cupy as cp
+
+    from diffgpu.hostdiff.tape import device as D
+    sync = cp.cuda.runtime.deviceSynchronize
+    counts = {"copies": 0, "readbacks": 0}
+    copier, fps = D.copier, D.fingerprints
+
+    def counted_copier(*a):
+        inner = copier(*a)
+
+        def copy():
+            counts["copies"] += 1
+            return inner()
+        return copy
+
+    def counted_fps(*a):
+        counts["readbacks"] += 1
+        return fps(*a)
+    D.copier, D.fingerprints = counted_copier, counted_fps
+    print("GPU host time per launch, us (wall clock, median of 5 recordings; the "
+          "recording loop / its launches; 'seal': the end of recording, ms)")
+    print(f"  {'program':8} {'ops':>5} {'launch':>8} {'recorded':>9} {'seal ms':>8} "
+          f"{'copies':>7} {'readbacks':>9}")
+    for name, (n, steps) in TB.SIZES.items():
+        a = TB.inputs(name, n, cp)
+        for _ in range(2):  # programs, pools, roles
+            with dg.Tape():
+                TB.forward(name, a, steps)
+        sync()
+        rec, seal = [], []
+        for _ in range(5):
+            counts.update(copies=0, readbacks=0)
+            t = dg.Tape(check="end")
+            t0 = time.perf_counter()
+            with t:
+                TB.forward(name, a, steps)
+                t1 = time.perf_counter()
+            t2 = time.perf_counter()
+            ops = len(t.operations)
+            rec.append((t1 - t0) / ops * 1e6)
+            seal.append((t2 - t1) * 1e3)
+            del t
+            sync()
+        plain = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            TB.forward(name, a, steps)
+            plain.append((time.perf_counter() - t0) / ops * 1e6)
+            sync()
+        med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+        print(f"  {name:8} {ops:5d} {med(plain):8.1f} {med(rec):9.1f} {med(seal):8.2f} "
+              f"{counts['copies']:7d} {counts['readbacks']:9d}")
+
+
 def main() -> int:
     if "--standin" in sys.argv[1:]:
         standin()
+        return 0
+    if "--prepare" in sys.argv[1:]:
+        TB.prepare(sys.argv[sys.argv.index("--prepare") + 1])
+        return 0
+    if "--run" in sys.argv[1:]:
+        gpu_run(sys.argv[sys.argv.index("--run") + 1])
         return 0
     rows = [(name, program(name)) for name in STEPS]
     print(f"CPU host time per launch, us (process time, median; numpy, {N} float32, "

@@ -67,11 +67,57 @@ def prepare(directory: str, chip: str) -> int:
                 expected[f"{name}/{tag}/{w}"] = g
             t2, a2 = P.taped(name, inputs, checkpoints=2)
             _grads(t2, a2, name)
-    count = compile_programs(run, chip)
+    def run16():  # float16: the CPU runs it; bfloat16 (the CPU JIT cannot): compiled only
+        from diffgpu.hostdiff.tape import reverse
+        from diffgpu.interop import compile_only
+        real = reverse.planned_vjp
+
+        def plan_each(op, *args):  # a kept reverse plan would run its program (replay.py)
+            op.kernel.__dict__.pop("_tape_plans", None)
+            return real(op, *args)
+        for name in HALF_PROGRAMS:
+            for dtype, only in ((np.float16, False), (BF16, True)):
+                inputs = _half(P.make(name, dtype=np.float32), dtype)
+                with compile_only(chip) if only else _nothing():
+                    reverse.planned_vjp = plan_each if only else real
+                    try:
+                        for opts in ({}, {"checkpoints": 2}):
+                            tape, a = P.taped(name, inputs, **opts)
+                            with np.errstate(all="ignore"):  # (bfloat16: nothing ran)
+                                _grads(tape, a, name)
+                    finally:
+                        reverse.planned_vjp = real
+
+    def both():
+        run()
+        run16()
+    count = compile_programs(both, chip)
     np.savez(os.path.join(directory, "expected.npz"), **expected)
     print(f"prepared {len(expected)} gradients of {len(P.PROGRAMS)} programs, {count} programs "
           f"for {chip} in {directory}")
     return 0
+
+
+#: programs run on torch float16 / bfloat16 tensors (not `solver`: its host loop
+#: reads values, which the bfloat16 preparation does not compute; not `views`)
+HALF_PROGRAMS = ("heat_inplace", "heat_pingpong", "mass_spring", "contact", "optimiser",
+                 "shared_inputs", "copies", "partial_outputs", "indexed", "time_scalars")
+#: max |16-bit tape - float32 tape| / max(1, max |float32|): float16 runs here within 5e-3
+HALF_TOL = {"float16": 2e-2, "bfloat16": 8e-2}
+try:
+    import ml_dtypes
+    BF16 = ml_dtypes.bfloat16
+except ImportError:  # (the GPU machine's torch rows need it; --prepare too)
+    BF16 = None
+
+
+def _half(inputs, dtype):
+    return {k: v.astype(dtype) if v.dtype.kind == "f" else v for k, v in inputs.items()}
+
+
+def _nothing():
+    import contextlib
+    return contextlib.nullcontext()
 
 
 def _on_gpu(inputs, cp):
@@ -141,6 +187,12 @@ def run(directory: str) -> int:
     except Exception as e:  # noqa: BLE001
         bad += 1
         rows.append(("check=launch", f"FAIL {type(e).__name__}: {e}"))
+    b, r = _torch_half_rows(expected)
+    bad += b
+    rows += r
+    b, r = _fingerprint_rows(cp)
+    bad += b
+    rows += r
     for n, s in rows:
         print(f"  {n:28} {s}")
     print(f"{len(rows) - bad} passed, {bad} failed")
@@ -189,6 +241,92 @@ def _torch_rows(expected) -> tuple[int, list]:
             traceback.print_exc()
         rows.append((f"torch {name} {tag}", ", ".join(status)))
     return bad, rows
+
+
+def _torch_half_rows(expected) -> tuple[int, list]:
+    """HALF_PROGRAMS on torch float16 and bfloat16 CUDA tensors: the tape's
+    and the checkpointed tape's gradients against the float32 tape's (of the
+    same values before rounding to 16 bits), within HALF_TOL, and captured
+    (a CUDA graph, launched twice). (bad, rows)"""
+    try:
+        import torch
+    except ImportError:
+        return 0, []
+    if not torch.cuda.is_available():
+        return 0, []
+    rows, bad = [], 0
+    for dtype in ("float16", "bfloat16"):
+        tdt = getattr(torch, dtype)
+        for name in HALF_PROGRAMS:
+            status = []
+            try:
+                base = P.make(name, dtype=np.float32)
+                inputs = {k: torch.tensor(v, device="cuda").to(tdt) if v.dtype.kind == "f"
+                          else torch.tensor(v, device="cuda") for k, v in base.items()}
+                for opts in ({}, {"checkpoints": 2}):
+                    a = {k: v.clone() for k, v in inputs.items()}
+                    with dg.Tape(**opts) as tape:
+                        P.PROGRAMS[name](a)
+                    grads = _grads(tape, a, name)
+                    for w, g in zip(P.WRT[name], grads):
+                        _check_half(g, expected[f"{name}/f32/{w}"], dtype, torch)
+                    status.append("ckpt" if opts else "tape")
+                a = {k: v.clone() for k, v in inputs.items()}
+                with dg.Tape() as tape:
+                    P.PROGRAMS[name](a)
+                graph = tape.capture(a["loss"], wrt=[a[w] for w in P.WRT[name]])
+                for _ in range(2):
+                    for k in a:
+                        a[k].copy_(inputs[k])
+                    got = graph.launch()
+                    graph.synchronize()
+                    for w, g in zip(P.WRT[name], got):
+                        _check_half(g, expected[f"{name}/f32/{w}"], dtype, torch)
+                status.append("graph")
+            except Exception as e:  # noqa: BLE001  (reported, the run goes on)
+                bad += 1
+                status.append(f"FAIL {type(e).__name__}: {str(e)[:160]}")
+                traceback.print_exc()
+            rows.append((f"torch {name} {dtype}", ", ".join(status)))
+    return bad, rows
+
+
+def _check_half(g, want, dtype, torch):
+    if isinstance(g, torch.Tensor):
+        assert str(g.dtype) == f"torch.{dtype}", g.dtype
+        got = g.float().cpu().numpy()
+    else:  # CuPy (float16)
+        assert g.dtype.name == dtype, g.dtype
+        got = g.get().astype(np.float32)
+    err = float(np.max(np.abs(got - want))) if want.size else 0.0
+    assert err <= HALF_TOL[dtype] * max(1.0, float(np.max(np.abs(want)))), (dtype, err)
+
+
+def _fingerprint_rows(cp) -> tuple[int, list]:
+    """The tape's fingerprint kernel (hostdiff/tape/device.py) against its
+    numpy reference, on buffers of odd sizes at unaligned addresses, all of
+    them in one call (one read back); a changed byte changes it. (bad, rows)"""
+    from diffgpu.hostdiff.tape import device as D
+    try:
+        rng = np.random.default_rng(5)
+        host = rng.integers(0, 256, (1 << 20) + 64, dtype=np.uint8)
+        dev = cp.asarray(host)
+        cases = [(off, n) for off in (0, 1, 2, 4) for n in (0, 1, 3, 4, 7, 4004, (1 << 20) + 3)]
+        got = D.fingerprints([(dev.data.ptr + o, n) for o, n in cases], cp)
+        for (o, n), g in zip(cases, got):
+            assert g == D.reference(host[o:o + n]), (o, n, g, D.reference(host[o:o + n]))
+        for o, n in cases:
+            if n:
+                k = int(rng.integers(0, n))
+                dev[o + k] ^= 1
+                changed = D.fingerprints([(dev.data.ptr + o, n)], cp)[0]
+                dev[o + k] ^= 1
+                assert changed != D.reference(host[o:o + n]), (o, n, k)
+        return 0, [("fingerprint kernel", f"equals the reference on {len(cases)} buffers; "
+                                          "a flipped bit changes it")]
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        return 1, [("fingerprint kernel", f"FAIL {type(e).__name__}: {str(e)[:160]}")]
 
 
 def _numpy(g):

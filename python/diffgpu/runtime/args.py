@@ -157,6 +157,10 @@ def cuda_interface(x, where: str = "array") -> dict:
         raise LaunchError(f"{where}: cannot read __cuda_array_interface__: {exc}") from None
     if not isinstance(cai, dict) or "shape" not in cai or "typestr" not in cai:
         raise LaunchError(f"{where}: malformed __cuda_array_interface__")
+    if cai["typestr"] in ("<V2", "|V2"):  # CuPy 14's bfloat16 (ml_dtypes) says "void"
+        dt = getattr(x, "dtype", None)
+        if isinstance(dt, np.dtype) and dt.name == "bfloat16":
+            cai = dict(cai, typestr=dt)
     return cai
 
 

@@ -3,8 +3,8 @@ launches (contiguous and strided views), `dg.vjp` (gradients of 16-bit inputs,
 float32 scratch shadows rounded once) and host-level `dg.autodiff` with the
 caller's 16-bit shadows, against the CPU's results on numpy (ml_dtypes)
 arrays that `python test/python/bridges/torch16_kernels.py --prepare .gpucache`
-stored here (with the sm_90 programs: the GPU machine has no MLIR). And a
-bfloat16 tensor inside a `dg.Tape`: refused with a TapeError, nothing run.
+stored here (with the sm_90 programs: the GPU machine has no MLIR). And
+bfloat16 tensors inside a `dg.Tape`: the gradients dg.vjp gives.
 
 The `gpu` tests skip without CuPy + a GPU (conftest), torch with CUDA, or the
 prepared results. The CPU test checks what the preparation writes.
@@ -114,15 +114,23 @@ def test_bfloat16_vjp_returns_torch_tensors_on_the_inputs_device(expected):
 
 
 @gpu
-def test_bfloat16_tensor_in_a_tape_is_refused(expected):
+def test_bfloat16_tensors_in_a_tape_give_dg_vjps_gradients(expected):
+    """A bfloat16 tensor inside a `dg.Tape` (seen through CuPy 14's bfloat16):
+    the gradients are dg.vjp's, as bfloat16 torch tensors on the inputs'
+    device."""
     torch = _torch_cuda()
     m = TorchArrays(torch, "bfloat16")
     a = m.make(K.inputs("bfloat16"))
-    before = a["y"].clone()
-    with pytest.raises(dg.TapeError, match="bfloat16"):
-        with dg.Tape():
-            K.scale_add[K.GRID, K.B](a["y"], a["x"], np.float32(0.75))
-    assert torch.equal(a["y"], before)  # nothing ran
+    y0 = a["y"].clone()
+    with dg.Tape() as tape:
+        K.scale_add[K.GRID, K.B](a["y"], a["x"], np.float32(0.75))
+    gy, gx = tape.gradient([a["y"]], wrt=[a["y"], a["x"]], cotangents=[a["g"]])
+    want = dg.vjp(K.scale_add[K.GRID, K.B], y0, a["x"], np.float32(0.75),
+                  cotangents={"y": a["g"]})
+    for got, name in ((gy, "y"), (gx, "x")):
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
+        assert got.device == a["x"].device
+        assert torch.equal(got, want[name]), name
 
 
 @gpu

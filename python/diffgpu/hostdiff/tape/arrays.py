@@ -23,18 +23,61 @@ from diffgpu.hostdiff.tape.errors import TapeError
 from diffgpu.runtime import torch16
 from diffgpu.runtime.args import device_id, is_device_array
 from diffgpu.runtime.fastpath import host_pointer
+from diffgpu.types import FLOAT_DTYPES, dtype_name
 
 
 def as_array(a):
-    """`a` as numpy or CuPy (other CUDA arrays through `cupy.asarray`, no copy)."""
+    """`a` as numpy or CuPy (other CUDA arrays through `cupy.asarray`, no copy;
+    a bfloat16 torch tensor as a CuPy bfloat16 array over its memory)."""
     if isinstance(a, np.ndarray) or not is_device_array(a):
         return a
     if torch16.handles(a):
-        raise TapeError("dg.Tape: a bfloat16 torch tensor on the GPU: the tape keeps its "
-                        "copies as CuPy arrays, and CuPy has no bfloat16; tape a float32 or "
-                        "float16 tensor, or differentiate each launch with dg.vjp")
+        return _bf16_view(a)
     cp = M.xp_of(a)
     return a if isinstance(a, cp.ndarray) else cp.asarray(a)
+
+
+def _bf16_view(t):
+    """A CuPy array of ml_dtypes' bfloat16 over the memory of the bfloat16
+    torch CUDA tensor `t` (keeping it alive): CuPy 14 has that dtype (its
+    copies, zeros and adds); older versions raise a TapeError."""
+    from diffgpu.runtime.args import cuda_interface
+    from diffgpu.runtime.gpu import cupy_module
+
+    iface = cuda_interface(t, "a bfloat16 tensor in a dg.Tape")  # (refuses requires_grad)
+    dtype, shape, ptr = iface["typestr"], tuple(iface["shape"]), iface["data"][0]
+    strides = iface["strides"]
+    if strides is None:
+        strides, acc = [], dtype.itemsize
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc *= n
+    span = 0 if 0 in shape else dtype.itemsize + sum((n - 1) * st for n, st in
+                                                     zip(shape, strides))
+    cp = cupy_module()
+    try:
+        mem = cp.cuda.UnownedMemory(ptr, span, t, device_id(t))
+        return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0), strides=tuple(strides))
+    except (TypeError, ValueError) as e:
+        raise TapeError(f"dg.Tape: a bfloat16 torch tensor is recorded through CuPy, and this "
+                        f"CuPy ({getattr(cp, '__version__', '?')}) has no bfloat16 ({e}); "
+                        "CuPy 14 with ml_dtypes has it. Else tape a float32 or float16 "
+                        "tensor, or differentiate each launch with dg.vjp") from None
+
+
+def torch_view(a):
+    """The torch tensor over the CuPy array `a` (DLPack: no copy)."""
+    return torch16._torch().from_dlpack(a)
+
+
+def is_float_array(a) -> bool:
+    """A float array of a dtype the tape differentiates (bfloat16 included)."""
+    dt = getattr(a, "dtype", None)
+    return dt is not None and _is_float(dt)
+
+
+def _is_float(dtype) -> bool:
+    return dtype.kind == "f" or dtype_name(dtype) in FLOAT_DTYPES
 
 
 def pointer(a) -> int:
@@ -75,7 +118,7 @@ class View:
         self.offset = pointer(a) - buf.ptr
         self.shape, self.strides, self.dtype = tuple(a.shape), tuple(a.strides), a.dtype
         self.key = (id(buf), self.offset, self.shape, self.strides, self.dtype.str)
-        self.is_float = self.dtype.kind == "f"
+        self.is_float = _is_float(self.dtype)
 
     def on(self, root):
         """This view on `root` (an array laid out like the buffer): `root`
@@ -116,7 +159,7 @@ class Buffer:
 
     @property
     def is_float(self) -> bool:
-        return self.root.dtype.kind == "f"
+        return _is_float(self.root.dtype)
 
     def overlaps(self, ptr: int, nbytes: int) -> bool:
         return ptr < self.ptr + self.nbytes and self.ptr < ptr + nbytes
@@ -227,11 +270,11 @@ class Registry:
             buf = Buffer(root, name, len(self.buffers))
             self.buffers.append(buf)
             self._by_ptr[key] = buf
-        if a.dtype != root.dtype and (a.dtype.kind == "f" or root.dtype.kind == "f"):
+        if a.dtype != root.dtype and (_is_float(a.dtype) or _is_float(root.dtype)):
             raise TapeError(f"{name} views {buf.name} as {a.dtype} but the array is "
                             f"{root.dtype}; the tape differentiates arrays in their own dtype")
         return buf, View(buf, a)
 
 
-__all__ = ["Buffer", "View", "Registry", "as_array", "snapshot", "as_root", "copy_root",
+__all__ = ["Buffer", "View", "Registry", "as_array", "torch_view", "is_float_array", "snapshot", "as_root", "copy_root",
            "fingerprint", "fingerprints", "device_fingerprint", "device_of", "pointer"]

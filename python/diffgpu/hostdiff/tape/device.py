@@ -6,8 +6,8 @@ A copy (`copier`) is one allocation from CuPy's memory pool and one
 launches run on): no CuPy array is made. `wrap` makes the array over the
 copy, laid out as the buffer, when something reads it (the reverse, a
 graph's replay). Being bytes, a copy does not care for the dtype: a
-bfloat16 torch tensor is copied the same way, and wrapped as a torch
-tensor (arrays.py `torch_view`).
+bfloat16 torch tensor (a CuPy bfloat16 array to the tape, arrays.py
+`as_array`) is copied the same way.
 
 A fingerprint (`fingerprints`) is one launch of `_FP_SOURCE` per buffer
 (compiled once by CuPy), each writing two 64-bit words into one result

@@ -51,7 +51,6 @@ from diffgpu.types import is_float
 
 _get_ident = threading.get_ident
 _version_of = operator.attrgetter("version")
-_launch_key, _run_keyed = fastpath.launch_key, fastpath.run_keyed
 
 
 class Version:
@@ -96,13 +95,14 @@ class Op:
     `plan` is (label, kernel, grid, block, roles, alias groups, outputs
     written whole, parts, buffers read, buffers written): a launch's is
     shared by every launch of its kernel on the same arrays. A launch's
-    Items (`args`) are made from `rec` (its arguments and the versions it
-    read) when first asked for."""
+    Items (`args`) are made from its arguments and the versions it read
+    when first asked for."""
 
-    __slots__ = ("index", "kind", "plan", "_args", "_rec", "snaps", "value", "rev")
+    __slots__ = ("index", "kind", "plan", "_args", "_values", "_read", "snaps", "value", "rev")
 
-    def __init__(self, index, kind, plan, rec=None):
-        self.index, self.kind, self.plan, self._rec = index, kind, plan, rec
+    def __init__(self, index, kind, plan, values, read):
+        self.index, self.kind, self.plan = index, kind, plan
+        self._values, self._read = values, read  # the arguments, the versions read
         self._args = None
         self.snaps = ()          # versions copied before this operation ran
         self.value = None
@@ -121,11 +121,12 @@ class Op:
         """Per parameter: an Item, or the scalar value."""
         a = self._args
         if a is None:
-            plan, values, read = self._rec
-            a = list(values)
-            for i, view, name, r, w, at in plan[7]:
+            read = self._read
+            a = list(self._values)
+            for i, view, name, r, w, at in self.plan[7]:
                 a[i] = Item(view, name, r, w, read[at] if r else None)
-            self._args, self._rec = a, None
+            self._args = a
+            self._values = self._read = None
         return a
 
     @args.setter
@@ -152,13 +153,13 @@ class _Hook:
         tape = self.tape
         if tape.broken is not None:
             tape._usable()
-        key = _launch_key(args, grid, block)
+        key = fastpath.launch_key(args, grid, block)  # (read here: interop.compile_only patches it)
         hot = tape._hot.get(id(kernel))  # a loop repeats a kernel's launch: one comparison
         plan = hot[1] if hot is not None and key is not None and hot[0] == key else \
             tape._plan(kernel, args, grid, block, key, bind)
         ops = tape.ops
         read = [*map(_version_of, plan[8])]
-        op = Op(len(ops), "launch", plan, (plan, args, read))
+        op = Op(len(ops), "launch", plan, args, read)
         for v in read:
             v.readers.append(op)
         written = plan[9]
@@ -181,7 +182,7 @@ class _Hook:
                 tape._copied(snaps)
         self.busy = True
         try:
-            _run_keyed(kernel, args, grid, block, bind, key)
+            fastpath.run_keyed(kernel, args, grid, block, bind, key)
         except BaseException as e:
             tape.broken = f"{op!r} raised {type(e).__name__} while recording"
             raise
@@ -255,6 +256,7 @@ class Recording:
     def __exit__(self, exc_type, exc, tb):
         if fastpath.RECORD is self._hook:
             fastpath.RECORD = None
+        self._hook = None  # (it refers to the tape: no cycle left, see __del__)
         self.state = "done"
         if exc_type is not None:
             self.broken = self.broken or f"the recorded block raised {exc_type.__name__}"
@@ -262,6 +264,18 @@ class Recording:
         if self.broken is None:
             self._seal()
         return False
+
+    def __del__(self):
+        """Give the copies' memory back as soon as the tape goes: its
+        operations and versions refer to each other (cycles the garbage
+        collector frees only later), so a loop recording a new tape per
+        iteration would otherwise hold every old tape's copies until a
+        collection (on a GPU its pool would allocate anew meanwhile)."""
+        for op in self.__dict__.get("ops", ()):
+            for v in op.snaps:
+                v.copy = v._array = None
+        for b in getattr(self.__dict__.get("reg"), "buffers", ()):
+            b.first = None
 
     @property
     def each(self) -> bool:
@@ -430,7 +444,7 @@ class Recording:
         plan = (f"dg.{kind}", None, None, None, (), (), frozenset(), tuple(parts),
                 tuple(reads), (b,), ())
         read = [r.version for r in reads]
-        op = Op(len(self.ops), kind, plan, (plan, [None] * len(parts), read))
+        op = Op(len(self.ops), kind, plan, [None] * len(parts), read)
         for r in read:
             r.readers.append(op)
         b.written = True

@@ -23,10 +23,10 @@ import numpy as np
 from diffgpu.errors import user_facing
 from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff.tape import reverse
-from diffgpu.hostdiff.tape.arrays import as_array, device_of
+from diffgpu.hostdiff.tape.arrays import as_array, device_of, is_float_array, torch_view
 from diffgpu.hostdiff.tape.errors import TapeError
 from diffgpu.hostdiff.tape.record import Recording, current_hook
-from diffgpu.runtime import fastpath
+from diffgpu.runtime import fastpath, torch16
 from diffgpu.runtime.args import is_device_array
 
 
@@ -83,7 +83,7 @@ class Tape(Recording):
         pairs = []
         for k, y in enumerate(outs):
             what = f"output {k}" if len(outs) > 1 else "the output"
-            if not _is_array(y) or as_array(y).dtype.kind != "f":
+            if not _is_array(y) or not is_float_array(as_array(y)):
                 raise TapeError(f"tape.gradient: {what} must be a float array, got "
                                 f"{type(y).__name__}")
             y = as_array(y)
@@ -124,7 +124,7 @@ class Tape(Recording):
         single = not isinstance(wrt, (list, tuple))
         ws = [wrt] if single else list(wrt)
         for k, w in enumerate(ws):
-            if not _is_array(w) or as_array(w).dtype.kind != "f":
+            if not _is_array(w) or not is_float_array(as_array(w)):
                 raise TapeError(f"tape.gradient: wrt[{k}] must be a float array, got "
                                 f"{type(w).__name__}" + (f" {as_array(w).dtype}"
                                                          if _is_array(w) else ""))
@@ -144,12 +144,17 @@ class Tape(Recording):
         return out[0] if single else out
 
     def _result(self, w, adj):
+        """The gradient of `w`: a new array (a torch tensor for a bfloat16
+        torch tensor: CuPy's bfloat16 is seen by torch through DLPack only)."""
+        torch = torch16.handles(w)
         w = as_array(w)
         xp = M.xp_of(w)
         buf, view = self.reg.view(w, "wrt", create=False)
         if buf is None or buf.index not in adj.roots:
-            return xp.zeros(w.shape, w.dtype)
-        return xp.array(view.on(adj.roots[buf.index]), copy=True)
+            out = xp.zeros(w.shape, w.dtype)
+        else:
+            out = xp.array(view.on(adj.roots[buf.index]), copy=True)
+        return torch_view(out) if torch else out
 
     # -- tools ----------------------------------------------------------------
     @user_facing

@@ -1,0 +1,165 @@
+"""What a recorded launch costs, counted (not timed), on the CuPy stand-in of
+bench/tape_overhead.py (kernels compile for sm_90 here and do nothing; the
+CUDA calls the tape makes are counted): the copies are exactly one per
+version read and then overwritten, each one pool allocation and one
+cudaMemcpyAsync and no CuPy array; recording with check="end" reads nothing
+back from the GPU; the end of recording fingerprints with one read back for
+all buffers; a loop finds each launch's plan without planning again."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import diffgpu as dg
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
+import launch_overhead as LO  # noqa: E402
+import tape_programs as P  # noqa: E402
+
+N = 256
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The stand-in, its class patches undone afterwards, with counters on
+    every CUDA call the tape can make."""
+    import tape_overhead as TO
+    from diffgpu.hostdiff.tape import arrays
+    from diffgpu.runtime import gpu
+
+    S = LO.StandinArray
+    for name in ("__init__", "__iadd__", "__setitem__", "__getitem__", "base", "get"):
+        monkeypatch.setattr(S, name, getattr(S, name, None), raising=False)
+    real = arrays.device_fingerprints
+    monkeypatch.setattr(arrays, "device_fingerprints", real)
+    monkeypatch.setattr(gpu, "_chips", gpu._chips)
+    TO.install_standin()
+    cp = sys.modules["cupy"]
+    arrays.device_fingerprints = real  # device.py's, on a stand-in kernel: its calls counted
+    n = {"alloc": 0, "memcpy": 0, "stream": 0, "ndarray": 0, "get": 0, "sync": 0,
+         "fp_kernel": 0, "compile": 0}
+    alloc, memcpy, stream = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, cp.cuda.get_current_stream
+
+    def count(key, fn):
+        def call(*a, **k):
+            n[key] += 1
+            return fn(*a, **k)
+        return call
+    cp.cuda.alloc = count("alloc", alloc)
+    cp.cuda.runtime.memcpyAsync = count("memcpy", memcpy)
+    cp.cuda.get_current_stream = count("stream", stream)
+    cp.cuda.runtime.deviceSynchronize = count("sync", lambda: None)
+    cp.ndarray = type("ndarray", (S,), {"__init__": count("ndarray", S.__init__)})
+
+    def raw_kernel(source, name):
+        n["compile"] += 1
+        return count("fp_kernel", lambda grid, block, args: None)
+    cp.RawKernel = raw_kernel
+    S.get = count("get", lambda self: self._h.copy())
+    from diffgpu.hostdiff.tape import device
+    monkeypatch.setattr(device, "_KERNEL", {})
+    yield S, n
+    sys.modules.pop("cupy", None)
+
+
+def _arrays(S, rng=np.random.default_rng(3)):
+    mk = lambda: S(rng.standard_normal(N).astype(np.float32))  # noqa: E731
+    return mk(), mk(), mk(), mk(), S(np.zeros(1, np.float32))
+
+
+def _record(steps, x, v, f, k, loss, inside=None):
+    g = (N + P.B - 1) // P.B
+    with dg.Tape(check="end") as tape:
+        for _ in range(steps):
+            P.spring_force[g, P.B](f, x, k)
+            P.integrate[g, P.B](x, v, f, np.float32(0.01))
+        P.sq_loss[g, P.B](x, loss)
+        if inside is not None:
+            inside(tape)
+    return tape
+
+
+def test_a_loop_copies_each_read_then_overwritten_version_once(counted):
+    """spring: force(f <- x, k) then integrate(x, v <- x, v, f). Step 1
+    overwrites x and v, both read (x by force and by itself): 2 copies; from
+    step 2 on f too (read by the last integrate): 3 per step; the loss's
+    atomic add reads and writes it: 1 more. Each copy is
+    one pool allocation, one cudaMemcpyAsync on the current stream (one
+    stream query) and no array; an array is made when the reverse reads it."""
+    S, n = counted
+    arrs = _arrays(S)
+    _record(2, *arrs)  # programs, roles and the fingerprint kernel: made once
+    for steps in (10, 25):
+        for key in n:
+            n[key] = 0
+        tape = _record(steps, *arrs)
+        copies = 2 + 3 * (steps - 1) + 1
+        assert tape.stats["snapshots"] == copies
+        assert tape.stats["snapshot_bytes"] == (copies - 1) * N * 4 + 4
+        assert (n["alloc"], n["memcpy"]) == (copies, copies), n
+        assert n["stream"] == copies + 1, n  # and the fingerprints' launch at the end
+        assert n["ndarray"] == 0, n
+        assert sum(len(op.snaps) for op in tape.operations) == copies
+        assert len(tape.operations) == 2 * steps + 1
+    versions = [v for op in tape.operations for v in op.snaps]
+    assert all(v.copy is not None for v in versions)
+    assert versions[0].array is not None and n["ndarray"] == 1  # made when read, once
+    assert versions[0].array is versions[0].array and n["ndarray"] == 1
+
+
+def test_recording_reads_nothing_back_and_the_end_reads_once(counted):
+    """check="end" (the GPU's default): no read back and no synchronize
+    while the launches are recorded; at the end one fingerprint launch per
+    buffer the reverse reads as it is, one read back for all of them, and
+    gradient() the same once more."""
+    S, n = counted
+    arrs = _arrays(S)
+    _record(2, *arrs)
+    for key in n:
+        n[key] = 0
+    seen = {}
+
+    def inside(tape):
+        seen.update(n)
+    tape = _record(6, *arrs, inside=inside)
+    assert (seen["get"], seen["sync"], seen["fp_kernel"]) == (0, 0, 0), seen
+    live = tape.needed_live()
+    # read at their last version: x (by the loss), f (by the last integrate), k
+    assert sorted(b.name.split("'")[1] for b in live) == ["f", "k", "x"]
+    assert (n["get"], n["fp_kernel"], n["compile"]) == (1, len(live), 0), n
+    tape.verify_live()
+    assert (n["get"], n["fp_kernel"]) == (2, 2 * len(live)), n
+
+
+def test_a_loop_plans_each_kernel_once_per_tape(counted, monkeypatch):
+    """A loop's launches find their plan by one comparison of launch keys:
+    the tape plans once per kernel (three here, whatever the steps), and no
+    read/write analysis runs for arrays seen by an earlier tape."""
+    from diffgpu.hostdiff import plan as PL
+    from diffgpu.hostdiff.tape import record
+
+    S, n = counted
+    arrs = _arrays(S)
+    _record(2, *arrs)
+    plans, calls = [], []
+    real_plan, real_call = record.Recording._plan, PL.Call.__init__
+    monkeypatch.setattr(record.Recording, "_plan",
+                        lambda self, *a: plans.append(a[0].name) or real_plan(self, *a))
+    monkeypatch.setattr(PL.Call, "__init__", lambda self, *a, **k: calls.append(1)
+                        or real_call(self, *a, **k))
+    tape = _record(40, *arrs)
+    assert sorted(plans) == ["integrate", "spring_force", "sq_loss"], plans
+    assert calls == []
+    # the Items, made from each launch's record when first asked for
+    ops = tape.operations
+    assert ops[0]._args is None
+    items = ops[3].items()
+    assert [it.name for it in items] == ["x", "v", "f"]
+    assert [(it.read, it.write) for it in items] == [(True, True), (True, True), (True, False)]
+    assert items[0].version.creator is ops[1] and items[2].version.creator is ops[2]
+    assert ops[3] in items[0].version.readers and items[0].version.array is not None
