@@ -157,8 +157,7 @@ def install_standin():
 
     def __init__(self, host, dtype=None, memptr=None, strides=None):
         if memptr is not None:  # cupy.ndarray(shape, dtype, memptr, strides): over a copy
-            flat = memptr.host[:int(np.prod(host, dtype=np.int64)) * np.dtype(dtype).itemsize]
-            host = np.ndarray(host, dtype, buffer=flat, strides=strides)
+            host = np.ndarray(host, dtype, buffer=memptr.host, strides=strides)
         init(self, host)
         self.flags = Flags(host)
 
@@ -178,16 +177,14 @@ def install_standin():
     cp.zeros_like = lambda a: S(np.zeros_like(a._h))
     cp.empty_like = lambda a: S(np.empty_like(a._h))
     cp.ones = lambda shape, dtype=np.float64: S(np.ones(shape, dtype))
+    from diffgpu.runtime.fastpath import host_pointer
+
     class Memory:  # cupy.cuda.alloc's MemoryPointer: host bytes here
-        __slots__ = ("raw", "ptr")
+        __slots__ = ("host", "ptr")
 
         def __init__(self, n):
-            self.raw = ctypes.create_string_buffer(n or 1)
-            self.ptr = ctypes.addressof(self.raw)
-
-        @property
-        def host(self):
-            return np.frombuffer(self.raw, np.uint8)
+            self.host = np.empty(n or 1, np.uint8)
+            self.ptr = host_pointer(self.host)
     cp.cuda.alloc = Memory
     cp.cuda.runtime.memcpyAsync = lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n)
     from diffgpu.hostdiff.tape import arrays
