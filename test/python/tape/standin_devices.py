@@ -10,9 +10,9 @@ would be on a GPU:
 |----------|------------------------------------------------------------------|
 | kernel   | a launch of a diffgpu program (RawModule functions)              |
 | add      | `a += b`, `a + b` (CuPy's elementwise kernel)                    |
-| copy     | `cupy.array(a, copy=True)`, `a[...] = b` of an array             |
+| copy     | `cupy.array(a, copy=True)`, `a[...] = b` of an array, `cudaMemcpyAsync` (the tape's raw copies of versions) |
 | memset   | `cupy.zeros` / `zeros_like` / `ones`, `a[...] = value`            |
-| alloc    | `cupy.empty` / `empty_like` (no device work)                     |
+| alloc    | `cupy.empty` / `empty_like`, `cupy.cuda.alloc` (no device work)  |
 
 and a CUDA graph stand-in: `Stream.begin_capture()` / `end_capture()`
 note the counts, so `captured` holds the operations a capture recorded
@@ -93,7 +93,9 @@ def install(monkeypatch) -> Devices:
 
     init = S.__init__
 
-    def __init__(self, host):
+    def __init__(self, host, dtype=None, memptr=None, strides=None):
+        if memptr is not None:  # cupy.ndarray(shape, dtype, memptr, strides): over a raw copy
+            host = np.ndarray(host, dtype, buffer=memptr.host, strides=strides)
         init(self, host)
         self.flags = Flags(host)
 
@@ -135,10 +137,31 @@ def install(monkeypatch) -> Devices:
     cp.empty = made("alloc", lambda shape, dtype=np.float64: np.empty(shape, dtype))
     cp.empty_like = made("alloc", lambda a: np.empty_like(host(a)))
     _graphs(cp, dev)
-    monkeypatch.setattr(arrays, "device_fingerprint", lambda root, _cp: (
-        zlib.crc32(root._h.ravel(order="K").view(np.uint8)), root.nbytes))
+    _raw(cp, n)
+    monkeypatch.setattr(arrays, "device_fingerprints", lambda roots, _cp: [
+        (zlib.crc32(r._h.ravel(order="K").view(np.uint8)), r.nbytes) for r in roots])
     monkeypatch.setattr(gpu, "_chips", {0: "sm_90"})
     return dev
+
+
+def _raw(cp, n) -> None:
+    """The tape's raw copies (hostdiff/tape/device.py `copier`): a pool
+    allocation of host bytes, and cudaMemcpyAsync a memmove, counted."""
+    import ctypes
+
+    from diffgpu.runtime.fastpath import host_pointer
+
+    class Memory:
+        def __init__(self, nbytes):
+            n["alloc"] += 1
+            self.host = np.empty(nbytes or 1, np.uint8)
+            self.ptr = host_pointer(self.host)
+
+    def memcpy(dst, src, nbytes, kind, stream):
+        n["copy"] += 1
+        ctypes.memmove(dst, src, nbytes)
+    cp.cuda.alloc = Memory
+    cp.cuda.runtime.memcpyAsync = memcpy
 
 
 def _graphs(cp, dev) -> None:
