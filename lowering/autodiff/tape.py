@@ -34,8 +34,10 @@ of tangents), where the integer words alone would lose it.
 """
 from __future__ import annotations
 
+from diffgpu import switches
+from diffgpu.abi import TAPE_OVERFLOW_GLOBAL as OVERFLOW_GLOBAL
 from diffgpu._mlir import arith, ir, memref, scf
-from diffgpu.lowering.common.ir_util import isa
+from diffgpu.lowering.common.ir_util import isa, sym_name
 
 from diffgpu.lowering.autodiff import build as B
 # the words a thread's tape holds on its stack before it moves to the heap
@@ -112,7 +114,8 @@ class Tape:
     # -- stack ------------------------------------------------------------
     def push(self, v, tag=None):
         """Append v at the current insertion point (forward code); `tag`
-        marks a float word (see the module docstring)."""
+        marks a float word (see the module docstring). A full buffer grows
+        (`_grow`); the branch yields the index the word goes to."""
         h, n = self.fwd_holder()
         word = _encode(v, tag)
         c0 = B.idx(0)
@@ -120,25 +123,19 @@ class Tape:
         buf = memref.load(h, [c0])
         cap = memref.dim(buf, c0)
         full = arith.cmpi(arith.CmpIPredicate.uge, cnt, cap)
-        grow = scf.IfOp(full)
+        grow = scf.IfOp(full, [B.index_type()], has_else=True)
         with ir.InsertionPoint(grow.then_block):
-            newcap = arith.muli(cap, B.idx(2))
-            nb = memref.alloc(buf.type, [newcap], [])
-            loop = scf.ForOp(c0, cnt, B.idx(1))
-            with ir.InsertionPoint(loop.body):
-                i = loop.induction_variable
-                memref.store(memref.load(buf, [i]), nb, [i])
-                scf.YieldOp([])
-            _free_heap(buf, self.initial)
-            memref.store(nb, h, [c0])
-            scf.YieldOp([])
+            scf.YieldOp([_grow(h, buf, cnt, cap, self.initial)])
+        with ir.InsertionPoint(grow.else_block):
+            scf.YieldOp([cnt])
         buf2 = memref.load(h, [c0])
-        memref.store(word, buf2, [cnt])
+        memref.store(word, buf2, [grow.results[0]])
         memref.store(arith.addi(cnt, B.idx(1)), n, [c0])
 
     def pop(self, t, tag=None):
         """Pop a value of type t at the current insertion point (reverse
-        code); returns (value, first op emitted)."""
+        code); returns (value, first op emitted). The index is clamped to
+        the buffer (an overflowed tape's counter runs past it)."""
         h, n = self.rev_holder()
         c0 = B.idx(0)
         first = c0.owner
@@ -146,7 +143,82 @@ class Tape:
         top = arith.subi(cnt, B.idx(1))
         memref.store(top, n, [c0])
         buf = memref.load(h, [c0])
-        return _decode(memref.load(buf, [top]), t, tag), first
+        last = arith.subi(memref.dim(buf, c0), B.idx(1))
+        return _decode(memref.load(buf, [arith.minui(top, last)]), t, tag), first
+
+
+def _grow(h, buf, cnt, cap, initial):
+    """The grow branch of a push (`cnt >= cap`): the index the word goes to.
+
+    A tape that fills its buffer exactly (`cnt == cap`) asks for one twice
+    as large; when that allocation fails (`malloc` returned null: the GPU's
+    heap is used up; or the test cap `DIFFGPU_TAPE_CAP_WORDS`), the thread
+    keeps its buffer, records the words it asked for in the module's
+    overflow flag (`overflow_flag`: the runtime raises a LaunchError after
+    the launch) and from then on writes every word to the buffer's last
+    slot: its counter runs past the buffer (`cnt > cap`, which no other
+    tape reaches), so pushes and pops still match and nothing outside the
+    buffer is touched; the values are garbage, and the launch is reported
+    as failed."""
+    c0, c1 = B.idx(0), B.idx(1)
+    last = arith.subi(cap, c1)
+    fresh = arith.cmpi(arith.CmpIPredicate.eq, cnt, cap)
+    attempt = scf.IfOp(fresh, [B.index_type()], has_else=True)
+    with ir.InsertionPoint(attempt.then_block):
+        newcap = arith.muli(cap, B.idx(2))
+        nb = memref.alloc(buf.type, [newcap], [])
+        ok = arith.cmpi(arith.CmpIPredicate.ne, memref.extract_aligned_pointer_as_index(nb),
+                        c0)
+        limit = switches.tape_cap_words()
+        if limit is not None:  # the test cap: a bigger buffer counts as a failed malloc
+            ok = arith.andi(ok, arith.cmpi(arith.CmpIPredicate.ule, newcap, B.idx(limit)))
+        done = scf.IfOp(ok, [B.index_type()], has_else=True)
+        with ir.InsertionPoint(done.then_block):
+            loop = scf.ForOp(c0, cap, c1)
+            with ir.InsertionPoint(loop.body):
+                i = loop.induction_variable
+                memref.store(memref.load(buf, [i]), nb, [i])
+                scf.YieldOp([])
+            _free_heap(buf, initial)
+            memref.store(nb, h, [c0])
+            scf.YieldOp([cnt])
+        with ir.InsertionPoint(done.else_block):
+            if limit is not None:  # allocated, but over the cap: give it back
+                _free_if_allocated(nb)
+            flag = overflow_flag()
+            memref.store(arith.index_cast(B.i64(), newcap), flag, [c0])
+            scf.YieldOp([last])
+        scf.YieldOp([done.results[0]])
+    with ir.InsertionPoint(attempt.else_block):  # overflowed before: the last slot
+        scf.YieldOp([last])
+    return attempt.results[0]
+
+
+def _free_if_allocated(buf):
+    nonnull = arith.cmpi(arith.CmpIPredicate.ne, memref.extract_aligned_pointer_as_index(buf),
+                         B.idx(0))
+    free = scf.IfOp(nonnull)
+    with ir.InsertionPoint(free.then_block):
+        memref.dealloc(buf)
+        scf.YieldOp([])
+
+
+def overflow_flag():
+    """`memref.get_global @__dg_tape_overflow` at the insertion point; the
+    global (public, one i64, zero) is added to the enclosing module once."""
+    t = ir.MemRefType.get([1], B.i64())
+    op = ir.InsertionPoint.current.block.owner
+    while op is not None and op.name != "builtin.module":
+        op = op.operation.parent
+    body = op.regions[0].blocks[0]
+    if not any(o.operation.name == "memref.global" and sym_name(o) == OVERFLOW_GLOBAL
+               for o in body.operations):
+        zero = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([1], B.i64()),
+                                              ir.IntegerAttr.get(B.i64(), 0))
+        with ir.InsertionPoint.at_block_begin(body):
+            memref.GlobalOp(OVERFLOW_GLOBAL, ir.TypeAttr.get(t), initial_value=zero,
+                            alignment=8)
+    return memref.get_global(t, OVERFLOW_GLOBAL)
 
 
 def _free_heap(buf, initial=INITIAL_WORDS):

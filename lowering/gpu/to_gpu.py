@@ -153,6 +153,7 @@ class LowerToGpu(ModulePass):
                 rewrite_ops(f, None, self.error, fold)
         for gm in modules.values():
             expand_ipowi(gm)
+        _globals_into(body, modules.values())
 
     # Checks ---------------------------------------------------------------
     def _check_function(self, f, funcs) -> None:
@@ -266,6 +267,34 @@ class LowerToGpu(ModulePass):
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
+
+def _globals_into(body, gpu_modules) -> None:
+    """The top-level `memref.global`s the GPU functions read (the tape's
+    overflow flag, lowering/autodiff/tape.py): a copy in each gpu.module
+    that uses one; the original goes when no host function uses it."""
+    from diffgpu._mlir import ir
+
+    tops = {sym_name(o): o.operation for o in body.operations
+            if o.operation.name == "memref.global"}
+    if not tops:
+        return
+    moved = set()
+    for gm in gpu_modules:
+        block = gm.regions[0].blocks[0]
+        used = {_global_name(o) for o in walk(gm, ("memref.get_global",))} & set(tops)
+        for name in sorted(used):
+            tops[name].clone(ip=ir.InsertionPoint.at_block_begin(block))
+        moved |= used
+    host = {_global_name(o) for top in body.operations if top.operation.name != "gpu.module"
+            for o in walk(top, ("memref.get_global",))}
+    for name in moved - host:
+        tops[name].erase()
+
+
+def _global_name(op) -> str:
+    from diffgpu._mlir import ir
+    return ir.FlatSymbolRefAttr(op.operation.attributes["name"]).value
+
 
 def _is_kernel(f) -> bool:
     return T.KERNEL_ATTR in f.attributes

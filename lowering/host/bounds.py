@@ -26,9 +26,9 @@ naming the access's source location, listed in the module attribute
 """
 from __future__ import annotations
 
-from diffgpu.abi import ACCESSES_ATTR, STATUS_FUNC
+from diffgpu.abi import ACCESSES_ATTR, STATUS_FUNC, TAPE_OVERFLOW_GLOBAL, TAPE_STATUS_FUNC
 from diffgpu.lowering.common.diagnostics import location_text
-from diffgpu.lowering.common.ir_util import isa, walk
+from diffgpu.lowering.common.ir_util import isa, sym_name, walk
 from diffgpu.lowering.host.ops import append_runtime
 
 STATUS_GLOBAL = "__dg_host_status_flag"
@@ -36,7 +36,9 @@ RECORD_FUNC = "__dg_host_oob"
 
 
 def add_status(module_op, target) -> None:
-    """The status global and `@__dg_host_status() -> i64` (reads and clears)."""
+    """The status global and `@__dg_host_status() -> i64` (reads and clears);
+    in a module with a derivative's heap tape, `@__dg_host_tape_status()`
+    too, which reads and clears its overflow flag (lowering/autodiff/tape.py)."""
     text = f"""
     memref.global "private" @{STATUS_GLOBAL} : memref<1xi64> = dense<0>
     func.func private @{RECORD_FUNC}(%n: i64) {{
@@ -49,15 +51,28 @@ def add_status(module_op, target) -> None:
       memref.store %new, %g[%c0] : memref<1xi64>
       return
     }}
-    func.func @{STATUS_FUNC}() -> i64 attributes {{llvm.emit_c_interface}} {{
-      %g = memref.get_global @{STATUS_GLOBAL} : memref<1xi64>
+    {_reader(STATUS_FUNC, STATUS_GLOBAL)}"""
+    append_runtime(module_op, text, target, functions=2)
+    flag = [o.operation for o in module_op.regions[0].blocks[0].operations
+            if o.operation.name == "memref.global" and sym_name(o) == TAPE_OVERFLOW_GLOBAL]
+    if flag:  # the global comes again with its reader (the text must parse alone)
+        text = str(flag[0])
+        flag[0].erase()
+        append_runtime(module_op, text + _reader(TAPE_STATUS_FUNC, TAPE_OVERFLOW_GLOBAL),
+                       target, functions=1)
+
+
+def _reader(func: str, global_: str) -> str:
+    """`@func() -> i64` (C interface): the word of `@global_`, which it clears."""
+    return f"""
+    func.func @{func}() -> i64 attributes {{llvm.emit_c_interface}} {{
+      %g = memref.get_global @{global_} : memref<1xi64>
       %c0 = arith.constant 0 : index
       %v = memref.load %g[%c0] : memref<1xi64>
       %z = arith.constant 0 : i64
       memref.store %z, %g[%c0] : memref<1xi64>
       return %v : i64
     }}"""
-    append_runtime(module_op, text, target, functions=2)
 
 
 def _record(number: int, ip, loc) -> None:

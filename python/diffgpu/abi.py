@@ -20,12 +20,18 @@ ExecutionEngine):
   is entry N-1 of the module attribute `diffgpu.host_accesses` (ACCESSES_ATTR);
 - `@__dg_host_cancel_addr()` (CANCEL_ADDR_FUNC; lowering/host/cancel.py)
   returns the address of the module's i64 cancel flag;
+- `@__dg_host_tape_status()` (TAPE_STATUS_FUNC; lowering/host/to_host.py),
+  in a module with a derivative's heap tape, returns and clears the global
+  `@__dg_tape_overflow` (TAPE_OVERFLOW_GLOBAL): the words a thread's tape
+  asked for when its buffer could not grow (0: none; lowering/autodiff/tape.py);
 - the race-checked variant (lowering/host/racecheck.py) has `@__dg_race_begin`
   / `@__dg_race_end` and the site tables `diffgpu.race_sites` /
   `diffgpu.race_shared`.
 
 GPU programs (PTX, lowering/gpu/to_gpu.py): a memref argument of rank r is
-`2 + 1 + 2r` `.u64` parameters (`memref_words`), a scalar one parameter.
+`2 + 1 + 2r` `.u64` parameters (`memref_words`), a scalar one parameter. A
+module with a derivative's heap tape has the `.visible .global` u64
+`__dg_tape_overflow` (TAPE_OVERFLOW_GLOBAL), as on the host.
 
 Per-launch scratch (lowering/reduce/grid_sum.py): a kernel whose aggregated float
 sums finish across blocks takes two trailing arguments the user never
@@ -52,6 +58,11 @@ STATUS_FUNC = "__dg_host_status"
 ACCESSES_ATTR = "diffgpu.host_accesses"
 #: host function returning the address of the module's cancel flag (Ctrl-C)
 CANCEL_ADDR_FUNC = "__dg_host_cancel_addr"
+#: a derivative's heap tape that could not grow (lowering/autodiff/tape.py):
+#: the module's i64 global holding the words a thread asked for (0: none),
+#: and the host function that returns and clears it
+TAPE_OVERFLOW_GLOBAL = "__dg_tape_overflow"
+TAPE_STATUS_FUNC = "__dg_host_tape_status"
 #: race-checked host variant: its entry points and site tables
 RACE_BEGIN_FUNC = "__dg_race_begin"
 RACE_END_FUNC = "__dg_race_end"

@@ -32,6 +32,12 @@ keeps its program).
 They exist to measure and compare both forms of the code; this module
 imports only errors.py, so the runtime may read them without the compiler.
 
+`DIFFGPU_TAPE_CAP_WORDS` (a number of words; unset by default) is for
+tests: a derivative's heap tape buffer (lowering/autodiff/tape.py) that
+would grow past it is treated as a `malloc` that failed, so the CPU drives
+the overflow path a GPU takes when its heap runs out (docs/autodiff.md, "A
+tape larger than the heap"). It is part of the cache key when set.
+
 `DIFFGPU_OPT` (0 to 3, default 2, as Numba's `NUMBA_OPT`) is LLVM's
 optimisation level when a CPU program is JIT-compiled: O0 JIT-compiles in
 about half the time and runs slower, with the same results (diffgpu emits
@@ -55,6 +61,9 @@ STRONG_ZEROS = "DIFFGPU_STRONG_ZEROS"
 COMBINE_ADDS = "DIFFGPU_COMBINE_ADDS"
 STENCIL = "DIFFGPU_STENCIL"
 CHECKPOINTS = "DIFFGPU_CHECKPOINTS"
+#: test-only: the most words a thread's heap tape buffer may have; a bigger
+#: one counts as a failed `malloc` (the tape's overflow path, on the CPU)
+TAPE_CAP = "DIFFGPU_TAPE_CAP_WORDS"
 CODEGEN_SWITCHES = (REMAT, VECTOR_RED, STRONG_ZEROS, COMBINE_ADDS, STENCIL, CHECKPOINTS,
                     VECTOR_ACCESS)
 
@@ -77,8 +86,22 @@ def set_switch(name: str, value: bool) -> None:
 
 
 def describe() -> str:
-    """`DIFFGPU_REMAT=on DIFFGPU_VECTOR_RED=off`: every switch, as the compiler reads it."""
-    return " ".join(f"{name}={'on' if on(name) else 'off'}" for name in CODEGEN_SWITCHES)
+    """`DIFFGPU_REMAT=on DIFFGPU_VECTOR_RED=off`: every switch, as the compiler
+    reads it (and the tape cap, when one is set)."""
+    text = " ".join(f"{name}={'on' if on(name) else 'off'}" for name in CODEGEN_SWITCHES)
+    cap = tape_cap_words()
+    return text if cap is None else f"{text} {TAPE_CAP}={cap}"
+
+
+def tape_cap_words() -> int | None:
+    """`DIFFGPU_TAPE_CAP_WORDS` (a positive integer), or None when unset;
+    SwitchError for anything else."""
+    text = os.environ.get(TAPE_CAP, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise SwitchError(f"{TAPE_CAP} must be a positive number of words, got {text!r}")
+    return int(text)
 
 
 def host_opt_level() -> int:

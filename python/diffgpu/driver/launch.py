@@ -17,7 +17,7 @@ from diffgpu.errors import CompileError, DiffgpuError
 from diffgpu.runtime import fastpath, specialize
 from diffgpu.runtime.store import cache
 from diffgpu.runtime.args import check_arity, infer_signature, parse_type
-from diffgpu.runtime.launch_checks import check_block, check_heap
+from diffgpu.runtime.launch_checks import check_block, check_heap, watch_unknown
 from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import launch_facts
 
@@ -159,7 +159,8 @@ class Program:
         if self.kind == "gpu":
             from diffgpu.runtime.gpu import GpuProgram
             self.gpu = GpuProgram(payload["ptx"], self.entry, payload.get("abi"),
-                                  payload.get("lean"))
+                                  payload.get("lean"), payload.get("name"))
+            watch_unknown(self)  # a tape of no formula: its overflow flag read after launches
         elif host is None:
             from diffgpu.runtime.cpu import HostProgram
             self.host = _compiler_call(lambda: HostProgram.from_llvm_text(payload["llvm"]),

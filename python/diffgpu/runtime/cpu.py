@@ -32,10 +32,11 @@ import numpy as np
 from diffgpu import switches
 from diffgpu.abi import (ACCESSES_ATTR, CANCEL_ADDR_FUNC, CIFACE_PREFIX, ENTRY_PREFIX,
                          HELPER_PREFIXES, RACE_BEGIN_FUNC, RACE_END_FUNC, RACE_SHARED_ATTR,
-                         RACE_SITES_ATTR, SCRATCH_ATTR, STATUS_FUNC, kernel_of_entry,
-                         parse_scratch)
+                         RACE_SITES_ATTR, SCRATCH_ATTR, STATUS_FUNC, TAPE_STATUS_FUNC,
+                         kernel_of_entry, parse_scratch)
 from diffgpu.errors import CompileError, DiffgpuError, LaunchError
 from diffgpu.runtime import host_signal, jit, loaded, racecheck
+from diffgpu.runtime.launch_checks import overflow_error
 from diffgpu.types import ArrayType, ScalarType
 
 #: LLVM-dialect text longer than this (lines) is JIT-compiled at opt level 0:
@@ -162,6 +163,13 @@ def _pack_arg(i: int, value, typ, keep: list):
 _DTYPE_NAMES: dict = {}
 
 
+def _host_heap() -> str:
+    """Which heap a host tape outgrew: the test cap (switches.py) or malloc's."""
+    cap = switches.tape_cap_words()
+    return ("the heap" if cap is None else
+            f"the heap's test cap ({switches.TAPE_CAP}={cap} words a buffer)")
+
+
 def _dtype_name(dtype) -> str:
     """`dtype.name`, remembered per dtype (numpy computes it in Python: 1.5 us)."""
     name = _DTYPE_NAMES.get(dtype)
@@ -205,6 +213,11 @@ class HostProgram:
             addr = engine.raw_lookup(CIFACE_PREFIX + STATUS_FUNC)
             if addr:
                 self._status = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        self._tape = None  # the tape's overflow reader (abi.TAPE_STATUS_FUNC), if any
+        if f"@{CIFACE_PREFIX}{TAPE_STATUS_FUNC}(" in self.llvm_text:
+            addr = engine.raw_lookup(CIFACE_PREFIX + TAPE_STATUS_FUNC)
+            if addr:
+                self._tape = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
         self._cancel = None  # ctypes.c_int64 at the module's cancel flag
         if f"@{CIFACE_PREFIX}{CANCEL_ADDR_FUNC}(" in self.llvm_text:
             addr = self._call_i64(CANCEL_ADDR_FUNC)
@@ -363,10 +376,13 @@ class HostProgram:
                 self._race_begin(regions)  # resets the race state
             self._dirty = True
             host_signal.run(fn, packed, self._cancel)  # the launch's last call out
-            bad = 0
+            bad = tape = 0
             if self._status is not None:  # `_read_status`, without a call back in here
                 self._status(self._status_args)
                 bad = self._status_word.value
+            if self._tape is not None:  # the words a tape could not grow to (and clear)
+                self._tape(self._status_args)
+                tape = self._status_word.value
             self._dirty = False
             if regions is not None:
                 report = self._race_end()
@@ -374,6 +390,8 @@ class HostProgram:
                                             self._race[1], grid, block)
         if race is not None:
             raise race
+        if tape:
+            raise overflow_error(kernel_name, tape, _host_heap())
         if bad:
             where = self._accesses[bad - 1] if bad <= len(self._accesses) else "?"
             raise OutOfBoundsError(
@@ -416,7 +434,10 @@ class HostProgram:
         return ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
 
     def _read_status(self) -> int:
-        """Number of the first out-of-bounds access since the last call, or 0."""
+        """Number of the first out-of-bounds access since the last call, or 0
+        (the tape's overflow flag is cleared too)."""
+        if self._tape is not None:
+            self._tape(self._status_args)
         if self._status is None:
             return 0
         self._status(self._status_args)

@@ -21,6 +21,7 @@ from diffgpu.types import ArrayType
 _NP_SCALAR = {"float32": np.float32, "float64": np.float64,
               "int32": np.int32, "int64": np.int64}
 _modules: dict[tuple, object] = {}
+_raw: dict[tuple, object] = {}  # the same key -> its cupy.RawModule (its globals)
 _lock = threading.Lock()
 
 
@@ -95,7 +96,16 @@ def _load_function(ptx: str, entry: str, device_id: int):
             finally:
                 os.unlink(path)
         _modules[key] = fn
+        _raw[key] = module
         return fn
+
+
+def _flag_of(ptx: str, entry: str, device_id: int):
+    """The device address (a CuPy MemoryPointer) of the module's tape
+    overflow flag, after `_load_function` loaded it."""
+    from diffgpu.abi import TAPE_OVERFLOW_GLOBAL
+    _load_function(ptx, entry, device_id)
+    return _raw[(ptx, entry, device_id)].get_global(TAPE_OVERFLOW_GLOBAL)
 
 
 def pack_args(args, arg_types, lean=None) -> list:
@@ -153,6 +163,8 @@ def check_abi(abi, arg_types) -> None:
 HEAP_BYTES = 1 << 30
 _MALLOC_DECL = re.compile(r"\.extern\s+\.func\s*(\([^)]*\))?\s*malloc\s*\(")
 _heap_ready: set[int] = set()
+#: the tape's overflow flag (lowering/autodiff/tape.py, abi.TAPE_OVERFLOW_GLOBAL)
+_FLAG_DECL = re.compile(r"\.visible\s+\.global\s[^;]*\b__dg_tape_overflow\b")
 
 
 def uses_malloc(ptx: str) -> bool:
@@ -253,11 +265,15 @@ def as_kernel_pointers(packed: tuple) -> tuple:
 class GpuProgram:
     """A PTX module and its entry, launchable on CuPy arrays."""
 
-    def __init__(self, ptx: str, entry: str, abi=None, lean=None):
+    def __init__(self, ptx: str, entry: str, abi=None, lean=None, name=None):
         self.ptx, self.entry, self.meta = ptx, entry, abi
+        self.name = name  # the kernel's, for errors
         self.lean = tuple(bool(x) for x in lean) if lean else None
         self._checked = False
         self.uses_malloc = uses_malloc(ptx)
+        #: read the tape's overflow flag after each launch (`watch_tape`)
+        self.watching = False
+        self._flags: dict = {}  # device id -> (its flag's MemoryPointer, a host word)
         self._fns: dict = {}  # device id -> loaded function (launch_cached)
         self._cuda = None  # (CuPy's current-device query, its Device), with the first one
         self.scratch = _scratch_of(abi)
@@ -287,6 +303,8 @@ class GpuProgram:
         else:
             with device(device_id):
                 fn(ready.grid, ready.block, values)
+        if self.watching:
+            self.check_tape(device_id)
 
     def launch(self, args, arg_types, grid, block, device_id: int = 0) -> None:
         if not self._checked:
@@ -299,6 +317,39 @@ class GpuProgram:
         flat = pack_args(args, arg_types, self.lean)
         with cupy.cuda.Device(device_id):
             fn(tuple(grid), tuple(block), tuple(flat))
+            if self.watching:
+                self.check_tape(device_id)
+
+    def watch_tape(self) -> None:
+        """From now on read the tape's overflow flag after each launch (a
+        program whose heap tape has no formula, or whose launch reached the
+        heap: runtime/launch_checks.py); nothing for PTX without the flag."""
+        self.watching = self.watching or (self.uses_malloc and
+                                          _FLAG_DECL.search(self.ptx) is not None)
+
+    def check_tape(self, device_id: int) -> None:
+        """After a launch on the current stream: wait for it, read the flag
+        (8 bytes) and, if a thread's tape could not grow, clear it and raise
+        the LaunchError (runtime/launch_checks.py `overflow_error`)."""
+        cupy = cupy_module()
+        found = self._flags.get(device_id)
+        if found is None:
+            found = self._flags[device_id] = (
+                _flag_of(self.ptx, self.entry, device_id), np.zeros(1, np.int64))
+        ptr, word = found
+        with cupy.cuda.Device(device_id):
+            stream = cupy.cuda.get_current_stream()
+            ptr.copy_to_host_async(word.ctypes.data, 8, stream)
+            stream.synchronize()
+            if not word[0]:
+                return
+            words = int(word[0])
+            ptr.memset_async(0, 8, stream)
+            stream.synchronize()
+        from diffgpu.runtime.launch_checks import overflow_error
+        heap, _ = heap_room(device_id)
+        raise overflow_error(self.name or self.entry, words,
+                             f"the GPU's malloc heap of {heap} bytes")
 
     def _load(self, device_id: int):
         """The loaded entry; for a kernel with per-launch scratch, a launcher

@@ -25,6 +25,12 @@ heap itself). A launch over the limit is a LaunchError before anything
 runs. A tape whose size is no formula of the launch (a `while` loop) is
 not checked before the launch.
 
+`overflow_error(name, words, heap, where)`: the LaunchError raised after a
+launch whose tape could not grow (lowering/autodiff/tape.py records the
+words a thread asked for in the module's overflow flag; runtime/gpu.py and
+runtime/cpu.py read it after a launch, `watch_tape` says which GPU
+programs pay for that read).
+
 These run where a launch's program and block first meet: driver/launch.py
 `run_program` (the full path), `fastpath.Ready` and the checked level (one
 per launch key), so a repeated launch pays nothing for them.
@@ -102,17 +108,22 @@ def check_heap(program, args, grid, block, sig=None) -> None:
     """LaunchError when the heap tapes of `program` for this launch would
     not fit the heap (module docstring)."""
     tape = program.heap_tape
-    if not tape or tape.get("words") is None:
+    if not tape:
         return
-    words = evaluate(tape["words"], args, grid, block)
-    if words is None:
+    words = None if tape.get("words") is None else evaluate(tape["words"], args, grid, block)
+    on_gpu = program.kind == "gpu"
+    if words is None:  # not known before the launch: read its overflow flag after it
+        if on_gpu:
+            program.gpu.watch_tape()
         return
     per = tape_bytes(words, int(tape.get("initial") or 0))
     if per == 0:
         return
+    if on_gpu:  # it reaches the heap: read its overflow flag too (the allocator's overhead)
+        program.gpu.watch_tape()
     env = _env_limit()
     total = block_threads(grid) * block_threads(block)
-    if program.kind == "gpu":
+    if on_gpu:
         from diffgpu.runtime import gpu
         heap, resident = gpu.heap_room((sig.gpu_id if sig is not None else None) or 0)
         threads = min(total, resident)
@@ -180,3 +191,25 @@ def evaluate(e, args, grid, block):
         q = abs(a) // abs(b)  # towards zero, as arith.divsi
         return q if (a >= 0) == (b >= 0) else -q
     return None
+
+
+def watch_unknown(program) -> None:
+    """A GPU `program` (driver/launch.py Program) whose heap tape has no
+    formula (payload "heap_tape" words None, or no payload entry at all)
+    reads its overflow flag after every launch; one with a formula starts
+    to once a launch's tape reaches the heap (`check_heap`)."""
+    tape = program.heap_tape
+    if program.gpu is not None and (tape is None or tape.get("words") is None):
+        program.gpu.watch_tape()
+
+
+def overflow_error(name: str, words: int, heap: str) -> LaunchError:
+    """The error of a launch whose heap tape could not grow: a thread asked
+    for a buffer of `words` words; `heap` says which heap ran out."""
+    return LaunchError(
+        f"kernel '{name}': its derivative's tape outgrew {heap}: a thread's tape needed a "
+        f"buffer of {words} words ({WORD * words} bytes) that could not be allocated. The "
+        "launch ran to its end but its results are not to be trusted (the arrays it wrote "
+        "hold partial values). Launch fewer threads or fewer loop trips, or write the loop "
+        "as a `for` over range(n) with n a scalar argument or an array extent, whose tape "
+        "is checked before the launch (docs/autodiff.md, \"A tape larger than the heap\")")
