@@ -186,7 +186,7 @@ def _grow(h, buf, cnt, cap, initial):
             if limit is not None:  # allocated, but over the cap: give it back
                 _free_if_allocated(nb)
             flag = overflow_flag()
-            memref.store(arith.index_cast(B.i64(), newcap), flag, [c0])
+            memref.store(newcap, flag, [c0])
             scf.YieldOp([last])
         scf.YieldOp([done.results[0]])
     with ir.InsertionPoint(attempt.else_block):  # overflowed before: the last slot
@@ -205,16 +205,17 @@ def _free_if_allocated(buf):
 
 def overflow_flag():
     """`memref.get_global @__dg_tape_overflow` at the insertion point; the
-    global (public, one i64, zero) is added to the enclosing module once."""
-    t = ir.MemRefType.get([1], B.i64())
+    global (public, one index word, zero) is added to the enclosing module
+    once."""
+    t = ir.MemRefType.get([1], B.index_type())
     op = ir.InsertionPoint.current.block.owner
     while op is not None and op.name != "builtin.module":
         op = op.operation.parent
     body = op.regions[0].blocks[0]
     if not any(o.operation.name == "memref.global" and sym_name(o) == OVERFLOW_GLOBAL
                for o in body.operations):
-        zero = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([1], B.i64()),
-                                              ir.IntegerAttr.get(B.i64(), 0))
+        zero = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([1], B.index_type()),
+                                              ir.IntegerAttr.get(B.index_type(), 0))
         with ir.InsertionPoint.at_block_begin(body):
             memref.GlobalOp(OVERFLOW_GLOBAL, ir.TypeAttr.get(t), initial_value=zero,
                             alignment=8)

@@ -58,20 +58,23 @@ def add_status(module_op, target) -> None:
     if flag:  # the global comes again with its reader (the text must parse alone)
         text = str(flag[0])
         flag[0].erase()
-        append_runtime(module_op, text + _reader(TAPE_STATUS_FUNC, TAPE_OVERFLOW_GLOBAL),
+        append_runtime(module_op, text + _reader(TAPE_STATUS_FUNC, TAPE_OVERFLOW_GLOBAL, "index"),
                        target, functions=1)
 
 
-def _reader(func: str, global_: str) -> str:
-    """`@func() -> i64` (C interface): the word of `@global_`, which it clears."""
+def _reader(func: str, global_: str, t: str = "i64") -> str:
+    """`@func() -> i64` (C interface): the word (of type `t`, i64 or index)
+    of `@global_`, which it clears."""
+    cast = "" if t == "i64" else "%w = arith.index_cast %v : index to i64"
     return f"""
     func.func @{func}() -> i64 attributes {{llvm.emit_c_interface}} {{
-      %g = memref.get_global @{global_} : memref<1xi64>
+      %g = memref.get_global @{global_} : memref<1x{t}>
       %c0 = arith.constant 0 : index
-      %v = memref.load %g[%c0] : memref<1xi64>
-      %z = arith.constant 0 : i64
-      memref.store %z, %g[%c0] : memref<1xi64>
-      return %v : i64
+      %v = memref.load %g[%c0] : memref<1x{t}>
+      %z = arith.constant 0 : {t}
+      memref.store %z, %g[%c0] : memref<1x{t}>
+      {cast}
+      return {"%v" if t == "i64" else "%w"} : i64
     }}"""
 
 

@@ -30,7 +30,7 @@ ExecutionEngine):
 
 GPU programs (PTX, lowering/gpu/to_gpu.py): a memref argument of rank r is
 `2 + 1 + 2r` `.u64` parameters (`memref_words`), a scalar one parameter. A
-module with a derivative's heap tape has the `.visible .global` u64
+module with a derivative's heap tape has the 8-byte `.visible .global`
 `__dg_tape_overflow` (TAPE_OVERFLOW_GLOBAL), as on the host.
 
 Per-launch scratch (lowering/reduce/grid_sum.py): a kernel whose aggregated float
@@ -59,7 +59,7 @@ ACCESSES_ATTR = "diffgpu.host_accesses"
 #: host function returning the address of the module's cancel flag (Ctrl-C)
 CANCEL_ADDR_FUNC = "__dg_host_cancel_addr"
 #: a derivative's heap tape that could not grow (lowering/autodiff/tape.py):
-#: the module's i64 global holding the words a thread asked for (0: none),
+#: the module's global index word holding the words a thread asked for (0: none),
 #: and the host function that returns and clears it
 TAPE_OVERFLOW_GLOBAL = "__dg_tape_overflow"
 TAPE_STATUS_FUNC = "__dg_host_tape_status"

@@ -167,6 +167,8 @@ class Program:
                                        payload.get("name", self.entry))
         if self.rows and self.host is not None:
             self.host.row_blocks[self.entry] = self.rows[0]
+        if self.host is not None and payload.get("name"):  # the name its errors give
+            self.host.shown[self.entry] = payload["name"]
 
 
 def program_facts(facts, diff):

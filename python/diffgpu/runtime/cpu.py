@@ -198,6 +198,8 @@ class HostProgram:
         #: kernel -> R: a reverse program running R rows of grid y per block
         #: (lowering/coarsen/rows.py): its launches run ceil(y / R) blocks in y
         self.row_blocks: dict = {}
+        #: entry -> the user's kernel name, for errors (a derivative's entry is generated)
+        self.shown: dict = {}
         self._bind(_engine, _keep)
 
     def _bind(self, engine, keep) -> None:
@@ -391,7 +393,7 @@ class HostProgram:
         if race is not None:
             raise race
         if tape:
-            raise overflow_error(kernel_name, tape, _host_heap())
+            raise overflow_error(self.shown.get(kernel_name, kernel_name), tape, _host_heap())
         if bad:
             where = self._accesses[bad - 1] if bad <= len(self._accesses) else "?"
             raise OutOfBoundsError(
