@@ -36,7 +36,7 @@ from diffgpu.abi import (ACCESSES_ATTR, CANCEL_ADDR_FUNC, CIFACE_PREFIX, ENTRY_P
                          kernel_of_entry, parse_scratch)
 from diffgpu.errors import CompileError, DiffgpuError, LaunchError
 from diffgpu.runtime import host_signal, jit, loaded, racecheck
-from diffgpu.runtime.launch_checks import overflow_error
+from diffgpu.runtime.tape_overflow import overflow_error
 from diffgpu.types import ArrayType, ScalarType
 
 #: LLVM-dialect text longer than this (lines) is JIT-compiled at opt level 0:

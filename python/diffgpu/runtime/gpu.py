@@ -346,7 +346,7 @@ class GpuProgram:
             words = int(word[0])
             ptr.memset_async(0, 8, stream)
             stream.synchronize()
-        from diffgpu.runtime.launch_checks import overflow_error
+        from diffgpu.runtime.tape_overflow import overflow_error
         heap, _ = heap_room(device_id)
         raise overflow_error(self.name or self.entry, words,
                              f"the GPU's malloc heap of {heap} bytes")

@@ -25,11 +25,8 @@ heap itself). A launch over the limit is a LaunchError before anything
 runs. A tape whose size is no formula of the launch (a `while` loop) is
 not checked before the launch.
 
-`overflow_error(name, words, heap, where)`: the LaunchError raised after a
-launch whose tape could not grow (lowering/autodiff/tape.py records the
-words a thread asked for in the module's overflow flag; runtime/gpu.py and
-runtime/cpu.py read it after a launch, `watch_tape` says which GPU
-programs pay for that read).
+`watch_unknown(program)` and `check_heap` say which GPU programs read
+their tape's overflow flag after a launch (runtime/tape_overflow.py).
 
 These run where a launch's program and block first meet: driver/launch.py
 `run_program` (the full path), `fastpath.Ready` and the checked level (one
@@ -40,6 +37,7 @@ from __future__ import annotations
 import os
 
 from diffgpu.errors import LaunchError
+from diffgpu.runtime.tape_overflow import WORD  # bytes of a tape word
 
 #: threads per warp (NVIDIA GPUs; the CPU emulation forms the same warps)
 WARP = 32
@@ -74,8 +72,6 @@ def check_block(program, block) -> None:
 #: the heap limit the check assumes (bytes): the CPU's, and a lower one on a GPU
 HEAP_ENV = "DIFFGPU_HEAP_BYTES"
 HOST_HEAP_BYTES = 1 << 30
-#: bytes of a tape word (lowering/autodiff/tape.py: a stack of i64)
-WORD = 8
 
 
 def tape_bytes(words: int, initial: int) -> int:
@@ -201,15 +197,3 @@ def watch_unknown(program) -> None:
     tape = program.heap_tape
     if program.gpu is not None and (tape is None or tape.get("words") is None):
         program.gpu.watch_tape()
-
-
-def overflow_error(name: str, words: int, heap: str) -> LaunchError:
-    """The error of a launch whose heap tape could not grow: a thread asked
-    for a buffer of `words` words; `heap` says which heap ran out."""
-    return LaunchError(
-        f"kernel '{name}': its derivative's tape outgrew {heap}: a thread's tape needed a "
-        f"buffer of {words} words ({WORD * words} bytes) that could not be allocated. The "
-        "launch ran to its end but its results are not to be trusted (the arrays it wrote "
-        "hold partial values). Launch fewer threads or fewer loop trips, or write the loop "
-        "as a `for` over range(n) with n a scalar argument or an array extent, whose tape "
-        "is checked before the launch (docs/autodiff.md, \"A tape larger than the heap\")")
