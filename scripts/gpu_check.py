@@ -79,7 +79,7 @@ def _prepare_case(directory, chip, k, name, kernel, grid, block, mode, make, ref
         get_program(kernel, types, chip, diff)          # PTX into the cache
         if mode == "launch":  # and the program specialised for the launch's facts
             rec["facts"] = SPEC.launch_programs(kernel, grid, block, args, chip)
-        elif mode in ("reverse", "forward", "vjp"):  # likewise for dg.autodiff / fwddiff / vjp
+        elif mode in ("reverse", "forward", "vjp", "overflow"):  # likewise for dg.autodiff / fwddiff / vjp
             SPEC.diff_programs(run_case, kernel, grid, block, mode, args, chip)
         elif mode == "generic":  # switch off: a grid beyond 65535 in y / z keeps its fold
             from diffgpu.runtime import specialize

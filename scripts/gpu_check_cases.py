@@ -1,7 +1,9 @@
 """The cases of scripts/gpu_check.py: (name, kernel, grid, block, mode,
 make(rng), ref or None), mode "launch", "reverse" or "forward" (or "generic":
 specialisation off; "vjp": dg.vjp, the last argument the cotangent of the
-kernel's first parameter); `make` builds the arguments (values or activities) from
+kernel's first parameter; "overflow": dg.autodiff, on a GPU first with the
+last argument as the kernel's last, which must overflow the heap tape:
+scripts/gpu_cases/tape_overflow.py); `make` builds the arguments (values or activities) from
 a numpy Generator, `ref` (numpy reference) updates copies of them in place to
 the expected result, None: the CPU's result is expected.
 

@@ -131,11 +131,34 @@ def run_case(kernel, grid, block, mode, args):
         return None
     if mode == "reverse":
         return dg.autodiff(kernel[grid, block], *args)
+    if mode == "overflow":  # scripts/gpu_cases/tape_overflow.py
+        *args, big = args
+        if hasattr(big, "get"):  # on a GPU: first a launch whose tape outgrows the heap
+            expect_overflow(kernel, grid, block, args[:-1] + [big])
+        return dg.autodiff(kernel[grid, block], *args)
     if mode == "vjp":  # dg.vjp: the last argument is the first parameter's cotangent
         cot = {kernel.arg_names[0]: args[-1]}
         return list(dg.vjp(kernel[grid, block], *args[:-1], cotangents=cot).values())
     dg.fwddiff(kernel[grid, block], *args)
     return None
+
+
+def expect_overflow(kernel, grid, block, args) -> None:
+    """dg.autodiff of `args` must raise the LaunchError of a tape that
+    outgrew the device heap (runtime/tape_overflow.py), after the launch;
+    it runs on copies (the case's own launch follows on the originals)."""
+    from diffgpu.activities import Activity
+    def copy(x):
+        return x.copy() if hasattr(x, "shape") else x
+    copies = [type(a)(*[copy(v) for v in (a.value, a.shadow) if v is not None])
+              if isinstance(a, Activity) else copy(a) for a in args]
+    try:
+        dg.autodiff(kernel[grid, block], *copies)
+    except dg.LaunchError as exc:
+        if "tape outgrew the GPU's malloc heap" not in str(exc):
+            raise
+        return
+    raise AssertionError("the launch whose tape outgrows the heap raised nothing")
 
 
 def signature_of(kernel, args):
@@ -150,6 +173,9 @@ def diff_of(mode, args):
     from diffgpu.activities import Activity
     if mode in ("launch", "generic", "vjp"):  # (vjp: dg.vjp picks its program)
         return None
+    if mode == "overflow":  # dg.autodiff; the last argument holds other trip counts
+        return ("reverse", tuple(a.kind if isinstance(a, Activity) else "const"
+                                 for a in args[:-1]))
     return (mode, tuple(a.kind if isinstance(a, Activity) else "const" for a in args))
 
 
