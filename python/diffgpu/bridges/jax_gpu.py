@@ -124,13 +124,13 @@ def prepare(spec, chip: str, inputs: dict) -> None:
     `vjp_call` use for inputs like these (numpy arrays and scalars), into the
     disk cache; no GPU needed."""
     from diffgpu.driver.launch import get_program
-    from diffgpu.interop import numpy_dtype
+    from diffgpu.runtime.args import numpy_dtype
     from diffgpu.types import FLOAT_DTYPES, dtype_name
 
     arguments = dict(inputs)
     for n in spec.outputs:
         shape, dtype = spec.out_shape(n, inputs)
-        arguments[n] = np.zeros(shape, numpy_dtype(dtype))
+        arguments[n] = np.zeros(shape, numpy_dtype(dtype_name(dtype), f"output {n!r}"))
     types = _types(spec, arguments)
     wrt = [n for n in spec.arrays if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]
     outs = [n for n in spec.outputs if dtype_name(arguments[n].dtype) in FLOAT_DTYPES]

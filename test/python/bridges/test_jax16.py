@@ -152,6 +152,7 @@ def test_prepare_bfloat16_for_the_gpu(tmp_path, monkeypatch):
     # f.prepare: the forward and the reverse program with float32 shadows of
     # the bfloat16 arrays (dup32) that the GPU lowering launches, for sm_90
     monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(OPS["square_scale"][0], "_programs", {})  # none compiled in memory
     OPS_J["square_scale"].prepare("sm_90", H.values(70, "bfloat16", 0).astype(jnp.bfloat16),
                                   1.5)
     entries = H.gpu_entries(tmp_path)
