@@ -71,6 +71,16 @@ def check_gather(dtype, device="cpu"):
 
 
 @pytest.mark.parametrize("dtype", DTYPES16)
+def test_sum_backward_expanded_cotangent(dtype):
+    # y.sum().backward(): torch's cotangent of y is a stride-0 expansion of
+    # one element, taken as it is (its bits viewed for bfloat16)
+    x = _tensor(H.values(70, dtype, 0), dtype, grad=True)
+    OPS_T["square_scale"](x, 1.5).sum().backward()
+    assert x.grad.dtype == x.dtype and x.grad.device == x.device
+    H.assert_rounded(x.grad.float().cpu(), 3.0 * x.detach().float().cpu(), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES16)
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_forward_and_backward_within_rounding(name, dtype):
     check_op(name, dtype)
@@ -181,3 +191,4 @@ def test_gpu_compile_fullgraph_bfloat16(cuda):
     op = OPS_T["dense_tanh"]
     check_op("dense_tanh", "bfloat16", device=cuda,
              fn=torch.compile(lambda x, w, b: op(x, w, b), fullgraph=True))
+
