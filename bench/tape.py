@@ -16,6 +16,11 @@ reverse time (ms, median of rounds), the peak device memory (CuPy's pool
 high-water mark after `free_all_blocks`, JAX's `peak_bytes_in_use`,
 `torch.cuda.max_memory_allocated`) in MB, and for the tape the host time per
 recorded launch (the recording loop) and per operation of a captured graph.
+Per program and way also the device operations per recorded operation
+(kernels / copies / memsets of the forward and the reverse, from
+tape.stats: `device_ops`), and for the captured graph its nodes (CUDA's
+DOT dump of it, `graph_nodes`) and the host time of one `graph.launch()`
+per recorded operation next to its device time per operation.
 
 | way       | what runs                                                         |
 |-----------|-------------------------------------------------------------------|
@@ -165,6 +170,53 @@ def taped(name, a, steps, **opts):
     return tape, [a[w] for w in wrt]
 
 
+def device_ops(tape, reverse_stats=None) -> dict:
+    """Device operations of a recorded program's forward (its launches,
+    dg.copy / dg.fill, the tape's version copies; with checkpointing the
+    first-write copy of each buffer of its one state) and of its reverse
+    (tape.stats' counters after one gradient(), or `reverse_stats`: their
+    change over one reverse; with checkpointing the working state's copy,
+    the stored and restored states, the recomputed steps as kernels), as
+    kernels / copies / memsets. The fingerprints of check="end" (a
+    reduction per buffer read, once per recording) are not counted."""
+    ops = tape.operations
+    s = reverse_stats if reverse_stats is not None else tape.stats
+    state = sum(1 for b in tape.reg.buffers if b.written) if tape.revolve else 0
+    kernels = sum(op.kind == "launch" for op in ops)
+    copies = sum(op.kind == "copy" for op in ops) + tape.stats["snapshots"] + state
+    memsets = sum(op.kind == "fill" for op in ops)
+    states = (1 + s.get("stores", 0) + s.get("restores", 0)) * state
+    return {"kernels": kernels + s.get("vjps", 0) + s.get("adds", 0) + s.get("recomputed", 0),
+            "copies": copies + s.get("copies", 0) + states,
+            "memsets": memsets + s.get("zeros", 0)}
+
+
+def _ops_text(ops, T) -> str:
+    """'k/c/m' per recorded operation."""
+    return "/".join(f"{ops[k] / T:.2f}" for k in ("kernels", "copies", "memsets"))
+
+
+def graph_nodes(graph) -> dict | None:
+    """The node kinds of a captured CUDA graph (CuPy's `debug_dot_str`, the
+    runtime's DOT dump: one line per node, its kind in its label), or None
+    where it cannot be read."""
+    import re
+
+    try:
+        text = graph.graph.debug_dot_str()
+    except Exception:
+        return None
+    out = {"kernels": 0, "copies": 0, "memsets": 0, "other": 0}
+    for line in text.splitlines():
+        if "->" in line or "label=" not in line:
+            continue
+        kind = re.search(r"KERNEL|MEMCPY|MEMSET", line, re.IGNORECASE)
+        key = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets"}.get(
+            kind.group(0).lower() if kind else "", "other")
+        out[key] += 1
+    return out
+
+
 # -- the float64 numpy reference -----------------------------------------------------
 def numpy_reference(name, a, steps, dtype=np.float64):
     """The gradients of `forward`'s loss, by a hand-written numpy reverse of
@@ -252,6 +304,14 @@ def cpu_smoke() -> int:
         cg = ct.gradient(b["loss"], wrt=cw)
         t4 = time.perf_counter()
         assert all(np.array_equal(p, q) for p, q in zip(cg, ref)), f"{name}: checkpointed differs"
+        graph = tape.capture(a["loss"], wrt=wrt)
+        before = dict(tape.stats)
+        graph.launch()  # forward and reverse once more: the same calls a GPU graph holds
+        t7 = time.perf_counter()
+        got = graph.launch()
+        t8 = time.perf_counter()
+        assert all(np.array_equal(p, q) for p, q in zip(got, ref)), f"{name}: graph differs"
+        once = {k: (tape.stats[k] - before[k]) / 2 for k in ("vjps", "adds", "zeros", "copies")}
         c = inputs(name, n, np)
         t5 = time.perf_counter()
         hand = by_hand(name, c, steps, np)
@@ -261,15 +321,21 @@ def cpu_smoke() -> int:
         rows.append((name, T, (t2 - t0) * 1e3, (t4 - t3) * 1e3, (t6 - t5) * 1e3,
                      (t1 - t0) / T * 1e6, tape.stats["snapshot_bytes"] / 1e6,
                      ct.stats["peak_states"] * ct.stats["state_bytes"] / 1e6, k,
-                     ct.stats["recomputed"]))
+                     ct.stats["recomputed"], _ops_text(device_ops(tape, once), T),
+                     _ops_text(device_ops(ct), T), (t8 - t7) / T * 1e6))
     print("CPU smoke (numpy, the kernels run; wall time on a loaded machine: indicative)")
     print(f"{'program':8} {'ops':>5} {'tape F+B ms':>12} {'ckpt F+B ms':>12} {'vjp F+B ms':>11} "
           f"{'us/rec.op':>10} {'tape MB':>8} {'ckpt MB':>8} {'k':>4} {'recomp':>7}")
     for r in rows:
         print(f"{r[0]:8} {r[1]:5d} {r[2]:12.1f} {r[3]:12.1f} {r[4]:11.1f} {r[5]:10.1f} "
               f"{r[6]:8.2f} {r[7]:8.2f} {r[8]:4d} {r[9]:7d}")
-    print("checks: tape == float64 numpy, checkpointed == tape bitwise, hand-chained dg.vjp "
-          "== tape (rtol 2e-4)")
+    print("device operations per recorded op, kernels/copies/memsets (forward + reverse, "
+          "tape.stats); graph.launch() host time per recorded op (here: the calls themselves)")
+    print(f"{'program':8} {'tape (= graph)':>16} {'ckpt':>16} {'graph us/op':>12}")
+    for r in rows:
+        print(f"{r[0]:8} {r[10]:>16} {r[11]:>16} {r[12]:12.1f}")
+    print("checks: tape == float64 numpy, checkpointed == tape bitwise, graph == tape bitwise, "
+          "hand-chained dg.vjp == tape (rtol 2e-4)")
     return 0
 
 
@@ -386,10 +452,23 @@ def run(path: str) -> int:
             hand_new = lambda: by_hand(name, fresh(), steps, cp, fresh=True)  # noqa
             row["vjp/new"] = (_wall_ms(hand_new, sync), _peak_cupy(cp, hand_new))
         graph = tape.capture(a["loss"], wrt=wrt)
-        row["graph"] = (_wall_ms(graph.launch, sync), float("nan"))
-        for g, r in zip(graph.launch(), ref):
+        before = dict(tape.stats)
+        for g, r in zip(graph.launch(), ref):  # eager, then captured: checked first
             graph.synchronize()
             np.testing.assert_allclose(cp.asnumpy(g), r, rtol=1e-4, atol=1e-6 * np.abs(r).max())
+        once = {k: (tape.stats[k] - before[k]) / 2 for k in ("vjps", "adds", "zeros", "copies")}
+        row["graph"] = (_wall_ms(graph.launch, sync), float("nan"))
+        host = []
+        for _ in range(5):  # the host's part of a launch: one graph launch, no wait
+            sync()
+            t0 = time.perf_counter()
+            graph.launch()
+            host.append((time.perf_counter() - t0) * 1e6 / T)
+            sync()
+        ops = {"tape": _ops_text(device_ops(tape, once), T),
+               "ckpt": _ops_text(device_ops(tape_fb(checkpoints=k)[1]), T),
+               "graph": _ops_text(device_ops(tape, once), T)}
+        nodes = graph_nodes(graph)
         b = fresh()
         with dg.Tape():  # these arrays' roles looked up once
             forward(name, b, steps)
@@ -405,16 +484,22 @@ def run(path: str) -> int:
         sync()
         graph_us = row["graph"][0] * 1e3 / (2 * T)
         row.update(peers(name, n, steps, ref64))
-        rows.append((name, T, row, rec_us, plain_us, graph_us, k))
-    print("H200, wall ms of forward + reverse (median), peak device MB")
-    for name, T, row, rec_us, plain_us, graph_us, k in rows:
+        rows.append((name, T, row, rec_us, plain_us, graph_us, k, ops, nodes,
+                     sorted(host)[len(host) // 2]))
+    print("H200, wall ms of forward + reverse (median), peak device MB; device operations "
+          "per recorded op (kernels/copies/memsets, forward + reverse, from tape.stats)")
+    for name, T, row, rec_us, plain_us, graph_us, k, ops, nodes, host_us in rows:
         print(f"\n{name}: {T} operations, checkpoints={k}")
-        print(f"  {'way':9} {'F+B ms':>9} {'peak MB':>9} {'vs vjp':>7}")
+        print(f"  {'way':9} {'F+B ms':>9} {'peak MB':>9} {'vs vjp':>7} {'ops/rec.op k/c/m':>18}")
         for way, (ms, mb) in row.items():
             rel = ms / row["vjp"][0] if row["vjp"][0] else float("nan")
-            print(f"  {way:9} {ms:9.2f} {mb:9.1f} {rel:7.2f}")
+            print(f"  {way:9} {ms:9.2f} {mb:9.1f} {rel:7.2f} {ops.get(way, ''):>18}")
         print(f"  host per recorded launch: {rec_us:.1f} us (plain launch {plain_us:.1f} us); "
               f"per operation of the captured graph (F+B): {graph_us:.2f} us")
+        print(f"  captured graph per recorded op: device {row['graph'][0] * 1e3 / T:.2f} us, "
+              f"host (graph.launch()) {host_us:.3f} us; nodes per recorded op "
+              + (", ".join(f"{v / T:.2f} {n}" for n, v in nodes.items()) if nodes is not None
+                 else "n/a (no debug_dot_str)"))
     print(f"\nprograms: {STATS['disk_hit']} from the cache, {STATS['compile']} compiled, "
           f"{STATS['generic_fallback']} generic fallbacks")
     return 0

@@ -62,7 +62,7 @@ class Moved:
     fact); `race`, the host race checker's switch at the first call; the
     packed launch (`state`)."""
 
-    __slots__ = ("pos", "align", "spans", "race", "scalars_at", "state", "generic")
+    __slots__ = ("pos", "align", "spans", "race", "scalars_at", "state", "generic", "device")
 
     def __init__(self, recipe, flat):
         from diffgpu.runtime.specialize import array_extent
@@ -86,6 +86,7 @@ class Moved:
             self.spans = tuple(spans)
         self.scalars_at = tuple(p for p, t in enumerate(recipe.program.flat_types)
                                 if not isinstance(t, ArrayType))
+        self.device = recipe.program.kind == "gpu"
         self.state = None
 
     def run(self, recipe, flat) -> bool:
@@ -94,7 +95,10 @@ class Moved:
         programs are their own variant); False (nothing launched) when not.
         The packed launch is made again when a scalar differs from the last
         call's."""
-        ptrs = [pointer(flat[p]) for p in self.pos]
+        if self.device:  # (CuPy's arrays and the launch fast path's: their data.ptr)
+            ptrs = [flat[p].data.ptr for p in self.pos]
+        else:
+            ptrs = [pointer(flat[p]) for p in self.pos]
         if self.race is not None and racecheck_enabled() != self.race:
             return False
         if not self.generic:
@@ -106,16 +110,16 @@ class Moved:
                 return False
         # the scalars as the launch key has them (0.0 and -0.0 apart)
         scalars = tuple([(type(v), v if v else (v, repr(v)))
-                         for v in [flat[p] for p in self.scalars_at]])
+                         for v in map(flat.__getitem__, self.scalars_at)])
         state = self.state
         if state is None or state[0] != scalars:
             self._pack(recipe, flat, scalars)
             return True
         _scalars, done, where, lock = state
         if lock is None:  # the GPU: every pointer into a copy of the kept values
-            fn, values, current, device, grid, block, device_id = done
+            fn, values, current, device, grid, block, device_id, convert = done
             values = list(values)
-            conv = kernel_pointers()(tuple([np.uint64(ptrs[k]) for k, _o in where]))
+            conv = convert(tuple([np.uint64(ptrs[k]) for k, _o in where]))
             for (_k, offsets), ptr in zip(where, conv):
                 for o in offsets:
                     values[o] = ptr
@@ -147,7 +151,7 @@ class Moved:
             fn, values, current, device = ready.packed
             where = tuple((index[p], o) for p, o in recipe._pointer_slots(program, every))
             self.state = (scalars, (fn, tuple(values), current, device, ready.grid,
-                                    recipe.block, device_id), where, None)
+                                    recipe.block, device_id, kernel_pointers()), where, None)
             return
         host, entry = program.host, program.entry
         done = host.pack(entry, flat, program.flat_types, recipe.grid, recipe.block)

@@ -263,12 +263,17 @@ class Recipe:
         src, values = self._src
         pools = (args, seeds, bufs, values)
         flat = [pools[k][what] for k, what in src]
+        m = self.moved
+        if m is None:
+            m = self.moved = Moved(self, flat)
         scope = self._scope
         if scope is None or scope[2]() == scope[1]:
-            self._moved(flat)
+            if not m.run(self, flat):
+                self._refacted(flat)
         else:
             with scope[0](scope[1]):
-                self._moved(flat)
+                if not m.run(self, flat):
+                    self._refacted(flat)
         return bufs
 
     def _moved(self, flat) -> bool:
@@ -279,12 +284,17 @@ class Recipe:
             m = self.moved = Moved(self, flat)
         if m.run(self, flat):
             return True
+        self._refacted(flat)
+        return False
+
+    def _refacted(self, flat) -> None:
+        """`flat` breaks a launch fact of the kept program: run the program
+        its own facts select (the recipe keeps its own)."""
         STATS["moved_refacted"] += 1
         facts = L.facts_for(flat, self.ftypes, self.target, self.grid, self.block)
         program = L.get_program(self.kernel, self.types, self.target, diff=self.diff,
                                 facts=facts)
         L.run_program(program, flat, self.sig, self.grid, self.block)
-        return False
 
     def _resolve(self, args, seeds) -> None:
         """What the first call learns once: the device scope, the function

@@ -45,6 +45,16 @@ def _numpy_counts(name, steps):
     return tape.stats, _vjp_calls() - before
 
 
+def _reverse_counts(name):
+    """steps -> the reverse's counters of `name` with that many steps and
+    the hand chain's dg.vjp calls."""
+    def counts(steps):
+        s, hand = _numpy_counts(name, steps)
+        return {"vjps": s["vjps"], "hand vjps": hand, "adds": s["adds"], "zeros": s["zeros"],
+                "copies": s["copies"]}
+    return counts
+
+
 def _per_step(fn, t1, t2):
     """fn(steps) -> dict of counts; the counts per step (exact integers)."""
     c1, c2 = fn(t1), fn(t2)
@@ -60,11 +70,7 @@ def test_heat_reverse_is_one_vjp_per_step_and_nothing_else():
     """Each step's output is written whole: its adjoint is dropped after its
     reverse, and the next step's gradient (a fresh array) is adopted as the
     other array's adjoint: no add, no zero fill, no copy."""
-    def counts(steps):
-        s, hand = _numpy_counts("heat", steps)
-        return {"vjps": s["vjps"], "hand vjps": hand, "adds": s["adds"], "zeros": s["zeros"],
-                "copies": s["copies"]}
-    per = _per_step(counts, 4, 8)
+    per = _per_step(_reverse_counts("heat"), 4, 8)
     assert per == {"vjps": 1, "hand vjps": 1, "adds": 0, "zeros": 0, "copies": 0}
     s, _ = _numpy_counts("heat", 8)
     assert (s["adds"], s["zeros"], s["copies"]) == (0, 0, 0)  # not even at the ends
@@ -79,11 +85,7 @@ def test_spring_reverse_adds_only_what_two_readers_of_one_array_need():
     and k's into its running sum. The hand chain makes the same two adds
     (`gx + r["x"]`, `gk += r["k"]`) and four copies (it copies its
     cotangents too)."""
-    def counts(steps):
-        s, hand = _numpy_counts("spring", steps)
-        return {"vjps": s["vjps"], "hand vjps": hand, "adds": s["adds"], "zeros": s["zeros"],
-                "copies": s["copies"]}
-    per = _per_step(counts, 3, 6)
+    per = _per_step(_reverse_counts("spring"), 3, 6)
     assert per == {"vjps": 2, "hand vjps": 2, "adds": 2, "zeros": 0, "copies": 2}
     s, _ = _numpy_counts("spring", 6)
     assert s["zeros"] == 1  # v's adjoint at the last step: v's final value is not a loss

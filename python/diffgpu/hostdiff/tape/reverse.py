@@ -251,14 +251,17 @@ class Step:
         else:
             return False
         vals = list(args)
-        for p, whole in self.items:
-            a = args[p]
-            if resolve is None:
+        if resolve is None:
+            for p, whole in self.items:
+                a = args[p]
                 v = a.version
                 r = v.array if v is not None and v.array is not None else a.view.buf.root
-            else:
+                vals[p] = r if whole else a.view.on(r)
+        else:
+            for p, whole in self.items:
+                a = args[p]
                 r = resolve(a)
-            vals[p] = r if whole else a.view.on(r)
+                vals[p] = r if whole else a.view.on(r)
         for p in self.ints:
             vals[p] = M.copy(vals[p])  # the derivative kernel runs the primal: keep the version
             adj.copies += 1
@@ -296,8 +299,10 @@ class Step:
                     roots[a.view.buf.index] = res[where]
                 else:
                     adj.set(a, res[where], whole)
+            elif how == DROP:  # the kernel zeroed it; the whole buffer's: dropped
+                roots.pop(a.view.buf.index, None)
             else:
-                adj.zero(a, whole)  # (DROP: the kernel zeroed it; dropped)
+                adj.zero(a, whole)
         if adj.keep is not None:
             _drop_dead(op, self.reads, adj)
         return True
@@ -429,10 +434,12 @@ def sweep_versions(tape, adj) -> None:
     memo, done = {}, 0
     for op in reversed(tape.ops):
         step = op.rev
-        if type(step) is Step:
-            done += step.run(op, None, adj)
-        else:
-            done += reverse_op(op, None, adj, memo)
+        if type(step) is not Step:
+            if op.kind != "launch":
+                done += reverse_op(op, None, adj)
+                continue
+            step = step_of(op, memo)
+        done += step.run(op, None, adj)
     tape.stats["reversed"] += done
     adj.flush(tape.stats)
 
@@ -459,6 +466,7 @@ def sweep_revolve(tape, adj) -> None:
             tape.stats["recomputed"] += act[2] - act[1]
         elif kind == "store":
             slots[act[1]] = {i: copy_root(a) for i, a in work.items()}
+            tape.stats["stores"] = tape.stats.get("stores", 0) + 1
         elif kind == "free":
             del slots[act[1]]
         elif kind == "restore":
