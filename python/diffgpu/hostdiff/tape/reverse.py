@@ -255,7 +255,9 @@ class Step:
             for p, whole in self.items:
                 a = args[p]
                 v = a.version
-                r = v.array if v is not None and v.array is not None else a.view.buf.root
+                r = v.array if v is not None else None
+                if r is None:
+                    r = a.view.buf.root
                 vals[p] = r if whole else a.view.on(r)
         else:
             for p, whole in self.items:
@@ -354,8 +356,12 @@ def step_of(op, memo=None) -> Step:
         return step
     mkey = None
     if memo is not None:
-        mkey = (op.kernel, op.grid, op.block, op.roles,
-                *[a.view if type(a) is Item else type(a) for a in op.args])
+        # the recording's plan of the launch, shared by its launches on the same
+        # arrays (record.py), else the op's views themselves
+        plan = getattr(op, "plan", None)
+        mkey = id(plan) if plan is not None else (
+            op.kernel, op.grid, op.block, op.roles,
+            *[a.view if type(a) is Item else type(a) for a in op.args])
         step = memo.get(mkey)
     if step is None:
         kernel = op.kernel
