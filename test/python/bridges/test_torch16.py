@@ -70,14 +70,19 @@ def check_gather(dtype, device="cpu"):
     H.assert_rounded(xt.grad.float().cpu(), grad, dtype)
 
 
-@pytest.mark.parametrize("dtype", DTYPES16)
-def test_sum_backward_expanded_cotangent(dtype):
-    # y.sum().backward(): torch's cotangent of y is a stride-0 expansion of
-    # one element, taken as it is (its bits viewed for bfloat16)
-    x = _tensor(H.values(70, dtype, 0), dtype, grad=True)
+def check_sum_backward(dtype, device="cpu"):
+    """y.sum().backward(): torch's cotangent of y is a stride-0 expansion of
+    one element, taken as it is (on a GPU without MLIR: the generic
+    programs, prepared for contiguous cotangents)."""
+    x = _tensor(H.values(70, dtype, 0), dtype, device, grad=True)
     OPS_T["square_scale"](x, 1.5).sum().backward()
     assert x.grad.dtype == x.dtype and x.grad.device == x.device
     H.assert_rounded(x.grad.float().cpu(), 3.0 * x.detach().float().cpu(), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES16)
+def test_sum_backward_expanded_cotangent(dtype):
+    check_sum_backward(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES16)
@@ -192,3 +197,8 @@ def test_gpu_compile_fullgraph_bfloat16(cuda):
     check_op("dense_tanh", "bfloat16", device=cuda,
              fn=torch.compile(lambda x, w, b: op(x, w, b), fullgraph=True))
 
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES16)
+def test_gpu_sum_backward_expanded_cotangent(cuda, dtype):
+    check_sum_backward(dtype, cuda)
