@@ -35,7 +35,7 @@ of tangents), where the integer words alone would lose it.
 from __future__ import annotations
 
 from diffgpu import switches
-from diffgpu.abi import TAPE_OVERFLOW_GLOBAL as OVERFLOW_GLOBAL
+from diffgpu.abi import TAPE_OVERFLOW_GLOBAL as OVERFLOW_GLOBAL, TAPE_RECOVER_GLOBAL as RECOVER_GLOBAL
 from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.lowering.common.ir_util import isa, sym_name
 
@@ -185,8 +185,8 @@ def _grow(h, buf, cnt, cap, initial):
         with ir.InsertionPoint(done.else_block):
             if limit is not None:  # allocated, but over the cap: give it back
                 _free_if_allocated(nb)
-            flag = overflow_flag()
-            memref.store(newcap, flag, [c0])
+            memref.store(newcap, overflow_flag(), [c0])
+            _trap_unless_recovering()
             scf.YieldOp([last])
         scf.YieldOp([done.results[0]])
     with ir.InsertionPoint(attempt.else_block):  # overflowed before: the last slot
@@ -204,22 +204,39 @@ def _free_if_allocated(buf):
 
 
 def overflow_flag():
-    """`memref.get_global @__dg_tape_overflow` at the insertion point; the
-    global (public, one index word, zero) is added to the enclosing module
-    once."""
+    """`memref.get_global @__dg_tape_overflow` (zero: no overflow) at the
+    insertion point; the global is added to the enclosing module once."""
+    return _word_global(OVERFLOW_GLOBAL, 0)
+
+
+def _trap_unless_recovering() -> None:
+    """A trap unless the module's `@__dg_tape_recover` is non-zero: it is 1
+    as compiled (the thread goes on, the runtime reads the overflow flag);
+    a launcher that cannot read the flag (XLA, for dg.jax on a GPU) runs
+    the PTX with it set to 0 (runtime/tape_overflow.py `trapping_ptx`), so
+    its launch fails instead of computing garbage."""
+    recover = memref.load(_word_global(RECOVER_GLOBAL, 1), [B.idx(0)])
+    stop = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, recover, B.idx(0)))
+    with ir.InsertionPoint(stop.then_block):
+        ir.Operation.create("llvm.intr.trap")
+        scf.YieldOp([])
+
+
+def _word_global(name: str, value: int):
+    """`memref.get_global @name` of a public one-index-word global that
+    starts as `value`, added to the enclosing module once."""
     t = ir.MemRefType.get([1], B.index_type())
     op = ir.InsertionPoint.current.block.owner
     while op is not None and op.name != "builtin.module":
         op = op.operation.parent
     body = op.regions[0].blocks[0]
-    if not any(o.operation.name == "memref.global" and sym_name(o) == OVERFLOW_GLOBAL
+    if not any(o.operation.name == "memref.global" and sym_name(o) == name
                for o in body.operations):
-        zero = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([1], B.index_type()),
-                                              ir.IntegerAttr.get(B.index_type(), 0))
+        init = ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([1], B.index_type()),
+                                              ir.IntegerAttr.get(B.index_type(), value))
         with ir.InsertionPoint.at_block_begin(body):
-            memref.GlobalOp(OVERFLOW_GLOBAL, ir.TypeAttr.get(t), initial_value=zero,
-                            alignment=8)
-    return memref.get_global(t, OVERFLOW_GLOBAL)
+            memref.GlobalOp(name, ir.TypeAttr.get(t), initial_value=init, alignment=8)
+    return memref.get_global(t, name)
 
 
 def _free_heap(buf, initial=INITIAL_WORDS):

@@ -63,6 +63,10 @@ CANCEL_ADDR_FUNC = "__dg_host_cancel_addr"
 #: and the host function that returns and clears it
 TAPE_OVERFLOW_GLOBAL = "__dg_tape_overflow"
 TAPE_STATUS_FUNC = "__dg_host_tape_status"
+#: ... and the global index word that lets the thread go on after recording
+#: it (1 as compiled); 0 makes the overflow a trap (for launchers that
+#: cannot read the flag: runtime/tape_overflow.py `trapping_ptx`)
+TAPE_RECOVER_GLOBAL = "__dg_tape_recover"
 #: race-checked host variant: its entry points and site tables
 RACE_BEGIN_FUNC = "__dg_race_begin"
 RACE_END_FUNC = "__dg_race_end"

@@ -24,7 +24,10 @@ to its array's dtype once, by XLA after the call.
 
 Limits: the block must be one-dimensional with a multiple of 32 threads (the
 custom call launches `num_warps * 32` threads in x); a derivative kernel
-whose tape needs device malloc relies on CUDA's default 8 MB heap.
+whose tape needs device malloc relies on CUDA's default 8 MB heap, and as
+XLA cannot read the tape's overflow flag, a tape that outgrows it traps
+(the call fails) instead of computing garbage (runtime/tape_overflow.py
+`trapping_ptx`).
 """
 from __future__ import annotations
 
@@ -171,7 +174,8 @@ def _launch(spec, arguments: dict, flat: list, written: list, diff=None) -> list
         grid = (g[0] // coarsen,) + g[1:]
     results = tuple((tuple(flat[k][1].shape), np.dtype(flat[k][1].dtype)) for k in written)
     aliases = tuple((op_index[k], r) for r, k in enumerate(written))
-    return call_p.bind(*operands, ptx=program.payload["ptx"], entry=program.entry,
+    from diffgpu.runtime.tape_overflow import trapping_ptx  # XLA cannot read the tape's flag
+    return call_p.bind(*operands, ptx=trapping_ptx(program.payload["ptx"]), entry=program.entry,
                        params=tuple(params), grid=_grid(grid), threads=_threads(block),
                        results=results, aliases=aliases, cc=cc)
 

@@ -17,9 +17,17 @@ the launch the runtime reads the flag and clears it, and raises
   (`launch_checks.watch_unknown`), or a launch's tape reached the heap
   (`launch_checks.check_heap`): one stream synchronisation and 8 bytes.
 
+A launcher that cannot read the flag (XLA runs the PTX itself for dg.jax
+on a GPU, bridges/jax_gpu.py) takes `trapping_ptx(ptx)`: the same PTX with
+the module's `@__dg_tape_recover` starting at 0 instead of 1, so that a
+thread whose tape cannot grow traps (the launch fails, as a fault would)
+instead of going on with garbage.
+
 Imports only errors.py: both runtimes use it.
 """
 from __future__ import annotations
+
+import re
 
 from diffgpu.errors import LaunchError
 
@@ -37,3 +45,18 @@ def overflow_error(name: str, words: int, heap: str) -> LaunchError:
         "hold partial values). Launch fewer threads or fewer loop trips, or write the loop "
         "as a `for` over range(n) with n a scalar argument or an array extent, whose tape "
         "is checked before the launch (docs/autodiff.md, \"A tape larger than the heap\")")
+
+
+_RECOVER = re.compile(r"(\.visible\s+\.global\s[^;=]*\b__dg_tape_recover\[8\])\s*=\s*\{1\};")
+
+
+def trapping_ptx(ptx: str) -> str:
+    """`ptx` whose tape overflow traps (module docstring); PTX without a
+    heap tape is returned as it is."""
+    if "__dg_tape_recover" not in ptx:
+        return ptx
+    out, n = _RECOVER.subn(r"\1;", ptx)
+    if n != 1:
+        raise LaunchError("internal: the PTX declares __dg_tape_recover in an unexpected "
+                          "form; a derivative's heap tape could not be made to trap on overflow")
+    return out

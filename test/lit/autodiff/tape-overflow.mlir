@@ -4,7 +4,8 @@
 // the words asked for in @__dg_tape_overflow and yields the buffer's last
 // slot, as every later push of that thread does (its counter past the
 // buffer: cnt > cap); a pop reads at most the buffer's last slot. The
-// runtime reads the flag after the launch (runtime/cpu.py, runtime/gpu.py).
+// runtime reads the flag after the launch (runtime/cpu.py, runtime/gpu.py);
+// a launcher that cannot (XLA) sets @__dg_tape_recover to 0: a trap.
 // RUN: diffgpu-opt %s --diffgpu-autodiff | FileCheck %s
 // RUN: env DIFFGPU_TAPE_CAP_WORDS=1024 diffgpu-opt %s --diffgpu-autodiff | FileCheck %s --check-prefix=CAPPED
 // RUN: diffgpu-opt %s --diffgpu-autodiff --diffgpu-lower-to-host | FileCheck %s --check-prefix=HOST
@@ -32,7 +33,8 @@ func.func @k(%x: f64, %n: index, %seed: f64, %g: !A) attributes {diffgpu.kernel,
   memref.store %d, %g[%c0] : !A
   return
 }
-// CHECK: memref.global @__dg_tape_overflow : memref<1xindex> = dense<0>
+// CHECK-DAG: memref.global @__dg_tape_overflow : memref<1xindex> = dense<0>
+// CHECK-DAG: memref.global @__dg_tape_recover : memref<1xindex> = dense<1>
 // CHECK-LABEL: func.func @__dg_rev_f_
 // CHECK: %[[H:.+]] = memref.alloca() : memref<1xmemref<?xi64>>
 // CHECK: %[[N:.+]] = memref.alloca() : memref<1xindex>
@@ -57,6 +59,12 @@ func.func @k(%x: f64, %n: index, %seed: f64, %g: !A) attributes {diffgpu.kernel,
 // CHECK:     } else {
 // CHECK:       %[[FLAG:.+]] = memref.get_global @__dg_tape_overflow : memref<1xindex>
 // CHECK:       memref.store %[[NEW]], %[[FLAG]][%{{.+}}] : memref<1xindex>
+// a trap unless @__dg_tape_recover (1 as compiled) says go on
+// CHECK:       %[[RG:.+]] = memref.get_global @__dg_tape_recover : memref<1xindex>
+// CHECK:       %[[R:.+]] = memref.load %[[RG]]
+// CHECK:       %[[STOP:.+]] = arith.cmpi eq, %[[R]], %{{.+}} : index
+// CHECK:       scf.if %[[STOP]] {
+// CHECK-NEXT:    llvm.intr.trap
 // CHECK:       scf.yield %[[LAST]] : index
 // CHECK:   } else {
 // CHECK:     scf.yield %[[LAST]] : index
