@@ -294,6 +294,8 @@ class GpuProgram:
                 cupy = cupy_module()
                 self._cuda = (cupy.cuda.runtime.getDevice, cupy.cuda.Device)
                 fn = self._fns[device_id] = self._load(device_id)
+            if self.watching:  # read the tape's flag after each launch (`watch_tape`)
+                fn = self._checking(fn, device_id)
             packed = (fn, as_kernel_pointers(pack_fast(args, arg_types, self.lean))) + self._cuda
             if ready.seen:
                 ready.packed = packed
@@ -303,8 +305,6 @@ class GpuProgram:
         else:
             with device(device_id):
                 fn(ready.grid, ready.block, values)
-        if self.watching:
-            self.check_tape(device_id)
 
     def launch(self, args, arg_types, grid, block, device_id: int = 0) -> None:
         if not self._checked:
@@ -323,9 +323,18 @@ class GpuProgram:
     def watch_tape(self) -> None:
         """From now on read the tape's overflow flag after each launch (a
         program whose heap tape has no formula, or whose launch reached the
-        heap: runtime/launch_checks.py); nothing for PTX without the flag."""
+        heap: runtime/launch_checks.py, which calls this before the launch
+        key's first launch packs it); nothing for PTX without the flag."""
         self.watching = self.watching or (self.uses_malloc and
                                           _FLAG_DECL.search(self.ptx) is not None)
+
+    def _checking(self, fn, device_id: int):
+        """`fn` followed by `check_tape`: what the packed launch of a watched
+        program calls (its callers keep it: the fast path, dg.vjp's replay)."""
+        def launch(grid, block, values):
+            fn(grid, block, values)
+            self.check_tape(device_id)
+        return launch
 
     def check_tape(self, device_id: int) -> None:
         """After a launch on the current stream: wait for it, read the flag

@@ -184,3 +184,34 @@ def test_which_gpu_programs_read_the_flag(monkeypatch):
 def _copies_of(n, threads=64):
     a = np.zeros((threads, n + 1))
     return [a, a.copy(), np.zeros(threads), np.ones(threads), n]
+
+
+def test_a_watched_gpu_program_reads_the_flag_after_every_launch(monkeypatch):
+    """The packed launch of a watched program (what the fast path and
+    dg.vjp's replay call again directly) reads the flag after each launch;
+    an unwatched one is the loaded function itself. A stand-in function and
+    flag reader: no GPU needed."""
+    from diffgpu.runtime import gpu
+    from diffgpu.types import ScalarType
+
+    runs, reads = [], []
+
+    class Ready:  # runtime/fastpath.py's, as launch_cached uses it
+        packed, seen, grid, block = None, True, (1, 1, 1), (64, 1, 1)
+
+    def fn(grid, block, values):
+        runs.append(values)
+
+    for watched in (False, True):
+        runs.clear(), reads.clear()
+        p = gpu.GpuProgram(".visible .global .align 8 .b8 __dg_tape_overflow[8];\n", "k")
+        p.watching = watched
+        p._fns[0], p._cuda = fn, (lambda: 0, None)
+        monkeypatch.setattr(p, "check_tape", lambda device_id: reads.append(device_id))
+        ready = Ready()
+        for _ in range(2):
+            p.launch_cached(ready, (5,), (ScalarType("int64"),), 0)
+        kept = ready.packed[0]
+        kept((1, 1, 1), (64, 1, 1), ready.packed[1])  # as hostdiff/replay.py calls it
+        assert len(runs) == 3 and reads == ([0, 0, 0] if watched else [])
+        assert (kept is fn) is not watched
