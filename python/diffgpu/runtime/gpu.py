@@ -348,6 +348,8 @@ class GpuProgram:
         ptr, word = found
         with cupy.cuda.Device(device_id):
             stream = cupy.cuda.get_current_stream()
+            if _capturing(stream):  # a CUDA graph being captured: no sync possible; the
+                return              # program's next launch outside a graph reads the flag
             ptr.copy_to_host_async(word.ctypes.data, 8, stream)
             stream.synchronize()
             if not word[0]:
@@ -365,6 +367,12 @@ class GpuProgram:
         that appends the scratch of the current stream (runtime/scratch.py)."""
         fn = _load_function(self.ptx, self.entry, device_id)
         return fn if self.scratch is None else self.scratch.wrap(fn, device_id)
+
+
+def _capturing(stream) -> bool:
+    """Is `stream` (CuPy's) capturing a CUDA graph (dg.Tape's `capture`)?"""
+    test = getattr(stream, "is_capturing", None)
+    return bool(test()) if test is not None else False
 
 
 def _scratch_of(abi):

@@ -215,3 +215,58 @@ def test_a_watched_gpu_program_reads_the_flag_after_every_launch(monkeypatch):
         kept((1, 1, 1), (64, 1, 1), ready.packed[1])  # as hostdiff/replay.py calls it
         assert len(runs) == 3 and reads == ([0, 0, 0] if watched else [])
         assert (kept is fn) is not watched
+
+
+def test_the_gpu_flag_read(monkeypatch):
+    """runtime/gpu.py `check_tape` on a stand-in CuPy: 8 bytes copied on the
+    launch's stream and one sync; a non-zero word is cleared and raised (the
+    kernel, the words, the heap); nothing is read while a CUDA graph is
+    being captured."""
+    import contextlib
+    import ctypes
+    import types
+
+    from diffgpu.runtime import gpu
+
+    log = []
+
+    class Flag:  # the MemoryPointer of the module's flag
+        word = 0
+
+        def copy_to_host_async(self, dst, size, stream):
+            log.append(("copy", size))
+            ctypes.c_int64.from_address(dst).value = self.word
+
+        def memset_async(self, value, size, stream):
+            log.append(("memset", value, size))
+            self.word = value
+
+    class Stream:
+        capturing = False
+
+        def is_capturing(self):
+            return self.capturing
+
+        def synchronize(self):
+            log.append(("sync",))
+
+    flag, stream = Flag(), Stream()
+    cuda = types.SimpleNamespace(Device=lambda d: contextlib.nullcontext(),
+                                 get_current_stream=lambda: stream)
+    monkeypatch.setattr(gpu, "cupy_module", lambda: types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(gpu, "_flag_of", lambda ptx, entry, device_id: flag)
+    monkeypatch.setattr(gpu, "heap_room", lambda device_id: (1 << 30, 1 << 20))
+    p = gpu.GpuProgram(".visible .global .align 8 .b8 __dg_tape_overflow[8];\n", "e", name="walk")
+    p.check_tape(0)
+    assert log == [("copy", 8), ("sync",)]
+    flag.word = 1 << 21
+    log.clear()
+    with pytest.raises(dg.LaunchError, match=r"kernel 'walk': its derivative's tape outgrew the "
+                                             r"GPU's malloc heap of 1073741824 bytes: a "
+                                             r"thread's tape needed a buffer of 2097152 words"):
+        p.check_tape(0)
+    assert log == [("copy", 8), ("sync",), ("memset", 0, 8), ("sync",)] and flag.word == 0
+    stream.capturing, flag.word = True, 5
+    log.clear()
+    p.check_tape(0)
+    assert log == [] and flag.word == 5
