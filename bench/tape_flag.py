@@ -43,25 +43,11 @@ import numpy as np  # noqa: E402
 
 import diffgpu as dg  # noqa: E402
 
+sys.path.insert(0, os.path.join(REPO, "test", "python"))
+from kernels_loop_tapes import spin, spin_grad  # noqa: E402
+
 THREADS, TRIPS, GRID, BLOCK = 1024, 300, 4, 256
 ROUNDS = {"dg.autodiff": 200, "kernel launch": 1000}
-
-
-@dg.kernel
-def spin(out, x, n):
-    i = dg.global_id(0)
-    if i < len(x):
-        s = x[i]
-        t = 0
-        while t < n[i]:
-            s = dg.sin(s) * 0.9 + 0.1 * x[i]
-            t += 1
-        out[i] = s
-
-
-@dg.kernel
-def spin_grad(out, dout, x, dx, n):
-    dg.autodiff(spin, dg.Duplicated(out, dout), dg.Duplicated(x, dx), n)
 
 
 def _arrays(xp):

@@ -9,7 +9,10 @@ scripts/gpu_cases/loop_tapes.py.
   s is kept at checkpoints;
 - `scan_written`: a recurrence that loads an array the loop writes: its
   body cannot be evaluated again, so it keeps the tape (the heap on a GPU
-  once it outgrows 128 words).
+  once it outgrows 128 words);
+- `spin`: a `while` loop whose trip counts are read from an array: its tape
+  has no formula of the launch (test/python/runtime/test_tape_overflow.py,
+  scripts/gpu_cases/tape_overflow.py, bench/tape_flag.py).
 """
 from __future__ import annotations
 
@@ -92,3 +95,20 @@ def two_carried(out, x, w, n):
             p = p * s
             s = dg.sin(s) * w[t] + p * 0.1
         out[i] = s + p
+
+
+@dg.kernel
+def spin(out, x, n):
+    i = dg.global_id(0)
+    if i < len(x):
+        s = x[i]
+        t = 0
+        while t < n[i]:
+            s = dg.sin(s) * 0.9 + 0.1 * x[i]
+            t += 1
+        out[i] = s
+
+
+@dg.kernel
+def spin_grad(out, dout, x, dx, n):
+    dg.autodiff(spin, dg.Duplicated(out, dout), dg.Duplicated(x, dx), n)

@@ -10,25 +10,7 @@ import pytest
 import diffgpu as dg
 from diffgpu import switches
 from diffgpu.runtime import launch_checks as LC
-from kernels_loop_tapes import scan_written_grad
-
-
-@dg.kernel
-def spin(out, x, n):
-    """Trip counts read from an array: no formula of the launch."""
-    i = dg.global_id(0)
-    if i < len(x):
-        s = x[i]
-        t = 0
-        while t < n[i]:
-            s = dg.sin(s) * 0.9 + 0.1 * x[i]
-            t += 1
-        out[i] = s
-
-
-@dg.kernel
-def spin_grad(out, dout, x, dx, n):
-    dg.autodiff(spin, dg.Duplicated(out, dout), dg.Duplicated(x, dx), n)
+from kernels_loop_tapes import scan_written_grad, spin, spin_grad
 
 
 def _spin_args(trips, threads=8, seed=0):
