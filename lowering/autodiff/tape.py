@@ -14,7 +14,10 @@ for calls) go on a per-thread LIFO stack of i64 words:
 A push appends before the terminator of the value's forward block (growing
 the buffer by doubling, with memref.alloc/dealloc), a pop is emitted at the
 start of the matching reverse block; since the reverse sweep replays every
-block in exactly the reverse order, pushes and pops match LIFO.
+block in exactly the reverse order, pushes and pops match LIFO. A buffer
+that cannot grow (`malloc` returned null) never faults the launch: the
+thread records the overflow in the module's `@__dg_tape_overflow`, which
+the runtime reads after the launch, and keeps its buffer (`_grow`).
 
 Loops with a small constant trip count never reach the stack: the function
 being differentiated gets them unrolled first (unroll.py), so their values
@@ -35,7 +38,8 @@ of tangents), where the integer words alone would lose it.
 from __future__ import annotations
 
 from diffgpu import switches
-from diffgpu.abi import TAPE_OVERFLOW_GLOBAL as OVERFLOW_GLOBAL, TAPE_RECOVER_GLOBAL as RECOVER_GLOBAL
+from diffgpu.abi import TAPE_OVERFLOW_GLOBAL as OVERFLOW_GLOBAL
+from diffgpu.abi import TAPE_RECOVER_GLOBAL as RECOVER_GLOBAL
 from diffgpu._mlir import arith, ir, memref, scf
 from diffgpu.lowering.common.ir_util import isa, sym_name
 

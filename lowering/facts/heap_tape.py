@@ -4,9 +4,10 @@ formula of the launch (its scalar arguments, array extents, grid and block).
 A loop that reverse mode cannot unroll, recompute or checkpoint keeps its
 forward values on a per-thread stack of 8-byte words (lowering/autodiff/
 tape.py): 128 words on the thread's stack, then a buffer from `malloc`
-(the device heap on a GPU) that doubles whenever it is full. Each push is a
-`scf.if` (the buffer is full) holding the `memref.alloc` of the bigger
-`memref<?xi64>` buffer; it runs once per trip of the loops around it. So
+(the device heap on a GPU) that doubles whenever it is full. Each push has
+an `scf.if` holding the `memref.alloc` of the bigger `memref<?xi64>` buffer
+(inside the push's `scf.if` of a full buffer); it runs once per trip of the
+loops around it. So
 the words a thread pushes are at most
 
     sum over push sites of  prod over the loops around it of  trips(loop)
@@ -26,7 +27,9 @@ runtime evaluates before a launch (python/diffgpu/runtime/launch_checks.py
 A branch around a push counts as taken (an upper bound). A push whose loop
 trip count is no such formula (a `while` loop, bounds read from memory, an
 inner loop bounded by an outer one's variable) makes the kernel's entry
-`None`: its tape size is not known before the launch.
+`None`: its tape size is not known before the launch, and the runtime reads
+the tape's overflow flag after such a launch instead
+(runtime/tape_overflow.py).
 
 `record()` collects `tape_words` (with the stack words, `initial`) of each
 module `diffgpu-check-collectives` sees (the first check after `diffgpu-autodiff`, so derivatives are in the
