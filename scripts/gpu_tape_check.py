@@ -130,6 +130,33 @@ def _check(got, want, tag):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale)
 
 
+def _replay(tape, a, name, restart, check, times=3) -> None:
+    """Capture `tape` (program `name` on arrays `a`) and launch the graph
+    `times` times, `restart()` first each time; `check(gradient, k)` each
+    gradient (k: its index in P.WRT[name])."""
+    graph = tape.capture(a["loss"], wrt=[a[w] for w in P.WRT[name]])
+    for _ in range(times):
+        restart()
+        got = graph.launch()
+        graph.synchronize()
+        for k, g in enumerate(got):
+            check(g, k)
+
+
+def _attempt(rows, label, body) -> int:
+    """Run `body(status)` (it appends what passed to `status`); a failure
+    is reported in the row, and the run goes on. 1 if it failed."""
+    status, bad = [], 0
+    try:
+        body(status)
+    except Exception as e:  # noqa: BLE001  (reported, the run goes on)
+        bad = 1
+        status.append(f"FAIL {type(e).__name__}: {str(e)[:160]}")
+        traceback.print_exc()
+    rows.append((label, ", ".join(status)))
+    return bad
+
+
 def run(directory: str) -> int:
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
     import cupy as cp
@@ -137,8 +164,7 @@ def run(directory: str) -> int:
     expected = dict(np.load(os.path.join(directory, "expected.npz")))
     rows, bad = [], 0
     for name, tag in _cases():
-        status = []
-        try:
+        def body(status, name=name, tag=tag):
             inputs = _on_gpu(P.make(name, dtype=DTYPES[tag]), cp)
             a = {k: v.copy() for k, v in inputs.items()}
             with dg.Tape() as tape:
@@ -154,21 +180,13 @@ def run(directory: str) -> int:
                 _check(cp.asnumpy(g), r, tag)
             status.append("ckpt")
             if name not in ("solver",):  # its iteration count is the host's: not replayed
-                graph = tape.capture(a["loss"], wrt=[a[w] for w in P.WRT[name]])
-                for _ in range(3):
-                    c = {k: v.copy() for k, v in inputs.items()}
-                    for k in c:  # the start of the program, in place
-                        a[k][...] = c[k]
-                    got = graph.launch()
-                    graph.synchronize()
-                    for g, r in zip(got, grads):
-                        _check(cp.asnumpy(g), r, tag)
+                def restart():  # the start of the program, in place
+                    for k, v in inputs.items():
+                        a[k][...] = v
+                _replay(tape, a, name, restart,
+                        lambda g, k: _check(cp.asnumpy(g), grads[k], tag))
                 status.append("graph")
-        except Exception as e:  # noqa: BLE001  (reported, the run goes on)
-            bad += 1
-            status.append(f"FAIL {type(e).__name__}: {str(e)[:160]}")
-            traceback.print_exc()
-        rows.append((f"{name} {tag}", ", ".join(status)))
+        bad += _attempt(rows, f"{name} {tag}", body)
     b, r = _torch_rows(expected)
     bad += b
     rows += r
@@ -256,38 +274,29 @@ def _torch_half_rows(expected) -> tuple[int, list]:
         return 0, []
     rows, bad = [], 0
     for dtype in ("float16", "bfloat16"):
-        tdt = getattr(torch, dtype)
         for name in HALF_PROGRAMS:
-            status = []
-            try:
+            def body(status, name=name, dtype=dtype):
+                tdt = getattr(torch, dtype)
                 base = P.make(name, dtype=np.float32)
                 inputs = {k: torch.tensor(v, device="cuda").to(tdt) if v.dtype.kind == "f"
                           else torch.tensor(v, device="cuda") for k, v in base.items()}
+
+                def check(g, k):
+                    _check_half(g, expected[f"{name}/f32/{P.WRT[name][k]}"], dtype, torch)
                 for opts in ({}, {"checkpoints": 2}):
                     a = {k: v.clone() for k, v in inputs.items()}
                     with dg.Tape(**opts) as tape:
                         P.PROGRAMS[name](a)
-                    grads = _grads(tape, a, name)
-                    for w, g in zip(P.WRT[name], grads):
-                        _check_half(g, expected[f"{name}/f32/{w}"], dtype, torch)
+                    for k, g in enumerate(_grads(tape, a, name)):
+                        check(g, k)
                     status.append("ckpt" if opts else "tape")
                 a = {k: v.clone() for k, v in inputs.items()}
                 with dg.Tape() as tape:
                     P.PROGRAMS[name](a)
-                graph = tape.capture(a["loss"], wrt=[a[w] for w in P.WRT[name]])
-                for _ in range(2):
-                    for k in a:
-                        a[k].copy_(inputs[k])
-                    got = graph.launch()
-                    graph.synchronize()
-                    for w, g in zip(P.WRT[name], got):
-                        _check_half(g, expected[f"{name}/f32/{w}"], dtype, torch)
+                _replay(tape, a, name, lambda: [a[k].copy_(v) for k, v in inputs.items()],
+                        check, times=2)
                 status.append("graph")
-            except Exception as e:  # noqa: BLE001  (reported, the run goes on)
-                bad += 1
-                status.append(f"FAIL {type(e).__name__}: {str(e)[:160]}")
-                traceback.print_exc()
-            rows.append((f"torch {name} {dtype}", ", ".join(status)))
+            bad += _attempt(rows, f"torch {name} {dtype}", body)
     return bad, rows
 
 
@@ -307,7 +316,8 @@ def _fingerprint_rows(cp) -> tuple[int, list]:
     numpy reference, on buffers of odd sizes at unaligned addresses, all of
     them in one call (one read back); a changed byte changes it. (bad, rows)"""
     from diffgpu.hostdiff.tape import device as D
-    try:
+
+    def body(status):
         rng = np.random.default_rng(5)
         host = rng.integers(0, 256, (1 << 20) + 64, dtype=np.uint8)
         dev = cp.asarray(host)
@@ -322,11 +332,10 @@ def _fingerprint_rows(cp) -> tuple[int, list]:
                 changed = D.fingerprints([(dev.data.ptr + o, n)], cp)[0]
                 dev[o + k] ^= 1
                 assert changed != D.reference(host[o:o + n]), (o, n, k)
-        return 0, [("fingerprint kernel", f"equals the reference on {len(cases)} buffers; "
-                                          "a flipped bit changes it")]
-    except Exception as e:  # noqa: BLE001
-        traceback.print_exc()
-        return 1, [("fingerprint kernel", f"FAIL {type(e).__name__}: {str(e)[:160]}")]
+        status.append(f"equals the reference on {len(cases)} buffers; a flipped bit "
+                      "changes it")
+    rows: list = []
+    return _attempt(rows, "fingerprint kernel", body), rows
 
 
 def _numpy(g):

@@ -163,3 +163,28 @@ def test_a_loop_plans_each_kernel_once_per_tape(counted, monkeypatch):
     assert [(it.read, it.write) for it in items] == [(True, True), (True, True), (True, False)]
     assert items[0].version.creator is ops[1] and items[2].version.creator is ops[2]
     assert ops[3] in items[0].version.readers and items[0].version.array is not None
+
+
+def test_a_dropped_tape_gives_its_copies_back_at_once():
+    """A tape's operations and versions refer to each other, but the tape
+    itself is in no cycle: dropping it releases every copy it made there and
+    then (a GPU pool reuses the memory for the next recording), without
+    waiting for the garbage collector."""
+    import gc
+    import weakref
+
+    x = np.linspace(0.5, 1.5, 12)
+    c, loss = np.full(12, 0.9), np.zeros(1)
+    with dg.Tape() as tape:
+        for _ in range(3):
+            P.nonlin_inplace[1, P.B](x, c)
+        P.sq_loss[1, P.B](x, loss)
+    copies = [weakref.ref(v.copy) for op in tape.operations for v in op.snaps]
+    assert len(copies) == 4 and all(r() is not None for r in copies)
+    tape.gradient(loss, wrt=[c])  # (its Items and arrays made too)
+    gc.disable()
+    try:
+        del tape
+        assert all(r() is None for r in copies)
+    finally:
+        gc.enable()
