@@ -164,7 +164,8 @@ def copy32(a):
 def narrow(scratch, dtype):
     """A new array of `dtype` holding the float32 `scratch` rounded to nearest
     even (one elementwise pass on its device)."""
-    if torch16.device_result(scratch, dtype):  # a torch tensor
+    if not isinstance(dtype, np.dtype) and torch16.device_result(scratch, dtype):
+        # (a torch tensor's dtype, by name; a CuPy array's is a numpy dtype: CuPy rounds)
         return torch16.narrow(scratch, dtype)
     return scratch.astype(dtype)
 

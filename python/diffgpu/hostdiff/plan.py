@@ -93,6 +93,14 @@ def _analyze(kernel, types) -> list:
     return _compiler_call(run, f"the read/write analysis of {kernel.name}")
 
 
+
+def _result_dtype(a):
+    """The dtype a 16-bit array's gradient is rounded to (buffers.narrow): a
+    numpy or CuPy array's own numpy dtype (CuPy 14's bfloat16 is one: CuPy
+    rounds), a torch tensor's by name (bfloat16: torch rounds)."""
+    dt = getattr(a, "dtype", None)
+    return dt if isinstance(dt, np.dtype) else M.dtype_of(a)
+
 class Call:
     """One launch's arguments, checked, with roles and alias groups.
     `consts`: the positions passed as dg.Const; `wrt`: None or the names
@@ -497,7 +505,7 @@ class Call:
                 # an accumulated in-out array: its gradient is its cotangent
                 grad = ("copy", seeds[gi]) if kinds[g[0]] == "cot" else shadows[g[0]]
                 if kinds[g[0]] == "dup32":  # the float32 scratch rounded once
-                    grad = ("narrow", (grad[1], M.dtype_of(self.args[g[0]])))
+                    grad = ("narrow", (grad[1], _result_dtype(self.args[g[0]])))
                 for i in g:
                     if self.wrt is None or self.names[i] in self.wrt:
                         out[self.names[i]] = grad
