@@ -17,6 +17,7 @@ inflates it less than wall time), and the counts are what a GPU would run.
 |-----------------|---------------------------------------------------------------|
 | reverse us/op   | `tape.gradient` of a new tape, per recorded operation (min and median of rounds) |
 | calls/op        | Python function calls (`sys.setprofile`'s call and c_call events) of one such `gradient()` per recorded operation: the host work, counted (load does not change it) |
+| rec calls       | the same for the recording of that tape (`with dg.Tape()` and the program): work moved between the recording and the reverse shows in the sum |
 | rev ops/op      | device operations of that `gradient()` per recorded operation  |
 | graph nodes/op  | operations a `tape.capture()` records (forward and reverse) per recorded operation |
 | hand ops/op     | device operations of bench/tape.py's hand chain (forward and reverse, its states copied by hand) per recorded operation |
@@ -75,12 +76,17 @@ def program(dev, name, rounds) -> dict:
         ops.append(dev.ops(at))
     times.sort()
     b = fresh()
-    t, w = TB.taped(name, b, steps)
     calls = [0]
 
     def count(frame, event, arg):
         if event in ("call", "c_call"):
             calls[0] += 1
+    sys.setprofile(count)
+    try:
+        t, w = TB.taped(name, b, steps)
+    finally:
+        sys.setprofile(None)
+    recording, calls[0] = calls[0], 0
     sys.setprofile(count)
     try:
         t.gradient(b["loss"], wrt=w)
@@ -93,6 +99,7 @@ def program(dev, name, rounds) -> dict:
     TB.by_hand(name, fresh(), steps, dev.cp)
     hand = dev.ops(at)
     return {"ops": T, "min": times[0], "median": times[len(times) // 2], "calls": calls[0] / T,
+            "rec calls": recording / T,
             "rev": ops[0] / T, "nodes": nodes / T, "hand": hand / T}
 
 
@@ -107,11 +114,12 @@ def main(argv=None) -> int:
     rows = [(name, program(dev, name, args.rounds)) for name in STEPS]
     print(f"tape reverse on the CuPy stand-in ({N} float32; diffgpu's Python, process time, "
           f"{args.rounds} rounds; device operations counted)")
-    print(f"  {'program':8} {'ops':>5} {'reverse us/op':>18} {'calls/op':>9} {'rev ops/op':>11} "
-          f"{'graph nodes/op':>15} {'hand ops/op':>12}")
+    print(f"  {'program':8} {'ops':>5} {'reverse us/op':>18} {'calls/op':>9} {'rec calls':>9} "
+          f"{'rev ops/op':>11} {'graph nodes/op':>15} {'hand ops/op':>12}")
     for name, r in rows:
         print(f"  {name:8} {r['ops']:5d} {r['min']:8.1f} (med {r['median']:5.1f}) "
-              f"{r['calls']:9.1f} {r['rev']:11.2f} {r['nodes']:15.2f} {r['hand']:12.2f}")
+              f"{r['calls']:9.1f} {r['rec calls']:9.1f} {r['rev']:11.2f} {r['nodes']:15.2f} "
+              f"{r['hand']:12.2f}")
     return 0
 
 

@@ -374,7 +374,7 @@ class Recipe:
                 out[name] = self.slot_sum(slots[what])
             elif where == "narrow":
                 out[name] = M.narrow(bufs[what[0]], what[1])
-            elif where == "seed":  # a seed updated in place (`consume_seeds`)
+            elif where == "seed":  # a seed updated in place (tape/consume.py)
                 out[name] = seeds[what]
             else:
                 out[name] = M.copy(seeds[what])
@@ -490,54 +490,6 @@ class Recipe:
         return out
 
 
-def consume_seeds(recipe, accumulate=()) -> tuple:
-    """Turn a planned reverse recipe (plan.Call.vjp) into the tape's variant,
-    whose caller owns its seeds and no longer needs them after the call
-    (tape/reverse.py: an adjoint the reverse replaces): a seed copied into a
-    shadow that Enzyme's convention updates in place (kind "dup") is passed
-    itself, and an in-out array's cotangent returned as its gradient (an
-    accumulated, "cot" array) is returned itself. `accumulate`: positions of
-    read-only parameters whose "dup" shadow (zeros the kernel adds into)
-    the caller gives as the seed ("acc", position): its live adjoint, so
-    the kernel's adds land there and no add follows. Returns ({result name:
-    the seed key it now is}, the names of the seeds the kernel updates in
-    place). Recipes with rmw finals (their `pre` reads the buffers by index)
-    are left as they are. Call it before the first run."""
-    if recipe.pre is not None or recipe.mode != "reverse":
-        return {}, frozenset()
-    kinds, names = recipe.diff[1], recipe.kernel.arg_names
-    swap = {}  # buffer index -> the seed key that replaces it
-    for b, (how, (where, what)) in enumerate(recipe.bufs):
-        if how == "copy" and where == "seed" and kinds[names.index(what)] == "dup":
-            swap[b] = what
-        elif how == "zeros" and where == "arg" and what in accumulate and kinds[what] == "dup":
-            swap[b] = ("acc", what)
-    if not swap and not any(w == "copy" for _n, (w, _x) in recipe.results):
-        return {}, frozenset()
-    keep = [b for b in range(len(recipe.bufs)) if b not in swap]
-    renum = {b: k for k, b in enumerate(keep)}
-
-    def src(where, what):
-        if where == "buf":
-            return ("seed", swap[what]) if what in swap else ("buf", renum[what])
-        return (where, what)
-    recipe.bufs = tuple(recipe.bufs[b] for b in keep)
-    recipe.flat = tuple(src(w, x) for w, x in recipe.flat)
-    results, out = [], {}
-    for name, (where, what) in recipe.results:
-        if where == "copy":  # the cotangent is the gradient: the seed stays as it is
-            where = "seed"
-        elif where == "narrow":
-            what = (renum[what[0]], what[1])
-        else:
-            where, what = src(where, what)
-        if where == "seed":
-            out[name] = what
-        results.append((name, (where, what)))
-    recipe.results = tuple(results)
-    return out, frozenset(k for k in swap.values() if isinstance(k, str))
-
-
 class Derivatives(dict):
     """The result of `dg.vjp` / `dg.jvp`: {parameter name: derivative}. A
     parameter without one (an integer, held constant, an output in vjp, an
@@ -585,4 +537,4 @@ def _maker(how: str, src):
 STATS = fastpath.STATS
 
 
-__all__ = ["Derivatives", "Recipe", "diff_recipe", "lookup", "keep", "consume_seeds"]
+__all__ = ["Derivatives", "Recipe", "diff_recipe", "lookup", "keep"]

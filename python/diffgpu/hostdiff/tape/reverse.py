@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from diffgpu.activities import Const, Duplicated
 from diffgpu.hostdiff import buffers as M
-from diffgpu.hostdiff.replay import consume_seeds
+from diffgpu.hostdiff.tape.consume import consume_seeds
 from diffgpu.hostdiff.tape import revolve
 from diffgpu.hostdiff.tape.arrays import copy_root
 from diffgpu.hostdiff.tape.record import Item
@@ -49,18 +49,44 @@ def _adoptable(view, g, whole=None) -> bool:
             and (view.whole() if whole is None else whole))
 
 
+#: arrays kept for reuse per layout (Adjoints.spare), at most
+_SPARE = 4
+
+
+def spec_of(a) -> tuple:
+    """What an array is reused for (Adjoints.spare / take): its type,
+    shape, strides and dtype."""
+    return (type(a), tuple(a.shape), tuple(a.strides), a.dtype.str)
+
+
 class Adjoints:
     """Per buffer its adjoint, laid out like the buffer (absent: zero).
     `keep`: the buffer indices whose adjoints are results (None: keep
     every one); another buffer's adjoint is dropped once no earlier
-    operation can read it."""
+    operation can read it. `free`: arrays no longer needed (dropped
+    adjoints, gradients added into an adjoint) per `spec_of`, which the
+    reverse steps take as their scratch instead of new allocations (on a
+    GPU in stream order: a later step's kernel writes it after the earlier
+    one read it)."""
 
-    __slots__ = ("roots", "keep") + WORK
+    __slots__ = ("roots", "keep", "free") + WORK
 
     def __init__(self, keep=None):
         self.roots: dict = {}
         self.keep = keep
+        self.free: dict = {}
         self.vjps = self.adds = self.zeros = self.copies = 0
+
+    def spare(self, a, spec) -> None:
+        """`a` (laid out as `spec`) is no longer needed: keep it for reuse."""
+        got = self.free.get(spec)
+        if got is None:
+            self.free[spec] = [a]
+        elif len(got) < _SPARE:
+            got.append(a)
+
+    def _dropped(self, r, view) -> None:
+        self.spare(r, (type(r), view.shape, view.strides, view.dtype.str))
 
     def has(self, item) -> bool:
         return item.view.buf.index in self.roots
@@ -104,6 +130,7 @@ class Adjoints:
             return
         if view.whole() if whole is None else whole:
             del self.roots[view.buf.index]
+            self._dropped(r, view)
             return
         view.on(r)[...] = 0
         self.zeros += 1
@@ -118,6 +145,8 @@ class Adjoints:
         if d.whole() and src.view.buf is not d.buf:
             del self.roots[d.buf.index]
             self.add(src, r)
+            if self.roots.get(src.view.buf.index) is not r:  # added, not adopted
+                self._dropped(r, d)
             return True
         t = M.copy(d.on(r))
         self.copies += 1
@@ -164,17 +193,22 @@ class Step:
     whole)), the array arguments (`items`: (position, whole): a view that
     is its whole buffer is the version itself), written integer arrays
     (copied: the derivative kernel runs the primal), the read-only inputs
-    whose live adjoint the kernel accumulates into (`accs`), per group the
-    update of its adjoint (`updates`: (position, ADD / SET / ZERO / DROP,
-    whole, where its result is, whether a result can be the adjoint
-    itself)), or Enzyme's passing (`enzyme`, `_enzyme_passing`); the
-    recipe, planned at the first launch reversed, and its own copies and
-    zero fills. A `lean` recipe's results are read from its fresh buffers
-    (replay.Recipe.replay_fresh: `where` is a buffer's index), another's
-    from its dict of results (`where` is a name)."""
+    whose live adjoint the kernel accumulates into (`accs`), the scratch
+    the step gives the recipe (`news`: (seed key, spec_of, the argument it
+    is made like, whether it holds a copy of it, maker): an array the
+    adjoints no longer need, else a new one; `dead`: those not among the
+    results, given back after the launch), per group the update of its
+    adjoint (`updates`: (position, ADD / SET / ZERO / DROP, whole, where its
+    result is, whether a result can be the adjoint itself, the result's
+    spec_of: reused once added)), or Enzyme's passing (`enzyme`,
+    `_enzyme_passing`); the recipe, planned at the first launch reversed,
+    and its own copies and zero fills. A `lean` recipe's results are read
+    from its fresh buffers and the scratch (replay.Recipe.replay_fresh:
+    `where` is (0, buffer index) or (1, seed key)), another's from its
+    dict of results (`where` is (0, name))."""
 
     __slots__ = ("seeds", "items", "ints", "accs", "updates", "enzyme", "consts", "launcher",
-                 "recipe", "copies", "zeros", "reads", "lean")
+                 "recipe", "copies", "zeros", "reads", "lean", "news", "dead")
 
     def __init__(self, op, wholes):
         roles, names = op.roles, op.kernel.arg_names
@@ -192,26 +226,27 @@ class Step:
             read = [names[i] for i in g if roles[i] in ("input", "inout")]
             # the result is under the names of the reading parameters
             how = (SET if read else ZERO) if w else ADD
-            updates.append((g[0], how, g[0] in wholes, read[0] if read else None, False))
+            updates.append((g[0], how, g[0] in wholes, read[0] if read else None, False, None))
         self.updates = tuple(updates)
         self.accs = ()
         self.launcher = op.kernel[op.grid, op.block]
         self.recipe = None
         self.copies = self.zeros = 0
         self.lean = False
+        self.news = self.dead = ()
 
-    def _plan(self, op, vals, seeds, adj) -> list:
+    def _plan(self, op, vals, seeds, adj) -> tuple:
         """Plan the recipe on the first launch of the layout reversed, made
-        the tape's variant (replay.consume_seeds), and run it; returns its
-        results by the updates' `where`."""
+        the tape's variant (consume.py), and run it; returns its results
+        as `run` reads them (`res[k][x]` for an update's `where` (k, x))."""
         from diffgpu.hostdiff.plan import Call
 
         recipe = Call(self.launcher, vals, "vjp", self.consts, None).vjp(seeds, False)
         inputs = {u[0] for u in self.updates if u[1] == ADD}
-        done, consumed = consume_seeds(recipe, inputs)
+        done, consumed, news = consume_seeds(recipe, inputs, scratch=True)
         seed_of = {p: name for p, name, _w in self.seeds}
         updates, accs = [], []
-        for p, how, whole, name, _a in self.updates:
+        for p, how, whole, name, _a, _s in self.updates:
             key = done.get(name)
             if key is not None and how == ADD:
                 accs.append((p, key))  # the kernel adds into the adjoint given
@@ -219,26 +254,51 @@ class Step:
                 pass  # the seed, updated in place or left as it is, is the adjoint
             elif how == ZERO and seed_of.get(p) in consumed:
                 if whole:  # the kernel zeroed it: dropped when it is the whole buffer
-                    updates.append((p, DROP, whole, None, False))
+                    updates.append((p, DROP, whole, None))
             else:
-                updates.append((p, how, whole, name, False))
+                updates.append((p, how, whole, name))
         self.accs = tuple(accs)
         for p, key in self.accs:
             seeds[key] = adj.view(op.args[p])
+        made = []
+        for key, i in news:  # the scratch: new arrays this once, as the recipe made them
+            src = vals[i]
+            xp = M.xp_of(src)
+            if key[0] == "copy":  # (the recipe's copy: numpy's / CuPy's, its layout)
+                make = xp.empty_like
+            else:
+                make = lambda _src, xp=xp, shape=tuple(src.shape), dtype=src.dtype: \
+                    xp.empty(shape, dtype)  # noqa: E731
+            seeds[key] = make(src)
+            if key[0] == "copy":
+                seeds[key][...] = src
+            made.append((key, spec_of(seeds[key]), i, key[0] == "copy", make))
+        self.news = tuple(made)
         res = recipe.run(vals, seeds, first=True)
         self.lean = recipe.lean()
-        at = {name: what for name, (_w, what) in recipe.results}
+        at = {name: ((0, what) if where == "buf" else (1, what))
+              for name, (where, what) in recipe.results}
+        used = {what for _n, (where, what) in recipe.results if where == "seed"}
+        self.dead = tuple((n[0], n[1]) for n in self.news if n[0] not in used)
         # a result laid out as its whole buffer is adopted as the adjoint (the
-        # layout is the Step's: so are the results' types, dtypes and strides)
+        # layout is the Step's: so are the results' types, dtypes and strides),
+        # else reused once added (a fresh array, or the scratch given)
         self.updates = tuple(
-            (p, how, whole, at[name] if self.lean and name is not None else name,
-             name is not None and _adoptable(op.args[p].view, res[name], whole))
-            for p, how, whole, name, _a in updates)
-        self.copies = sum(how in ("copy", "copy32") for how, _s in recipe.bufs)
+            (p, how, whole, (at[name] if self.lean else (0, name)) if name is not None else None,
+             name is not None and _adoptable(op.args[p].view, res[name], whole),
+             spec_of(res[name]) if name is not None else None)
+            for p, how, whole, name in updates)
+        self.copies = sum(how in ("copy", "copy32") for how, _s in recipe.bufs) + sum(
+            n[3] for n in self.news)
         self.zeros = sum(how in ("zeros", "zeros32") for how, _s in recipe.bufs)
         self.recipe = recipe
-        return {u[3]: res[name] for u, (_p, _h, _w, name, _a) in zip(self.updates, updates)
-                if name is not None}
+        out = ({}, {})
+        for u, (_p, _h, _w, name) in zip(self.updates, updates):
+            if name is not None:
+                out[u[3][0]][u[3][1]] = res[name]
+        for key, _spec in self.dead:
+            adj.spare(seeds[key], _spec)
+        return out
 
     def run(self, op, resolve, adj) -> bool:
         """Reverse `op` (a launch of this layout): False when skipped.
@@ -284,25 +344,41 @@ class Step:
         else:
             for p, key in self.accs:
                 seeds[key] = adj.view(args[p])
-            res = (recipe.replay_fresh(vals, seeds) if self.lean
-                   else recipe.run_moved(vals, seeds)[0])
+            free = adj.free
+            for key, spec, i, copy, make in self.news:
+                got = free.get(spec)
+                t = seeds[key] = got.pop() if got else make(vals[i])
+                if copy:
+                    t[...] = vals[i]
+            if self.lean:
+                res = (recipe.replay_fresh(vals, seeds), seeds)
+            else:
+                res = (recipe.run_moved(vals, seeds)[0],)
+            for key, spec in self.dead:  # scratch primals the kernel wrote: reused
+                adj.spare(seeds[key], spec)
         adj.vjps += 1
         adj.copies += self.copies
         adj.zeros += self.zeros
-        for p, how, whole, where, adopt in self.updates:
+        for p, how, whole, where, adopt, spec in self.updates:
             a = args[p]
             if how == ADD:
+                g = res[where[0]][where[1]]
                 if adopt and a.view.buf.index not in roots:
-                    roots[a.view.buf.index] = res[where]  # a fresh gradient: the adjoint
+                    roots[a.view.buf.index] = g  # a fresh gradient: the adjoint
                 else:
-                    adj.add(a, res[where], whole)
+                    adj.add(a, g, whole)
+                    adj.spare(g, spec)
             elif how == SET:
+                g = res[where[0]][where[1]]
                 if adopt:
-                    roots[a.view.buf.index] = res[where]
+                    roots[a.view.buf.index] = g
                 else:
-                    adj.set(a, res[where], whole)
+                    adj.set(a, g, whole)
+                    adj.spare(g, spec)
             elif how == DROP:  # the kernel zeroed it; the whole buffer's: dropped
-                roots.pop(a.view.buf.index, None)
+                r = roots.pop(a.view.buf.index, None)
+                if r is not None:
+                    adj._dropped(r, a.view)
             else:
                 adj.zero(a, whole)
         if adj.keep is not None:
@@ -318,7 +394,9 @@ def _drop_dead(op, reads, adj) -> None:
         a = op.args[p]
         v = a.version
         if v.number == 0 and v.readers and v.readers[0] is op and v.buf.index not in adj.keep:
-            adj.roots.pop(v.buf.index, None)
+            r = adj.roots.pop(v.buf.index, None)
+            if r is not None:
+                adj.spare(r, spec_of(r))
 
 
 def _enzyme_passing(op, groups):
