@@ -375,10 +375,11 @@ class Step:
                 else:
                     adj.set(a, g, whole)
                     adj.spare(g, spec)
-            elif how == DROP:  # the kernel zeroed it; the whole buffer's: dropped
+            elif whole:  # (DROP: the kernel zeroed it) the whole buffer's: dropped, reused
                 r = roots.pop(a.view.buf.index, None)
                 if r is not None:
-                    adj._dropped(r, a.view)
+                    v = a.view
+                    adj.spare(r, (type(r), v.shape, v.strides, v.dtype.str))
             else:
                 adj.zero(a, whole)
         if adj.keep is not None:
