@@ -27,6 +27,8 @@ the device operations the reverse makes (tape.stats after gradient()).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from diffgpu.activities import Const, Duplicated
 from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff.tape.consume import consume_seeds
@@ -195,7 +197,8 @@ class Step:
     (copied: the derivative kernel runs the primal), the read-only inputs
     whose live adjoint the kernel accumulates into (`accs`), the scratch
     the step gives the recipe (`news`: (seed key, spec_of, the argument it
-    is made like, whether it holds a copy of it, maker): an array the
+    is made like, None or how it copies that argument in (`_copier`),
+    maker): an array the
     adjoints no longer need, else a new one; `dead`: those not among the
     results, given back after the launch), per group the update of its
     adjoint (`updates`: (position, ADD / SET / ZERO / DROP, whole, where its
@@ -269,10 +272,12 @@ class Step:
             else:
                 make = lambda _src, xp=xp, shape=tuple(src.shape), dtype=src.dtype: \
                     xp.empty(shape, dtype)  # noqa: E731
-            seeds[key] = make(src)
+            t = seeds[key] = make(src)
+            copy = None
             if key[0] == "copy":
-                seeds[key][...] = src
-            made.append((key, spec_of(seeds[key]), i, key[0] == "copy", make))
+                copy = _copier(t, src)
+                copy(t, src)
+            made.append((key, spec_of(t), i, copy, make))
         self.news = tuple(made)
         res = recipe.run(vals, seeds, first=True)
         self.lean = recipe.lean()
@@ -289,7 +294,7 @@ class Step:
              spec_of(res[name]) if name is not None else None)
             for p, how, whole, name in updates)
         self.copies = sum(how in ("copy", "copy32") for how, _s in recipe.bufs) + sum(
-            n[3] for n in self.news)
+            n[3] is not None for n in self.news)
         self.zeros = sum(how in ("zeros", "zeros32") for how, _s in recipe.bufs)
         self.recipe = recipe
         out = ({}, {})
@@ -348,8 +353,8 @@ class Step:
             for key, spec, i, copy, make in self.news:
                 got = free.get(spec)
                 t = seeds[key] = got.pop() if got else make(vals[i])
-                if copy:
-                    t[...] = vals[i]
+                if copy is not None:
+                    copy(t, vals[i])
             if self.lean:
                 res = (recipe.replay_fresh(vals, seeds), seeds)
             else:
@@ -385,6 +390,24 @@ class Step:
         if adj.keep is not None:
             _drop_dead(op, self.reads, adj)
         return True
+
+
+def _copier(dst, src):
+    """How a step copies an argument's version into its scratch `dst`
+    (made like it): on a GPU, for contiguous arrays of one layout, one
+    cudaMemcpyAsync device to device on the current stream (the launches');
+    else an assignment (numpy's copy, CuPy's copy kernel)."""
+    if (isinstance(src, np.ndarray) or dst.strides != src.strides
+            or not (src.flags.c_contiguous or src.flags.f_contiguous)):
+        def assign(dst, src):
+            dst[...] = src
+        return assign
+    cuda = M.xp_of(src).cuda
+    memcpy, stream, n = cuda.runtime.memcpyAsync, cuda.get_current_stream, int(src.nbytes)
+
+    def raw(dst, src):
+        memcpy(dst.data.ptr, src.data.ptr, n, 3, stream().ptr)  # 3: device to device
+    return raw
 
 
 def _drop_dead(op, reads, adj) -> None:
