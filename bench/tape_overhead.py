@@ -25,13 +25,21 @@ is the host path. Per program, in microseconds of the process's CPU time
 `--standin` times the device path's Python work (spring: plain launch,
 recorded launch with the device default check="end", reverse step, dg.vjp
 on the same and on new arrays) on bench/launch_overhead.py's CuPy stand-in,
-whose kernels do nothing and whose copies are host copies: what is left on
-a GPU is that plus CuPy's own allocations, copies and launches.
+whose kernels do nothing and whose copies are host copies. The recorded
+launch is also given apart: 'stand-in copies' (the stand-in's pool
+allocation and cudaMemcpyAsync calls of the recording's copies, timed
+alone) and 'own' (the rest: diffgpu's Python). What is left on a GPU is
+'own' plus CuPy's own launches, allocations and copies.
 
-`bench/tape_overhead.log` has this table before and after the layout-keyed
-replays (hostdiff/replay.py `Recipe.run_moved`, docs/tape.md "Host time").
-On the GPU, `bench/tape.py --run` prints the host time per recorded launch
-the same way (the recording loop, divided by its operations).
+`--prepare DIR` (here; bench/tape.py's) and `--run DIR` (on the GPU): the
+host time per recorded launch at bench/tape.py's sizes (wall clock, the
+recording loop divided by its launches; the end of recording timed apart)
+next to a plain launch, with the copies and fingerprint read backs the
+recording made counted.
+
+`bench/tape_overhead.log` has these tables before and after the
+layout-keyed replays (hostdiff/replay.py `Recipe.run_moved`, docs/tape.md
+"Host time") and before and after the recording's plans and raw copies.
 """
 from __future__ import annotations
 

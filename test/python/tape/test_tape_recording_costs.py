@@ -188,3 +188,24 @@ def test_a_dropped_tape_gives_its_copies_back_at_once():
         assert all(r() is None for r in copies)
     finally:
         gc.enable()
+
+
+def test_bfloat16_device_arrays_get_device_gradients(counted, monkeypatch):
+    """bfloat16 device arrays (on a GPU: CuPy 14's, over a torch tensor's
+    memory) in a tape: recorded with raw copies like any other dtype, and
+    the reverse's dg.vjp rounds their float32 gradients on the device into
+    arrays of the same kind (CuPy's, not torch tensors)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    S, n = counted
+    monkeypatch.setattr(S, "astype", lambda self, dt, order="K": S(self._h.astype(dt, order=order)),
+                        raising=False)
+    rng = np.random.default_rng(4)
+    bf = np.dtype(ml_dtypes.bfloat16)
+    mk = lambda: S(rng.uniform(0.5, 1.0, N).astype(bf))  # noqa: E731
+    x, v, f, k, loss = mk(), mk(), mk(), mk(), S(np.zeros(1, bf))
+    tape = _record(3, x, v, f, k, loss)
+    assert tape.stats["snapshots"] == 2 + 3 * 2 + 1 and n["memcpy"] == tape.stats["snapshots"]
+    assert tape.stats["snapshot_bytes"] == (tape.stats["snapshots"] - 1) * N * 2 + 2
+    gx, gk = tape.gradient(loss, wrt=[x, k])
+    assert type(gx) is type(x) and gx.dtype == bf and gk.dtype == bf
+    assert gx.shape == x.shape and gk.shape == k.shape

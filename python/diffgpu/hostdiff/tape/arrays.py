@@ -13,27 +13,42 @@ buffer, and a buffer overlapping another one without being it is refused.
 """
 from __future__ import annotations
 
+import sys
 import zlib
 
 import numpy as np
 
-from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff.tape import device as D
 from diffgpu.hostdiff.tape.errors import TapeError
 from diffgpu.runtime import torch16
 from diffgpu.runtime.args import device_id, is_device_array
 from diffgpu.runtime.fastpath import host_pointer
+from diffgpu.runtime.gpu import cupy_module
 from diffgpu.types import FLOAT_DTYPES, dtype_name
+
+
+def _cupy():
+    """The CuPy module (imported once a device array exists: its entry in
+    sys.modules, no import statement per call)."""
+    cp = sys.modules.get("cupy")
+    return cp if cp is not None else cupy_module()
+
+
+def _is_cupy(a) -> bool:
+    nd = getattr(sys.modules.get("cupy"), "ndarray", None)
+    return nd is not None and isinstance(a, nd)
 
 
 def as_array(a):
     """`a` as numpy or CuPy (other CUDA arrays through `cupy.asarray`, no copy;
     a bfloat16 torch tensor as a CuPy bfloat16 array over its memory)."""
+    if type(a) is np.ndarray or _is_cupy(a):
+        return a
     if isinstance(a, np.ndarray) or not is_device_array(a):
         return a
     if torch16.handles(a):
         return _bf16_view(a)
-    cp = M.xp_of(a)
+    cp = _cupy()
     return a if isinstance(a, cp.ndarray) else cp.asarray(a)
 
 
@@ -42,7 +57,6 @@ def _bf16_view(t):
     torch CUDA tensor `t` (keeping it alive): CuPy 14 has that dtype (its
     copies, zeros and adds); older versions raise a TapeError."""
     from diffgpu.runtime.args import cuda_interface
-    from diffgpu.runtime.gpu import cupy_module
 
     iface = cuda_interface(t, "a bfloat16 tensor in a dg.Tape")  # (refuses requires_grad)
     dtype, shape, ptr = iface["typestr"], tuple(iface["shape"]), iface["data"][0]
@@ -54,7 +68,7 @@ def _bf16_view(t):
             acc *= n
     span = 0 if 0 in shape else dtype.itemsize + sum((n - 1) * st for n, st in
                                                      zip(shape, strides))
-    cp = cupy_module()
+    cp = _cupy()
     try:
         mem = cp.cuda.UnownedMemory(ptr, span, t, device_id(t))
         return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0), strides=tuple(strides))
@@ -105,6 +119,8 @@ def device_of(a):
     """"cpu" or the GPU's id."""
     if type(a) is np.ndarray:
         return "cpu"
+    if _is_cupy(a):
+        return a.device.id
     return device_id(a) if is_device_array(a) else "cpu"
 
 
@@ -130,7 +146,7 @@ class View:
             flat = root.ravel(order="K").view(np.uint8)
             return np.ndarray(self.shape, self.dtype, buffer=flat, offset=self.offset,
                               strides=self.strides)
-        cp = M.xp_of(root)
+        cp = _cupy()
         return cp.ndarray(self.shape, self.dtype, memptr=root.data + self.offset,
                           strides=self.strides)
 
@@ -173,7 +189,7 @@ def snapshot(root):
     same made once per buffer.)"""
     if isinstance(root, np.ndarray):
         return np.array(root, copy=True, order="K")
-    return D.copier(M.xp_of(root), pointer(root), int(root.nbytes))()
+    return D.copier(_cupy(), pointer(root), int(root.nbytes))()
 
 
 def _snapper(buf):
@@ -181,14 +197,14 @@ def _snapper(buf):
     root = buf.root
     if isinstance(root, np.ndarray):
         return lambda: np.array(root, copy=True, order="K")
-    return D.copier(M.xp_of(root), buf.ptr, buf.nbytes)
+    return D.copier(_cupy(), buf.ptr, buf.nbytes)
 
 
 def as_root(root, copy):
     """The array over `copy` (a `snapshot` of `root`), laid out as `root`."""
     if isinstance(copy, np.ndarray) or type(copy) is type(root):
         return copy
-    return D.wrap(root, copy, M.xp_of(root))
+    return D.wrap(root, copy, _cupy())
 
 
 def copy_root(root):
@@ -209,7 +225,7 @@ def fingerprints(roots) -> list:
         return []
     if isinstance(roots[0], np.ndarray):
         return [(zlib.crc32(r.ravel(order="K").view(np.uint8)), r.nbytes) for r in roots]
-    return device_fingerprints(roots, M.xp_of(roots[0]))
+    return device_fingerprints(roots, _cupy())
 
 
 def device_fingerprints(roots, cp) -> list:

@@ -174,12 +174,13 @@ class _Hook:
                 v = b.version
                 if v.readers and v.copy is None:  # read, about to be overwritten: copied
                     v.copy = b.snap()
+                    st = tape.stats
+                    st["snapshots"] += 1
+                    st["snapshot_bytes"] += b.nbytes
                     if snaps is None:
                         snaps = op.snaps = [v]
                     else:
                         snaps.append(v)
-            if snaps is not None:
-                tape._copied(snaps)
         self.busy = True
         try:
             fastpath.run_keyed(kernel, args, grid, block, bind, key)
@@ -324,13 +325,8 @@ class Recording:
         """Copy version `v` (about to be overwritten by `op`; read before)."""
         v.copy = v.buf.snap()
         op.snaps = [*op.snaps, v]
-        self._copied((v,))
-
-    def _copied(self, versions) -> None:
-        st = self.stats
-        st["snapshots"] += len(versions)
-        for v in versions:
-            st["snapshot_bytes"] += v.buf.nbytes
+        self.stats["snapshots"] += 1
+        self.stats["snapshot_bytes"] += v.buf.nbytes
 
     def _first_copies(self, written, op) -> None:
         """Checkpointing: the initial contents of each buffer at its first write."""
