@@ -119,10 +119,10 @@ class Moved:
         if lock is None:  # the GPU: every pointer into a copy of the kept values
             fn, values, current, device, grid, block, device_id, convert = done
             values = list(values)
-            conv = convert(tuple([np.uint64(ptrs[k]) for k, _o in where]))
-            for (_k, offsets), ptr in zip(where, conv):
-                for o in offsets:
-                    values[o] = ptr
+            ks, slots = where  # the arrays' indices; (offset, index into ks) per slot
+            conv = convert(tuple([np.uint64(ptrs[k]) for k in ks]))
+            for o, j in slots:
+                values[o] = conv[j]
             if current() == device_id:
                 fn(grid, block, tuple(values))
             else:
@@ -149,7 +149,9 @@ class Moved:
             device_id = recipe.sig.gpu_id or 0
             program.gpu.launch_cached(ready, flat, program.flat_types, device_id)
             fn, values, current, device = ready.packed
-            where = tuple((index[p], o) for p, o in recipe._pointer_slots(program, every))
+            pairs = recipe._pointer_slots(program, every)
+            where = (tuple(index[p] for p, _o in pairs),
+                     tuple((o, j) for j, (_p, offsets) in enumerate(pairs) for o in offsets))
             self.state = (scalars, (fn, tuple(values), current, device, ready.grid,
                                     recipe.block, device_id, kernel_pointers()), where, None)
             return
