@@ -71,6 +71,7 @@ PREP = {"heat": (1 << 16, 4), "spring": (1 << 14, 4)}
 # the programs' kernels, defined once (the tape tests run the same ones)
 sys.path.insert(0, os.path.join(REPO, "test", "python", "tape"))
 from tape_programs import dot_loss, integrate, lap_step, spring_force, sq_loss  # noqa: E402,F401
+from tape_counts import ops_text, device_ops, graph_nodes  # noqa: E402
 
 
 def grid(n):
@@ -168,53 +169,6 @@ def taped(name, a, steps, **opts):
     with dg.Tape(**opts) as tape:
         wrt = forward(name, a, steps)
     return tape, [a[w] for w in wrt]
-
-
-def device_ops(tape, reverse_stats=None) -> dict:
-    """Device operations of a recorded program's forward (its launches,
-    dg.copy / dg.fill, the tape's version copies; with checkpointing the
-    first-write copy of each buffer of its one state) and of its reverse
-    (tape.stats' counters after one gradient(), or `reverse_stats`: their
-    change over one reverse; with checkpointing the working state's copy,
-    the stored and restored states, the recomputed steps as kernels), as
-    kernels / copies / memsets. The fingerprints of check="end" (a
-    reduction per buffer read, once per recording) are not counted."""
-    ops = tape.operations
-    s = reverse_stats if reverse_stats is not None else tape.stats
-    state = sum(1 for b in tape.reg.buffers if b.written) if tape.revolve else 0
-    kernels = sum(op.kind == "launch" for op in ops)
-    copies = sum(op.kind == "copy" for op in ops) + tape.stats["snapshots"] + state
-    memsets = sum(op.kind == "fill" for op in ops)
-    states = (1 + s.get("stores", 0) + s.get("restores", 0)) * state
-    return {"kernels": kernels + s.get("vjps", 0) + s.get("adds", 0) + s.get("recomputed", 0),
-            "copies": copies + s.get("copies", 0) + states,
-            "memsets": memsets + s.get("zeros", 0)}
-
-
-def _ops_text(ops, T) -> str:
-    """'k/c/m' per recorded operation."""
-    return "/".join(f"{ops[k] / T:.2f}" for k in ("kernels", "copies", "memsets"))
-
-
-def graph_nodes(graph) -> dict | None:
-    """The node kinds of a captured CUDA graph (CuPy's `debug_dot_str`, the
-    runtime's DOT dump: one line per node, its kind in its label), or None
-    where it cannot be read."""
-    import re
-
-    try:
-        text = graph.graph.debug_dot_str()
-    except Exception:
-        return None
-    out = {"kernels": 0, "copies": 0, "memsets": 0, "other": 0}
-    for line in text.splitlines():
-        if "->" in line or "label=" not in line:
-            continue
-        kind = re.search(r"KERNEL|MEMCPY|MEMSET", line, re.IGNORECASE)
-        key = {"kernel": "kernels", "memcpy": "copies", "memset": "memsets"}.get(
-            kind.group(0).lower() if kind else "", "other")
-        out[key] += 1
-    return out
 
 
 # -- the float64 numpy reference -----------------------------------------------------
@@ -321,8 +275,8 @@ def cpu_smoke() -> int:
         rows.append((name, T, (t2 - t0) * 1e3, (t4 - t3) * 1e3, (t6 - t5) * 1e3,
                      (t1 - t0) / T * 1e6, tape.stats["snapshot_bytes"] / 1e6,
                      ct.stats["peak_states"] * ct.stats["state_bytes"] / 1e6, k,
-                     ct.stats["recomputed"], _ops_text(device_ops(tape, once), T),
-                     _ops_text(device_ops(ct), T), (t8 - t7) / T * 1e6))
+                     ct.stats["recomputed"], ops_text(device_ops(tape, once), T),
+                     ops_text(device_ops(ct), T), (t8 - t7) / T * 1e6))
     print("CPU smoke (numpy, the kernels run; wall time on a loaded machine: indicative)")
     print(f"{'program':8} {'ops':>5} {'tape F+B ms':>12} {'ckpt F+B ms':>12} {'vjp F+B ms':>11} "
           f"{'us/rec.op':>10} {'tape MB':>8} {'ckpt MB':>8} {'k':>4} {'recomp':>7}")
@@ -465,9 +419,9 @@ def run(path: str) -> int:
             graph.launch()
             host.append((time.perf_counter() - t0) * 1e6 / T)
             sync()
-        ops = {"tape": _ops_text(device_ops(tape, once), T),
-               "ckpt": _ops_text(device_ops(tape_fb(checkpoints=k)[1]), T),
-               "graph": _ops_text(device_ops(tape, once), T)}
+        ops = {"tape": ops_text(device_ops(tape, once), T),
+               "ckpt": ops_text(device_ops(tape_fb(checkpoints=k)[1]), T),
+               "graph": ops_text(device_ops(tape, once), T)}
         nodes = graph_nodes(graph)
         b = fresh()
         with dg.Tape():  # these arrays' roles looked up once
