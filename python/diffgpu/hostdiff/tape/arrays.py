@@ -189,7 +189,7 @@ def snapshot(root):
     same made once per buffer.)"""
     if isinstance(root, np.ndarray):
         return np.array(root, copy=True, order="K")
-    return D.copier(_cupy(), pointer(root), int(root.nbytes))()
+    return D.copier(_cupy(), pointer(root), int(root.nbytes), device_of(root))()
 
 
 def _snapper(buf):
@@ -197,7 +197,7 @@ def _snapper(buf):
     root = buf.root
     if isinstance(root, np.ndarray):
         return lambda: np.array(root, copy=True, order="K")
-    return D.copier(_cupy(), buf.ptr, buf.nbytes)
+    return D.copier(_cupy(), buf.ptr, buf.nbytes, buf.device)
 
 
 def as_root(root, copy):
@@ -231,7 +231,7 @@ def fingerprints(roots) -> list:
 def device_fingerprints(roots, cp) -> list:
     """`fingerprints` of device buffers with CuPy module `cp` (bench/
     tape_overhead.py's stand-in replaces this)."""
-    return D.fingerprints([(pointer(r), int(r.nbytes)) for r in roots], cp)
+    return D.fingerprints([(pointer(r), int(r.nbytes)) for r in roots], cp, device_of(roots[0]))
 
 
 def device_fingerprint(root, xp):

@@ -80,14 +80,18 @@ extern "C" __global__ void dg_tape_fingerprint(const unsigned char* p,
 
 #: per CuPy module (one in practice): the compiled fingerprint kernel
 _KERNEL: dict = {}
-def copier(cp, ptr: int, n: int):
-    """A call of no arguments copying the `n` device bytes at `ptr` into a
-    new allocation of CuPy's (`cp`'s) memory pool, on the current stream
-    (the launches'): it returns CuPy's memory pointer of the copy, no
-    array made. `wrap` makes the array over it."""
+def copier(cp, ptr: int, n: int, device: int):
+    """A call of no arguments copying the `n` bytes at `ptr` on GPU `device`
+    into a new allocation of CuPy's (`cp`'s) memory pool there, on the
+    current stream (the launches'): it returns CuPy's memory pointer of the
+    copy, no array made. `wrap` makes the array over it."""
     alloc, memcpy, stream = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, cp.cuda.get_current_stream
+    current, Device = cp.cuda.runtime.getDevice, cp.cuda.Device
 
     def copy():
+        if current() != device:  # (as a launch does: on the buffer's GPU)
+            with Device(device):
+                return copy()
         mem = alloc(n)
         if n:
             memcpy(mem.ptr, ptr, n, 3, stream().ptr)  # 3: cudaMemcpyDeviceToDevice
@@ -123,12 +127,15 @@ def _kernel(cp):
     return k
 
 
-def fingerprints(ptrs_sizes, cp) -> list:
-    """The fingerprints of device buffers given as (data pointer, bytes):
-    one kernel launch each into one result array on the current stream,
-    one read back for all."""
+def fingerprints(ptrs_sizes, cp, device=None) -> list:
+    """The fingerprints of device buffers given as (data pointer, bytes) on
+    GPU `device` (None: the current one): one kernel launch each into one
+    result array on the current stream, one read back for all."""
     if not ptrs_sizes:
         return []
+    if device is not None and cp.cuda.runtime.getDevice() != device:
+        with cp.cuda.Device(device):
+            return fingerprints(ptrs_sizes, cp)
     out = cp.zeros(2 * len(ptrs_sizes), dtype=np.uint64)
     k = _kernel(cp)
     base = out.data.ptr
