@@ -12,7 +12,8 @@ checks and the launch:
 - alignment: the positions the facts take as aligned;
 - no aliasing: the byte spans (relative to the pointer) of the arrays that
   are not the recipe's fresh buffers (those are new memory, overlapping no
-  live array nor each other), sorted and compared per call;
+  live array nor each other; so is the scratch its caller gives,
+  `Recipe.scratch`), compared per call;
 - the launch: the packed arguments kept from the first moved call (made
   again when a scalar differs from the last call's), every pointer put in.
 """
@@ -75,7 +76,8 @@ class Moved:
         self.align = tuple(k for k, p in enumerate(self.pos) if p < len(aligned) and aligned[p])
         self.spans = None
         if facts is not None and facts.noalias:
-            fresh = {p for p, (where, _) in enumerate(recipe.flat) if where == "buf"}
+            fresh = {p for p, (where, what) in enumerate(recipe.flat)
+                     if where == "buf" or (where == "seed" and what in recipe.scratch)}
             fresh |= set(range(len(recipe.flat), len(flat)))  # slot arrays
             spans = []
             for k, p in enumerate(self.pos):

@@ -176,7 +176,8 @@ class Recipe:
     __slots__ = ("launcher", "mode", "bufs", "flat", "slots", "results", "late", "scope",
                  "grid", "block", "ftypes", "sig", "types", "kernel", "diff", "target",
                  "program", "facts", "aligned", "packed", "_scope", "_slot_make", "_makers", "baked",
-                 "slot_sum", "absent", "back", "moved", "_race", "pre", "_src", "_mk")
+                 "slot_sum", "absent", "back", "moved", "_race", "pre", "_src", "_mk",
+                 "scratch")
 
     def __init__(self, call, mode, kinds, bufs, flat, slots, results, late, scope):
         # tuples of plain values: the garbage collector stops tracking them
@@ -214,6 +215,9 @@ class Recipe:
         #: seeds, 2 bufs or 3 values, its key there) and the values by
         #: position; per fresh buffer (its maker, 0 args or 1 seeds, the key)
         self._src = self._mk = None
+        #: seed keys the caller gives arrays of their own, overlapping no live
+        #: array nor each other, as fresh buffers are (tape/consume.py)
+        self.scratch = frozenset()
 
     def run(self, args, seeds: dict, first: bool) -> dict | None:
         """Execute the recipe; None when a fresh buffer breaks the program's

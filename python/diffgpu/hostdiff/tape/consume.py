@@ -16,7 +16,9 @@ call (an adjoint the reverse replaces), so
   derivative kernel overwrites), is the caller's seed ("empty" or "copy",
   index): the reverse gives it an array no longer needed (a dropped
   adjoint; for a copy, with the argument copied into it) instead of a new
-  allocation.
+  allocation. Those arrays are the caller's own, overlapping no live array
+  nor each other, like fresh buffers (`recipe.scratch`: the moved replay's
+  no-alias check leaves them out, as it does fresh buffers).
 
 Recipes with rmw finals (their `pre` reads the buffers by index) are left
 as they are. Transform a recipe before its first run.
@@ -66,6 +68,7 @@ def consume_seeds(recipe, accumulate=(), scratch=False) -> tuple:
             out[name] = what
         results.append((name, (where, what)))
     recipe.results = tuple(results)
+    recipe.scratch = frozenset(key for key, _i in news)  # (arrays of their own)
     return out, frozenset(k for k in swap.values() if isinstance(k, str)), tuple(news)
 
 
