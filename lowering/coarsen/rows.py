@@ -77,6 +77,7 @@ from diffgpu.dialects import names as N
 from diffgpu.lowering.common import explain
 from diffgpu.lowering.common.ir_util import walk
 from diffgpu.lowering.common.recorder import Recorder
+from diffgpu.lowering.coarsen.prefetch import prefetch
 from diffgpu.lowering.facts.attrs import NOALIAS_ATTR
 from diffgpu.lowering.registry import ModulePass, register_pass
 
@@ -224,8 +225,10 @@ def analyze(fn):
     return None, "no add at an index independent of gid(1): nothing to sum over rows"
 
 
-def coarsen_rows(fn, found: Found, rows: int, rem: int) -> None:
-    """The rewrite of the module docstring on kernel `fn` (`analyze`d)."""
+def coarsen_rows(fn, found: Found, rows: int, rem: int):
+    """The rewrite of the module docstring on kernel `fn` (`analyze`d);
+    then the next row's loads are issued an iteration ahead
+    (lowering/coarsen/prefetch.py): returns its (loads moved, why not)."""
     from diffgpu._mlir import arith, ir, scf
     from diffgpu.dialects import ops as dg
 
@@ -271,6 +274,7 @@ def coarsen_rows(fn, found: Found, rows: int, rem: int) -> None:
         if op in found.chain and not any(len(list(r.uses)) for r in op.results):
             op.erase()
     _refold(fn, rows)
+    return prefetch(loop)
 
 
 def _refold(fn, rows: int) -> None:
@@ -456,10 +460,15 @@ class CoarsenRows(ModulePass):
                     raise ValueError(f"internal: {REMARK}: the inlined derivative of "
                                      f"@{ir.StringAttr(op.attributes['sym_name']).value} "
                                      f"is refused after its callee was accepted: {why}")
-            coarsen_rows(op, found, rows, rem)
+            moved, why = coarsen_rows(op, found, rows, rem)
             name = ir.StringAttr(op.attributes["sym_name"]).value
             _note(name, (rows, rem))
             tail = f", the last block {rem}" if rem else ""
             explain.applied(REMARK, op, f"{rows} rows per block (grid y / {rows}{tail}): "
                             "adds at indices independent of gid(1) summed over them")
+            if moved:
+                explain.applied(REMARK, op, f"{moved} loads of the next row issued an "
+                                "iteration ahead (prefetch)")
+            else:
+                explain.missed(REMARK, op, f"no prefetch of the next row: {why}")
 

@@ -63,3 +63,13 @@ def shift_rows_shared(Y, X, g):
     tile[j] = X[r, j]
     dg.syncthreads()
     Y[r, j] = tile[(j + 1) % COLS] * g[j]
+
+
+@dg.kernel
+def scale_rows_masked(Y, X, g, m):
+    """Y[r, j] = X[r, j] * g[j] where m[j] > 0: eligible, but its row's loads
+    sit under the branch, so none of them is loaded a row ahead."""
+    r = dg.global_id(1)
+    j = dg.global_id(0)
+    if m[j] > 0:
+        Y[r, j] = X[r, j] * g[j]

@@ -4,7 +4,8 @@ differences on the CPU, for row counts that are and are not multiples of R;
 the kernels that must keep a block per row; the launch fact and R's rule;
 the sm_90 PTX of layernorm_fast's coarsened reverse at 65536 rows (8
 atomics per thread and block, after the row loop; dX stored with plain
-stores; the loop kept, not unrolled)."""
+stores; the loop kept, not unrolled); the next row's loads issued an
+iteration ahead (lowering/coarsen/prefetch.py) and where they are not."""
 from __future__ import annotations
 
 import re
@@ -28,7 +29,8 @@ def few_blocks(monkeypatch):
     monkeypatch.setattr(S, "ROW_BLOCKS", 2)
     S._SHAPED.clear()  # facts of a layout are memoised
     for kernel in (K.layernorm_fast, K.softmax_fast, C.scale_rows, C.scale_rows_block_id,
-                   C.scale_next_row, C.scale_rows_ticket, C.shift_rows_shared):
+                   C.scale_next_row, C.scale_rows_ticket, C.shift_rows_shared,
+                   C.scale_rows_masked):
         _forget(kernel)  # plans kept by earlier tests hold the programs they chose
     picked = []
     get = L.get_program
@@ -262,7 +264,10 @@ def test_sm90_coarsened_layernorm_reverse(monkeypatch, tmp_path, sm90_programs):
     the PTX adds into dg and db 8 times per thread (4 columns each), after
     the loop, so once per block of 16 rows instead of once per row; dX is
     4 plain st.global; no local memory; the loop stays a loop (the
-    uncoarsened program's size, not 16 copies)."""
+    uncoarsened program's size plus the first row's loads before the loop,
+    not 16 copies); X and dY are loaded an iteration ahead (prefetch.py):
+    8 loads before the loop, 8 for the next row at the top of its body
+    ahead of the first barrier, and g's 4 (loop-invariant) in it."""
     from diffgpu.interop import compile_only
     monkeypatch.setenv("DIFFGPU_CACHE_DIR", str(tmp_path))
     n = 65536
@@ -287,7 +292,13 @@ def test_sm90_coarsened_layernorm_reverse(monkeypatch, tmp_path, sm90_programs):
     assert _count(ptx, r"\bst\.global") == 4 and _count(ptx, r"\bst\.[bfsu]\d") == 0
     assert _count(ptx, r"\.local\b") == 0
     lines = len(ptx.splitlines())
-    assert lines < 1.2 * len(off["ptx"].splitlines())
+    assert lines < 1.5 * len(off["ptx"].splitlines())
+    loads = [m.start() for m in re.finditer(r"\bld\.global\.nc\.b32", ptx)]
+    bars = [m.start() for m in re.finditer(r"\bbar\.sync", ptx)]
+    top = [m.start() for m in re.finditer(r"^\$L__BB0_\d+:$", ptx, re.M)]
+    assert len(loads) == 20 and len(bars) == 5
+    head = [x for x in top if x > loads[7]][0]  # the first label after the prologue's loads
+    assert sum(head < x < bars[0] for x in loads) == 8
     # the 8 atomics come after the row loop's back edge (a compare with 16)
     back = [m.start() for m in re.finditer(r"setp\.ne\.b32\s+%p\d+, %r\d+, 16;", ptx)]
     atoms = [m.start() for m in re.finditer(r"\batom\.global\.add\.f32", ptx)]
@@ -425,3 +436,46 @@ def test_sm90_coarsened_grid_still_folded(monkeypatch, tmp_path, sm90_programs):
     # launch's (2^23 rows: hy = 65028, hz = 129)
     assert hardware_grid((1, n, 1)) == (1, 65028, 129)
     assert re.search(r"\b43691\b", p["ptx"]) and not re.search(r"\b65028\b", p["ptx"])
+
+
+@pytest.mark.parametrize("rows", [8, 10, 3])
+def test_prefetched_layernorm_reverse_is_bitwise_the_uncoarsened_dx(rows, few_blocks,
+                                                                     monkeypatch):
+    """layernorm_fast's coarsened reverse loads X and dY of the next row an
+    iteration ahead (the remark counts the 8 loads); dX, computed per row
+    from the same values, is bit for bit the uncoarsened program's, the
+    parameter gradients (summed over the block's rows first) within float32
+    reassociation."""
+    X, g, b, dY = _ln_data(np.float32, rows, seed=3)
+    launch = K.layernorm_fast[K.fast_launch(rows)]
+    G = dg.vjp(launch, np.zeros_like(X), X, g, b, cotangents={"Y": dY})
+    payload = few_blocks[-1]
+    assert payload["rows"] == list(_rows_of(few_blocks)[-1]) and payload["rows"][0] > 1
+    assert any("coarsen-rows [applied]" in r and "8 loads of the next row issued an "
+               "iteration ahead" in r for r in payload["remarks"]), payload["remarks"]
+    _off(monkeypatch, K.layernorm_fast)
+    H = dg.vjp(launch, np.zeros_like(X), X, g, b, cotangents={"Y": dY})
+    assert _rows_of(few_blocks)[-1] == ()
+    assert np.array_equal(G["X"], H["X"])
+    for name in ("g", "b"):
+        np.testing.assert_allclose(G[name], H[name], rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("rows", [8, 10])
+def test_loads_under_a_branch_are_not_prefetched(rows, few_blocks):
+    """scale_rows_masked is coarsened, but its row's loads sit under the
+    branch (only some iterations would read them): the remark says why
+    nothing is loaded ahead, and the gradients are right."""
+    rs = np.random.RandomState(5)
+    X, g, dY = rs.randn(rows, C.COLS), rs.randn(C.COLS), rs.randn(rows, C.COLS)
+    m = np.where(np.arange(C.COLS) % 3 == 0, -1.0, 1.0)
+    G = dg.vjp(C.scale_rows_masked[C.launch(rows)], np.zeros_like(X), X, g, m,
+               cotangents={"Y": dY})
+    payload = few_blocks[-1]
+    assert payload["rows"][0] > 1
+    assert any("coarsen-rows [missed]" in r and "no prefetch of the next row: no load of an "
+               "array it never writes at indices of the loop's row" in r
+               for r in payload["remarks"]), payload["remarks"]
+    keep = m > 0
+    np.testing.assert_allclose(G["g"], np.where(keep, (dY * X).sum(0), 0.0), atol=1e-12)
+    np.testing.assert_allclose(G["X"], np.where(keep, dY * g, 0.0), atol=1e-12)
