@@ -65,8 +65,13 @@ while another still reads this row's. A kernel whose grid was folded
 (lowering/gpu/ops.py `GRID_FOLD`) gets the fold of the coarsened grid (none
 when ceil(G / R) fits the GPU).
 
-`DIFFGPU_EXPLAIN=1` reports `coarsen-rows [applied]` with R, or `[missed]`
-with the reason.
+Then the loads of the next row are issued an iteration ahead
+(lowering/coarsen/prefetch.py: loads of arrays the program never writes,
+at the loop body's top level, carried in iteration arguments), so a row's
+collectives run with the next row's memory traffic in flight.
+
+`DIFFGPU_EXPLAIN=1` reports `coarsen-rows [applied]` with R (and the loads
+moved ahead, or why none), or `[missed]` with the reason.
 """
 from __future__ import annotations
 

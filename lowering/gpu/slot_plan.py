@@ -13,7 +13,11 @@ before any later write of ours (a thread writes it only after passing that
 barrier, which every thread passes only after its reads of ours). A
 collective whose successor is not known that way (the last one of a loop's
 body, one followed by an `scf.if` or a call that may run another) keeps its
-barrier, and so restarts the alternation. The last one of a kernel's
+barrier, and so restarts the alternation, except in the body of an
+`scf.for` whose every collective-running op is one of an even number of
+block collectives: there the last one's successor is the next iteration's
+first, of the other parity (a coarsened row loop: 4 per row, 4 barriers
+instead of 5). The last one of a kernel's
 top-level block (ending in `gpu.return`) needs none: nothing runs after it;
 nor does the last one of a function's top-level block when every call of
 the function is followed by no collective and ends its caller the same way
@@ -89,6 +93,8 @@ def plan(module, ops) -> dict:
         block = op.block
         parity = 0
         pending = None  # the slotted op waiting for its successor
+        unbroken = True  # every op of the block that runs a collective is slotted
+        count = 0
         for child in [o.operation for o in block.operations]:
             if child.name in SLOTTED:
                 if pending is not None:
@@ -97,8 +103,22 @@ def plan(module, ops) -> dict:
                 seen.add(child)
                 parity ^= 1
                 pending = child
+                count += 1
             elif _runs_collectives(child):
-                pending, parity = None, 0
-        if pending is not None and _ends_program(block, calls):
+                pending, parity, unbroken = None, 0, False
+        if pending is not None and (_ends_program(block, calls) or
+                                    (unbroken and count % 2 == 0 and _for_body(block))):
             out[pending] = (out[pending][0], False)
     return out
+
+
+def _for_body(block) -> bool:
+    """`block` is the body of an `scf.for`: with an even number of slotted
+    collectives and nothing else running one, its last collective (parity
+    1) is followed by the next iteration's first (parity 0), so the
+    alternation carries over the back edge; after the loop the next
+    collective is planned afresh (the loop runs collectives: parity 0,
+    whose slots' last reader, the body's second-to-last collective, is
+    ordered by the last one's barrier)."""
+    owner = block.owner
+    return owner is not None and owner.operation.name == "scf.for"

@@ -192,3 +192,44 @@ func.func @in_loop(%X: !A, %n: index) attributes {diffgpu.kernel, diffgpu.target
   memref.store %c, %X[%t] : !A
   return
 }
+
+// -----
+
+!A = memref<?xf32, strided<[?], offset: ?>>
+#sm90 = #nvvm.target<O = 3, chip = "sm_90">
+
+// A loop body of two block sums and nothing else running a collective: the
+// second (slots [32..64)) is followed by the next iteration's first (slots
+// [0..32)), so the alternation carries over the back edge and neither keeps
+// a barrier after its read; the sum after the loop starts at [0..32) again.
+// CHECK-LABEL: gpu.func @two_in_loop
+// CHECK: scf.for
+// CHECK: %[[W0:.+]] = arith.addi %c0{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.store %{{.+}}, %{{.+}}[%[[W0]]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NEXT: arith.addf
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[W1:.+]] = arith.addi %c32{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.store %{{.+}}, %{{.+}}[%[[W1]]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: scf.yield
+// CHECK: %[[W2:.+]] = arith.addi %c0{{(_[0-9]+)?}}, %{{.+}} : index
+// CHECK-NEXT: memref.store %{{.+}}, %{{.+}}[%[[W2]]]
+// CHECK: gpu.barrier
+func.func @two_in_loop(%X: !A, %n: index) attributes {diffgpu.kernel, diffgpu.target = #sm90} {
+  %t = "diffgpu.thread_id"() {dim = 0 : i64} : () -> index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = memref.load %X[%t] : !A
+  %s = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (f32) {
+    %r = "diffgpu.block_reduce"(%a) {kind = "sum"} : (f32) -> f32
+    %q = "diffgpu.block_reduce"(%r) {kind = "sum"} : (f32) -> f32
+    scf.yield %q : f32
+  }
+  %b = "diffgpu.block_reduce"(%s) {kind = "sum"} : (f32) -> f32
+  memref.store %b, %X[%t] : !A
+  return
+}
