@@ -209,3 +209,30 @@ def test_bfloat16_device_arrays_get_device_gradients(counted, monkeypatch):
     gx, gk = tape.gradient(loss, wrt=[x, k])
     assert type(gx) is type(x) and gx.dtype == bf and gk.dtype == bf
     assert gx.shape == x.shape and gk.shape == k.shape
+
+
+def test_the_gpu_fingerprint_sees_any_one_word_changed():
+    """The hash the GPU's kernel computes (device.py; its numpy reference,
+    which scripts/gpu_tape_check.py compares with the kernel on the GPU):
+    any change of one 32-bit word, at any position, with any bits, changes
+    it (the position weight is odd: invertible mod 2**64); so do changes of
+    the tail bytes of a size not a multiple of 4, and a swap of two words."""
+    from diffgpu.hostdiff.tape.device import reference
+
+    rng = np.random.default_rng(9)
+    for nbytes in (1, 3, 4, 20, 1027, 4 * 257):
+        base = rng.integers(0, 256, nbytes, dtype=np.uint8)
+        want = reference(base)
+        assert reference(base.copy()) == want and want[2] == nbytes
+        for at in range(nbytes):
+            for delta in (1, 0x80, int(rng.integers(1, 256))):
+                b = base.copy()
+                b[at] ^= delta
+                assert reference(b) != want, (nbytes, at, delta)
+        if nbytes >= 8:
+            w = base[: nbytes // 4 * 4].view(np.uint32).copy()
+            i, j = 0, len(w) - 1
+            if w[i] != w[j]:
+                w[i], w[j] = w[j], w[i]
+                swapped = np.concatenate([w.view(np.uint8), base[nbytes // 4 * 4:]])
+                assert reference(swapped) != want
