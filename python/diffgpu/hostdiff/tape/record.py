@@ -163,24 +163,19 @@ class _Hook:
         for v in read:
             v.readers.append(op)
         written = plan[9]
-        if tape._each:
-            for b in plan[10]:
-                tape._verify(b, op)
-        if tape.revolve:
-            tape._first_copies(written, op)
+        if tape._slow:  # fingerprints at each use, or checkpointing's first copies
+            tape._slow_before(plan, op)
         else:
             snaps = None
             for b in written:
                 v = b.version
                 if v.readers and v.copy is None:  # read, about to be overwritten: copied
                     v.copy = b.snap()
-                    st = tape.stats
-                    st["snapshots"] += 1
-                    st["snapshot_bytes"] += b.nbytes
                     if snaps is None:
                         snaps = op.snaps = [v]
                     else:
                         snaps.append(v)
+                b.version = Version(b, op, v.number + 1)
         self.busy = True
         try:
             fastpath.run_keyed(kernel, args, grid, block, bind, key)
@@ -189,8 +184,6 @@ class _Hook:
             raise
         finally:
             self.busy = False
-        for b in written:
-            b.version = Version(b, op, b.version.number + 1)
         if tape._each:
             tape._fingerprint_written(written)
         ops.append(op)
@@ -240,6 +233,7 @@ class Recording:
         self._bound: dict = {}
         self._hot: dict = {}  # id(kernel) -> (launch key, plan) of its latest launch
         self._each = False  # fingerprints at every use, once the device is known (`each`)
+        self._slow = self.revolve  # `_each` or checkpointing: `_Hook.launch` asks `_slow_before`
         self.stats = {"snapshots": 0, "snapshot_bytes": 0, "state_bytes": 0,
                       "recomputed": 0, "reversed": 0, "peak_states": 0, "restores": 0}
 
@@ -259,6 +253,9 @@ class Recording:
             fastpath.RECORD = None
         self._hook = None  # (it refers to the tape: no cycle left, see __del__)
         self.state = "done"
+        snaps = [v for op in self.ops for v in op.snaps]  # (counted once, not per copy)
+        self.stats["snapshots"] = len(snaps)
+        self.stats["snapshot_bytes"] = sum(v.buf.nbytes for v in snaps)
         if exc_type is not None:
             self.broken = self.broken or f"the recorded block raised {exc_type.__name__}"
             return False
@@ -292,6 +289,7 @@ class Recording:
         if self.device is None:
             self.device = dev
             self._each = self.each
+            self._slow = self._each or self.revolve
         elif dev != self.device:
             where = lambda d: "the host (numpy)" if d == "cpu" else f"GPU {d}"
             raise TapeError(f"{what} runs on {where(dev)}, but this tape records on "
@@ -321,12 +319,26 @@ class Recording:
                             f"record (a numpy/CuPy write?), found at {where}; record changes "
                             "with a launch, dg.copy or dg.fill")
 
+    def _slow_before(self, plan, op) -> None:
+        """`_Hook.launch`'s work before the run with fingerprints at each use
+        (the check of every buffer it touches) or checkpointing (the first
+        copy of each buffer it writes): the versions too."""
+        if self._each:
+            for b in plan[10]:
+                self._verify(b, op)
+        written = plan[9]
+        if self.revolve:
+            self._first_copies(written, op)
+        for b in written:
+            v = b.version
+            if not self.revolve and v.readers and v.copy is None:
+                self._snapshot(v, op)
+            b.version = Version(b, op, v.number + 1)
+
     def _snapshot(self, v, op) -> None:
         """Copy version `v` (about to be overwritten by `op`; read before)."""
         v.copy = v.buf.snap()
         op.snaps = [*op.snaps, v]
-        self.stats["snapshots"] += 1
-        self.stats["snapshot_bytes"] += v.buf.nbytes
 
     def _first_copies(self, written, op) -> None:
         """Checkpointing: the initial contents of each buffer at its first write."""
@@ -448,6 +460,7 @@ class Recording:
             self._first_copies((b,), op)
         elif b.version.readers and b.version.copy is None:
             self._snapshot(b.version, op)
+        b.version = Version(b, op, b.version.number + 1)
         op.value = value
         self._hook.busy = True
         try:
@@ -457,7 +470,6 @@ class Recording:
             raise
         finally:
             self._hook.busy = False
-        b.version = Version(b, op, b.version.number + 1)
         if self._each:
             self._fingerprint_written((b,))
         self.ops.append(op)
