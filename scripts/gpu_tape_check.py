@@ -69,7 +69,7 @@ def prepare(directory: str, chip: str) -> int:
             _grads(t2, a2, name)
     def run16():  # the same programs on float16 and bfloat16 numpy arrays
         for name in HALF_PROGRAMS:
-            for dtype in (np.float16, BF16):
+            for dtype in (np.float16, BF16) if BF16 is not None else (np.float16,):
                 inputs = _half(P.make(name, dtype=np.float32), dtype)
                 for opts in ({}, {"checkpoints": 2}):
                     tape, a = P.taped(name, inputs, **opts)
