@@ -198,3 +198,26 @@ def test_host_and_device_tapes_of_one_layout_plan_apart(devices):
     tape.gradient(d["loss"], wrt=wrt)
     assert len(TB.lap_step.__dict__["_tape_plans"]) == 2
     assert devices.counts["kernel"] - at["kernel"] == tape.stats["vjps"] == 5
+
+
+def test_scratch_copies_of_versions(devices):
+    """An in-out version copied into a step's scratch: one device-to-device
+    cudaMemcpyAsync for contiguous arrays of one layout (counted as a copy,
+    no allocation), CuPy's copy otherwise; numpy's copy on the host."""
+    from diffgpu.hostdiff.tape.reverse import _copier
+
+    rng = np.random.default_rng(3)
+    src = devices.array(rng.standard_normal((8, 16)))
+    dst = devices.array(np.zeros((8, 16)))
+    at = devices.snapshot()
+    _copier(dst, src)(dst, src)
+    assert np.array_equal(dst._h, src._h)
+    assert devices.counts["copy"] - at["copy"] == 1 and devices.counts["alloc"] == at["alloc"]
+    fortran = devices.array(np.zeros((8, 16)))
+    fortran._h = np.asfortranarray(fortran._h)  # another layout: an assignment
+    fortran.strides = fortran._h.strides
+    _copier(fortran, src)(fortran, src)
+    assert np.array_equal(fortran._h, src._h)
+    a, b = rng.standard_normal(5), np.zeros(5)
+    _copier(b, a)(b, a)
+    assert np.array_equal(a, b)
