@@ -65,9 +65,35 @@ from diffgpu.errors import user_facing
 from diffgpu.errors import NoDerivativeError
 from diffgpu.runtime import fastpath
 from diffgpu.runtime.args import Signature
-from diffgpu.hostdiff.moved import Moved, kernel_pointers, pointer as _pointer
+from diffgpu.hostdiff.moved import Moved
 from diffgpu.runtime.racecheck import enabled as racecheck_enabled
 from diffgpu.runtime.specialize import ALIGN
+
+# The plain replay's own pointer reads (moved.py has the moved replay's): the
+# hot path goes through each file once (test_launch_one_way), so a replay
+# reading pointers through another module would leave and re-enter this one.
+_AT, _OFFSET = fastpath._AT, fastpath._OFFSET
+
+
+def _pointer(a) -> int:
+    """A fresh buffer's data pointer: `fastpath.host_pointer`'s read, here."""
+    if type(a) is not np.ndarray:
+        return a.data.ptr
+    if _OFFSET is None:
+        return a.__array_interface__["data"][0]
+    return _AT(id(a) + _OFFSET).value or 0
+
+
+_MAKE: list = []
+
+
+def kernel_pointers():
+    """runtime/gpu.py `as_kernel_pointers`, imported once."""
+    if not _MAKE:
+        from diffgpu.runtime.gpu import as_kernel_pointers
+        _MAKE.append(as_kernel_pointers)
+    return _MAKE[0]
+
 
 #: recipes kept per kernel, then all dropped (a loop over ever new arrays)
 _MAX = 1024
