@@ -81,7 +81,11 @@ func.func @k(%X: !A, %dX: !A, %n: index) attributes {diffgpu.kernel, diffgpu.tar
 // CHECK:        %[[TOP:.+]] = arith.subi
 // CHECK-NEXT:   memref.store %[[TOP]], %[[CNT]]
 // CHECK-NEXT:   %[[B:.+]] = memref.load %[[TAPE]]
-// CHECK-NEXT:   %[[WORD:.+]] = memref.load %[[B]][%[[TOP]]]
+// CHECK-NEXT:   %[[BCAP:.+]] = memref.dim %[[B]]
+// CHECK-NEXT:   %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT:   %[[LASTW:.+]] = arith.subi %[[BCAP]], %[[ONE]]
+// CHECK-NEXT:   %[[AT:.+]] = arith.minui %[[TOP]], %[[LASTW]]
+// CHECK-NEXT:   %[[WORD:.+]] = memref.load %[[B]][%[[AT]]]
 // CHECK-NEXT:   %[[AV:.+]] = arith.bitcast %[[WORD]] {diffgpu.tape_pop = [[TAG]] : i64} : i64 to f64
 // CHECK-NEXT:   %[[COS:.+]] = math.cos %[[AV]]
 // CHECK-NEXT:   %[[DN:.+]] = arith.mulf %[[DA]], %[[COS]]

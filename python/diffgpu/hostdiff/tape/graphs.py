@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff.tape import reverse
-from diffgpu.hostdiff.tape.arrays import as_array
+from diffgpu.hostdiff.tape.arrays import as_array, is_float_array
 from diffgpu.hostdiff.tape.errors import TapeError
 from diffgpu.hostdiff.tape.record import Item
 
@@ -49,7 +49,7 @@ class TapeGraph:
         self.single = not isinstance(wrt, (list, tuple))
         self.wrt = [as_array(w) for w in ([wrt] if self.single else list(wrt))]
         for k, w in enumerate(self.wrt):
-            if w.dtype.kind != "f":
+            if not is_float_array(w):
                 raise TapeError(f"tape.capture: wrt[{k}] must be a float array")
         tape.verify_live()
         xp = M.xp_of(self.pairs[0][0])
