@@ -53,19 +53,25 @@ def standin_prepare_run(doc: str, standin, prepare, run, prefix: str, argv=None)
     return 0
 
 
-def prepare_run(doc: str, prepare, run, argv=None, metavar: str = "DIR", **sizes) -> int:
+def prepare_run(doc: str, prepare, run, argv=None, metavar: str = "DIR", cpu_smoke=None,
+                **sizes) -> int:
     """The command line of a bench compiled here and run on the GPU:
     `--prepare DIR [--chip sm_XX]` calls `prepare(DIR, chip=..., **sizes)`,
     each size settable as `--<name> N` (integers, defaults as given); `--run
-    DIR` returns `run(DIR)`."""
+    DIR` returns `run(DIR)`; with `cpu_smoke` given, `--cpu-smoke` returns
+    `cpu_smoke()`."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     g = p.add_mutually_exclusive_group(required=True)
+    if cpu_smoke is not None:
+        g.add_argument("--cpu-smoke", action="store_true")
     g.add_argument("--prepare", metavar=metavar)
     g.add_argument("--run", metavar=metavar)
     p.add_argument("--chip", default="sm_90", help="GPU target for --prepare (default sm_90)")
     for name, default in sizes.items():
         p.add_argument(f"--{name}", type=int, default=default)
     a = p.parse_args(argv)
+    if getattr(a, "cpu_smoke", False):
+        return cpu_smoke()
     if a.prepare:
         prepare(a.prepare, chip=a.chip, **{name: getattr(a, name) for name in sizes})
         return 0

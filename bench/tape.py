@@ -562,20 +562,9 @@ def _torch(torch, name, n, steps, ref64, compiled=False):
 
 
 def main(argv=None) -> int:
-    import argparse
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--cpu-smoke", action="store_true")
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
-    p.add_argument("--chip", default="sm_90")
-    a = p.parse_args(argv)
-    if a.cpu_smoke:
-        return cpu_smoke()
-    if a.prepare:
-        prepare(a.prepare, a.chip)
-        return 0
-    return run(a.run)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from benchlib import prepare_run
+    return prepare_run(__doc__, prepare, run, argv, cpu_smoke=cpu_smoke)
 
 
 if __name__ == "__main__":

@@ -143,20 +143,9 @@ def main(argv=None) -> int:
     if argv[:1] == ["--run-one"]:
         print(json.dumps(run_one(argv[1], argv[2] == "on")))
         return 0
-    import argparse
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
-    g.add_argument("--cpu-smoke", action="store_true")
-    p.add_argument("--chip", default="sm_90")
-    a = p.parse_args(argv)
-    if a.prepare:
-        prepare(a.prepare, a.chip)
-        return 0
-    if a.run:
-        return run(a.run)
-    return cpu_smoke()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from benchlib import prepare_run
+    return prepare_run(__doc__, prepare, run, argv, cpu_smoke=cpu_smoke)
 
 
 if __name__ == "__main__":

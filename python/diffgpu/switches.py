@@ -93,15 +93,21 @@ def describe() -> str:
     return text if cap is None else f"{text} {TAPE_CAP}={cap}"
 
 
-def tape_cap_words() -> int | None:
-    """`DIFFGPU_TAPE_CAP_WORDS` (a positive integer), or None when unset;
-    SwitchError for anything else."""
-    text = os.environ.get(TAPE_CAP, "").strip()
+def positive_int(name: str, what: str = "integer") -> int | None:
+    """The environment variable `name` as a positive integer, or None when
+    unset; SwitchError ("`name` must be a positive `what`") for anything else."""
+    text = os.environ.get(name, "").strip()
     if not text:
         return None
     if not text.isdigit() or int(text) < 1:
-        raise SwitchError(f"{TAPE_CAP} must be a positive number of words, got {text!r}")
+        raise SwitchError(f"{name} must be a positive {what}, got {text!r}")
     return int(text)
+
+
+def tape_cap_words() -> int | None:
+    """`DIFFGPU_TAPE_CAP_WORDS` (a positive integer), or None when unset;
+    SwitchError for anything else."""
+    return positive_int(TAPE_CAP, "number of words")
 
 
 def host_opt_level() -> int:

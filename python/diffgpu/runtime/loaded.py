@@ -17,9 +17,10 @@ Importing this module imports no MLIR.
 from __future__ import annotations
 
 import collections
-import os
 import threading
 import weakref
+
+from diffgpu.switches import positive_int
 
 ENV = "DIFFGPU_MAX_LOADED"
 #: programs loaded at once by default (about 1 MB each)
@@ -32,13 +33,9 @@ _DEAD: list = []  # ids of programs garbage-collected since (no lock in a weakre
 
 def max_loaded() -> int:
     """`DIFFGPU_MAX_LOADED` (a positive integer), else DEFAULT_MAX_LOADED;
-    ValueError names the variable for anything else."""
-    text = os.environ.get(ENV, "").strip()
-    if not text:
-        return DEFAULT_MAX_LOADED
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{ENV} must be a positive integer, got {text!r}")
-    return int(text)
+    a ValueError (switches.SwitchError) names the variable for anything else."""
+    n = positive_int(ENV)
+    return DEFAULT_MAX_LOADED if n is None else n
 
 
 def count() -> int:

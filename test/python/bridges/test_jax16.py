@@ -81,7 +81,7 @@ def check_gather(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES16)
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_vjp_within_rounding(name, dtype):
+def test_vjp_equals_reference_to_16bit_rounding(name, dtype):
     check_op(name, dtype)
 
 
@@ -167,7 +167,7 @@ def test_prepare_bfloat16_for_the_gpu(tmp_path, monkeypatch):
 @gpu
 @pytest.mark.parametrize("dtype", DTYPES16)
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_gpu_vjp_within_rounding(jax_cuda, name, dtype):
+def test_gpu_vjp_equals_reference_to_16bit_rounding(jax_cuda, name, dtype):
     check_op(name, dtype)
 
 

@@ -87,7 +87,7 @@ def test_sum_backward_expanded_cotangent(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES16)
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_forward_and_backward_within_rounding(name, dtype):
+def test_forward_and_backward_equal_reference_to_16bit_rounding(name, dtype):
     check_op(name, dtype)
 
 
@@ -181,7 +181,7 @@ def test_prepare_bfloat16_for_the_gpu(tmp_path, monkeypatch):
 @gpu
 @pytest.mark.parametrize("dtype", DTYPES16)
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_gpu_forward_and_backward_within_rounding(cuda, name, dtype):
+def test_gpu_forward_and_backward_equal_reference_to_16bit_rounding(cuda, name, dtype):
     check_op(name, dtype, device=cuda)
 
 

@@ -40,7 +40,7 @@ def _grads(name, inputs, **opts):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_16bit_tape_matches_float32_within_rounding(name, dtype):
+def test_16bit_tape_matches_float32_to_16bit_rounding(name, dtype):
     dt = _dtype(dtype)
     base = P.make(name, dtype=np.float32)
     _, want = _grads(name, base)
