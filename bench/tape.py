@@ -12,9 +12,11 @@ products of position differences whose float32 rounding (positions up to
 2^14) is larger than the gradient itself (a float32 numpy run of the same
 reverse is off by 4x the gradient's magnitude), so no float32 result, ours or
 a peer's, could be checked. Per program and way, the forward plus
-reverse time (ms, median of rounds), the peak device memory (CuPy's pool
-high-water mark after `free_all_blocks`, JAX's `peak_bytes_in_use`,
-`torch.cuda.max_memory_allocated`) in MB, and for the tape the host time per
+reverse time (ms, median of rounds), the peak device memory in MB (CuPy's
+pool: the most bytes in use during the call above those in use before it,
+read after every allocation; JAX: XLA's memory analysis of the compiled
+program, arguments + outputs + temporaries; torch:
+`torch.cuda.max_memory_allocated` after a reset), and for the tape the host time per
 recorded launch (the recording loop) and per operation of a captured graph.
 Per program and way also the device operations per recorded operation
 (kernels / copies / memsets of the forward and the reverse, from
@@ -357,13 +359,29 @@ def _wall_ms(fn, sync, rounds=5):
 
 
 def _peak_cupy(cp, fn):
+    """MB in use through CuPy's pool at its highest while `fn()` runs, above
+    what was in use before: every allocation (arrays, the tape's copies:
+    `cupy.cuda.alloc`) goes through an allocator that reads the pool's bytes
+    in use after it. (The pool's total after `fn` is no peak: a block freed
+    inside a chunk still in use is served again without growing it.)"""
     pool = cp.get_default_memory_pool()
     cp.cuda.runtime.deviceSynchronize()
     pool.free_all_blocks()
-    base = pool.total_bytes()
-    fn()
-    cp.cuda.runtime.deviceSynchronize()
-    return (pool.total_bytes() - base) / 1e6
+    base = pool.used_bytes()
+    peak = [base]
+
+    def malloc(n):
+        mem = pool.malloc(n)
+        peak[0] = max(peak[0], pool.used_bytes())
+        return mem
+
+    cp.cuda.set_allocator(malloc)
+    try:
+        fn()
+        cp.cuda.runtime.deviceSynchronize()
+    finally:
+        cp.cuda.set_allocator(pool.malloc)
+    return (peak[0] - base) / 1e6
 
 
 def run(path: str) -> int:
@@ -511,11 +529,15 @@ def _jax(jax, jnp, name, n, steps, ref64):
             return jnp.sum(x * x)
         f = jax.jit(jax.grad(loss, argnums=(0, 1)))
         args = (a["x0"], a["k"])
-    dev = jax.devices()[0]
     check_reference(f"{name} jax", [np.asarray(g) for g in f(*args)], ref64)
     ms = _wall_ms(lambda: jax.block_until_ready(f(*args)), lambda: None)
-    stats = dev.memory_stats() or {}
-    return ms, stats.get("peak_bytes_in_use", float("nan")) / 1e6
+    # XLA's own account of the compiled program (JAX cannot reset its
+    # process-wide peak_bytes_in_use, which stays at the first program's)
+    mem = f.lower(*args).compile().memory_analysis()
+    if mem is None:
+        return ms, float("nan")
+    return ms, (mem.argument_size_in_bytes + mem.output_size_in_bytes
+                + mem.temp_size_in_bytes - mem.alias_size_in_bytes) / 1e6
 
 
 def _torch(torch, name, n, steps, ref64, compiled=False):
