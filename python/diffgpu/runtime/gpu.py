@@ -339,17 +339,18 @@ class GpuProgram:
     def check_tape(self, device_id: int) -> None:
         """After a launch on the current stream: wait for it, read the flag
         (8 bytes) and, if a thread's tape could not grow, clear it and raise
-        the LaunchError (runtime/launch_checks.py `overflow_error`)."""
+        the LaunchError (runtime/launch_checks.py `overflow_error`). While
+        the stream captures a CUDA graph nothing runs, so nothing is read:
+        the program is noted for the graph of `tape.capture`, which reads
+        its flag after each replay (runtime/graph_flags.py)."""
+        from diffgpu.runtime import graph_flags
         cupy = cupy_module()
-        found = self._flags.get(device_id)
-        if found is None:
-            found = self._flags[device_id] = (
-                _flag_of(self.ptx, self.entry, device_id), np.zeros(1, np.int64))
-        ptr, word = found
+        graph_flags.note(self, device_id)
+        ptr, word = self.flag(device_id)
         with cupy.cuda.Device(device_id):
             stream = cupy.cuda.get_current_stream()
-            if _capturing(stream):  # a CUDA graph being captured: no sync possible; the
-                return              # program's next launch outside a graph reads the flag
+            if _capturing(stream):  # a CUDA graph being captured: no sync possible
+                return
             ptr.copy_to_host_async(word.ctypes.data, 8, stream)
             stream.synchronize()
             if not word[0]:
@@ -357,10 +358,24 @@ class GpuProgram:
             words = int(word[0])
             ptr.memset_async(0, 8, stream)
             stream.synchronize()
+        raise self.overflow(device_id, words)
+
+    def flag(self, device_id: int) -> tuple:
+        """(the device address of the module's overflow flag, a CuPy
+        MemoryPointer; an 8-byte host word to read it into), loaded once
+        per device."""
+        found = self._flags.get(device_id)
+        if found is None:
+            found = self._flags[device_id] = (
+                _flag_of(self.ptx, self.entry, device_id), np.zeros(1, np.int64))
+        return found
+
+    def overflow(self, device_id: int, words: int) -> LaunchError:
+        """The error of a launch whose flag read `words` (not 0)."""
         from diffgpu.runtime.tape_overflow import overflow_error
         heap, _ = heap_room(device_id)
-        raise overflow_error(self.name or self.entry, words,
-                             f"the GPU's malloc heap of {heap} bytes")
+        return overflow_error(self.name or self.entry, words,
+                              f"the GPU's malloc heap of {heap} bytes")
 
     def _load(self, device_id: int):
         """The loaded entry; for a kernel with per-launch scratch, a launcher

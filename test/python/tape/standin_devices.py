@@ -18,6 +18,23 @@ and a CUDA graph stand-in: `Stream.begin_capture()` / `end_capture()`
 note the counts, so `captured` holds the operations a capture recorded
 (the graph's nodes). Values are whatever numpy computes for the copies and
 adds; the kernels do nothing, so results are not checked here.
+
+The tape overflow flag (runtime/gpu.py `check_tape`, runtime/graph_flags.py)
+is emulated as well: a module whose PTX declares `__dg_tape_overflow` has
+an 8-byte flag (`RawModule.get_global`), and while `Devices.overflow` is
+non-zero each launch of such a module sets its flag to that many words (a
+thread whose tape could not grow). Streams are current inside `with`,
+capture (`is_capturing`; a capturing stream refuses `synchronize`), and
+while one captures, kernel launches and the flags' copies and clears are
+not run but kept as the graph's nodes, which `Graph.launch` runs in order.
+More counts, outside KINDS:
+
+| count      | what                                                          |
+|------------|---------------------------------------------------------------|
+| sync       | `Stream.synchronize()`                                        |
+| readback   | a flag copied to the host (`MemoryPointer.copy_to_host_async`) |
+| flag clear | a flag's `memset_async`                                       |
+| pinned     | `cupy.cuda.alloc_pinned_memory`                               |
 """
 from __future__ import annotations
 
@@ -33,9 +50,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 sys.path.insert(0, os.path.join(REPO, "bench"))
 
 KINDS = ("kernel", "add", "copy", "memset")
-#: the counts the stand-in's kernels add to: the latest install's (a program
-#: keeps the function it loaded, from whichever install that was)
+#: the tape's overflow flag (diffgpu.abi.TAPE_OVERFLOW_GLOBAL)
+FLAG = "__dg_tape_overflow"
+#: the counts the stand-in's kernels add to, and the Devices whose `overflow`
+#: and capture they follow: the latest install's (a program keeps the
+#: function and flag it loaded, from whichever install that was)
 _CURRENT: list = [Counter()]
+_LIVE: list = [None]
 
 
 class Devices:
@@ -46,6 +67,18 @@ class Devices:
         self.S, self.cp = S, cp
         self.counts: Counter = Counter()
         self.captured: Counter | None = None
+        #: words a launch of a module with a tape overflow flag sets it to (0: none)
+        self.overflow = 0
+        #: the stream capturing a graph now, or None
+        self.capturing = None
+
+    def defer(self, op) -> None:
+        """Run `op` (a device operation) now, or keep it as a node of the
+        graph being captured."""
+        if self.capturing is not None:
+            self.capturing.nodes.append(op)
+        else:
+            op()
 
     def ops(self, since: Counter | None = None) -> int:
         """Device operations (KINDS) counted, since the counts `since`."""
@@ -74,18 +107,33 @@ def install(monkeypatch) -> Devices:
     dev = Devices(S, cp)
     n = dev.counts
 
-    _CURRENT[0] = n
+    _CURRENT[0], _LIVE[0] = n, dev
 
     class Function:
+        def __init__(self, module):
+            self.module = module
+
         def __call__(self, grid, block, args):
             _CURRENT[0]["kernel"] += 1
+            flag, live = self.module.flag, _LIVE[0]
+
+            def run():  # a thread whose tape could not grow records its words
+                if live.overflow and flag is not None:
+                    flag[0] = max(int(flag[0]), live.overflow)
+            live.defer(run)
 
     class RawModule:
         def __init__(self, path=None, code=None):
-            pass
+            text = code if code is not None else open(path).read()
+            self.flag = np.zeros(1, np.int64) if FLAG in text else None
 
         def get_function(self, name):
-            return Function()
+            return Function(self)
+
+        def get_global(self, name):
+            if name != FLAG or self.flag is None:
+                raise RuntimeError(f"stand-in: no global {name!r} in the module")
+            return FlagPointer(self.flag)
 
     class Flags(LO._Flags):
         def __init__(self, h):
@@ -164,34 +212,93 @@ def _raw(cp, n) -> None:
     cp.cuda.runtime.memcpyAsync = memcpy
 
 
+class FlagPointer:
+    """The MemoryPointer of a module's 8-byte tape overflow flag."""
+
+    def __init__(self, word):
+        self.word, self.ptr = word, word.ctypes.data
+
+    def copy_to_host_async(self, dst, size, stream):
+        import ctypes
+        _CURRENT[0]["readback"] += 1
+        _LIVE[0].defer(lambda: ctypes.memmove(int(dst), self.ptr, size))
+
+    def memset_async(self, value, size, stream):
+        import ctypes
+        _CURRENT[0]["flag clear"] += 1
+        _LIVE[0].defer(lambda: ctypes.memset(self.ptr, value, size))
+
+
+class Pinned(bytearray):
+    """`cupy.cuda.alloc_pinned_memory`'s buffer: host bytes with `ptr`."""
+
+    @property
+    def ptr(self) -> int:
+        import ctypes
+        return ctypes.addressof(ctypes.c_char.from_buffer(self))
+
+
 def _graphs(cp, dev) -> None:
-    """cupy.cuda.Stream with begin/end_capture, the allocator hooks, a pool."""
+    """cupy.cuda.Stream with begin/end_capture, the current stream, the
+    allocator hooks, a pool, pinned memory."""
+    n = dev.counts
+
     class Graph:
-        def __init__(self):
-            self.launches = 0
+        def __init__(self, nodes):
+            self.launches, self.nodes = 0, nodes
 
         def launch(self, stream=None):
             self.launches += 1
+            for op in self.nodes:
+                op()
+
+    current: list = []
 
     class Stream:
+        _made = 0
+
         def __init__(self, non_blocking=False):
-            self._at = None
+            self._at, self.nodes = None, None
+            Stream._made += 1
+            self.ptr = Stream._made
 
         def __enter__(self):
+            current.append(self)
             return self
 
         def __exit__(self, *exc):
+            current.pop()
             return False
 
+        def is_capturing(self):
+            return dev.capturing is self
+
         def synchronize(self):
-            pass
+            if dev.capturing is self:
+                raise RuntimeError("stand-in: a capturing stream cannot be synchronized")
+            n["sync"] += 1
 
         def begin_capture(self):
-            self._at = dev.snapshot()
+            self._at, self.nodes = dev.snapshot(), []
+            dev.capturing = self
 
         def end_capture(self):
+            dev.capturing = None
             dev.captured = dev.snapshot() - self._at
-            return Graph()
+            return Graph(self.nodes)
+
+    default = Stream()
+    cp.cuda.get_current_stream = lambda: current[-1] if current else default
+
+    def alloc_pinned_memory(nbytes):
+        n["pinned"] += 1
+        return Pinned(nbytes)
+    cp.cuda.alloc_pinned_memory = alloc_pinned_memory
+    # runtime/gpu.py ensure_malloc_heap: the limit CUDA keeps (its default 8 MB)
+    limits = {2: 8 << 20}
+    cp.cuda.runtime.deviceGetLimit = lambda what: limits.get(what, 0)
+    cp.cuda.runtime.deviceSetLimit = lambda what, value: limits.__setitem__(what, value)
+    cp.cuda.runtime.memGetInfo = lambda: (64 << 30, 80 << 30)
 
     class Pool:
         def malloc(self, nbytes):

@@ -25,6 +25,13 @@ while capturing is kept for the graph's lifetime (the graph's nodes write
 to them; handed back to CuPy's pool, other arrays would get them). On the
 host `launch()` makes the same calls one after another.
 
+A graph holding launches of programs whose heap tape's overflow flag is
+watched (runtime/gpu.py `GpuProgram.watch_tape`) ends with a copy of each
+such flag to a pinned host word; its `launch()` then waits for the replay
+(one synchronisation) and raises the LaunchError of an overflow before it
+returns (runtime/graph_flags.py). A graph without one reads nothing and
+returns at once. On the host each launch reads its flag itself.
+
 A checkpointed tape is not captured (its schedule restores and recomputes
 states; capture a tape that keeps every version). Fingerprints are checked
 once, when the graph is made: what the graph reads at launch is by
@@ -60,6 +67,9 @@ class TapeGraph:
                                                 for w in self.wrt) if b is not None)
         self.on_gpu = tape.device != "cpu"
         self.graph = self.stream = None
+        #: the tape overflow flags the graph reads at each replay (a GraphFlags),
+        #: None when it launches no watched program
+        self.flags = None
         self._kept: list = []
         self.launches = 0
 
@@ -69,23 +79,32 @@ class TapeGraph:
         return self.results[0] if self.single else list(self.results)
 
     def launch(self):
-        """Run the program and its reverse once; returns `gradients`."""
+        """Run the program and its reverse once; returns `gradients`. On a
+        GPU, a graph holding launches of programs whose tape overflow flag
+        is watched waits for the replay and raises the LaunchError of an
+        overflow before returning (runtime/graph_flags.py)."""
         with M.device_scope(self.pairs[0][0]):
             if not self.on_gpu:
                 self._run()
             elif self.graph is None:
                 import cupy
+
+                from diffgpu.runtime.graph_flags import GraphFlags
                 # eagerly first, on the stream the capture will use: plans, programs,
                 # pools, and the per-stream scratch of the programs (made with a
                 # synchronize, which a capturing stream does not allow)
                 self.stream = cupy.cuda.Stream(non_blocking=True)
-                with self.stream:
+                flags = GraphFlags()
+                with self.stream, flags.collecting():
                     self._run()
                 self.stream.synchronize()
-                self._capture()
+                self._capture(flags)
             else:  # on the caller's stream: ordered with what it runs before and after
                 import cupy
-                self.graph.launch(cupy.cuda.get_current_stream())
+                stream = cupy.cuda.get_current_stream()
+                self.graph.launch(stream)
+                if self.flags is not None:  # watched programs: one sync, the flags read
+                    self.flags.check(stream)
         self.launches += 1
         return self.gradients
 
@@ -114,7 +133,10 @@ class TapeGraph:
             else:
                 out[...] = view.on(adj.roots[buf.index])
 
-    def _capture(self) -> None:
+    def _capture(self, flags) -> None:
+        """Capture `_run` into `self.graph`; `flags` (a GraphFlags) noted the
+        watched programs of the eager run: the graph ends with the copies of
+        their flags to the host (runtime/graph_flags.py)."""
         import cupy
 
         pool = cupy.get_default_memory_pool()
@@ -124,17 +146,33 @@ class TapeGraph:
             p = pool.malloc(n)
             kept.append(p)
             return p
+        flags.reserve()
         old = cupy.cuda.get_allocator()
         cupy.cuda.set_allocator(keep)
         try:
             with self.stream:
                 self.stream.begin_capture()  # relaxed: the pool may grow
                 try:
-                    self._run()
-                finally:
-                    self.graph = self.stream.end_capture()
+                    with flags.collecting():
+                        self._run()
+                    flags.read_in_graph(self.stream)
+                except BaseException:
+                    _end_quietly(self.stream)  # a partial graph is never replayed
+                    raise
+                self.flags = flags if flags.flags else None
+                self.graph = self.stream.end_capture()
         finally:
             cupy.cuda.set_allocator(old)
+
+
+def _end_quietly(stream) -> None:
+    """End a capture that failed: its graph is dropped, and the error that
+    stopped it, not end_capture's about the broken capture, is the one the
+    caller sees."""
+    try:
+        stream.end_capture()
+    except Exception:  # noqa: BLE001  (an invalidated capture: the first error is raised)
+        return
 
 
 __all__ = ["TapeGraph"]
