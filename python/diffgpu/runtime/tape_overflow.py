@@ -15,7 +15,11 @@ the launch the runtime reads the flag and clears it, and raises
 - a GPU (runtime/gpu.py `GpuProgram.check_tape`) after the launches of a
   program that `watch_tape` marked: its tape has no formula of the launch
   (`launch_checks.watch_unknown`), or a launch's tape reached the heap
-  (`launch_checks.check_heap`): one stream synchronisation and 8 bytes.
+  (`launch_checks.check_heap`): one stream synchronisation and 8 bytes;
+- a CUDA graph of `tape.capture` (hostdiff/tape/graphs.py) after each
+  replay: the graph's last nodes copy the flags of its watched programs to
+  pinned host memory, and its `launch()` waits once and reads them
+  (runtime/graph_flags.py).
 
 A launcher that cannot read the flag (XLA runs the PTX itself for dg.jax
 on a GPU, bridges/jax_gpu.py) takes `trapping_ptx(ptx)`: the same PTX with
