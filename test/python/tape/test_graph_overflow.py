@@ -10,12 +10,13 @@ synchronisation (runtime/graph_flags.py): checked on the CuPy stand-in
 (standin_devices.py), whose graphs keep the kernel launches and the flag
 copies as nodes and run them at each replay, and whose `overflow` makes a
 launch of a module with the flag set it, as a thread whose tape could not
-grow does. A real GPU: gpu_overflow_capture.py at the repository root is
-not part of the suite; see docs/autodiff.md.
+grow does. On a GPU: gpu_overflow_capture.py at the repository root
+(`--prepare DIR` here, `--run DIR` there); its `--cpu-smoke` runs here.
 """
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -220,3 +221,18 @@ def test_a_capture_that_fails_keeps_no_graph(devices, monkeypatch):
     monkeypatch.setattr(graphs.TapeGraph, "_run", real)
     graph.launch()
     assert graph.graph is not None and len(graph.flags.flags) == 1
+
+
+def test_the_gpu_script_runs_its_steps_on_the_cpu():
+    """gpu_overflow_capture.py --cpu-smoke: the --run steps on numpy with
+    the cap (200 trips fit, 300 overflow), in a process of its own."""
+    script = os.path.join(HERE, "..", "..", "..", "gpu_overflow_capture.py")
+    env = {k: v for k, v in os.environ.items() if k != switches.TAPE_CAP}
+    res = subprocess.run([sys.executable, script, "--cpu-smoke"], capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    rows = [line.split("  ")[0] for line in res.stdout.splitlines()]
+    assert rows == ["1 eager + capture", "2 two replays", "3 overflowing replay",
+                    "4 replay after it"], res.stdout
+    assert "LaunchError: kernel 'spin': its derivative's tape outgrew the heap's test cap" \
+        in res.stdout
