@@ -172,3 +172,65 @@ def test_strided_memory_without_an_owner_is_refused_before_the_launch():
         with pytest.raises(dg.TapeError, match="owns no memory of its own"):
             square[1, 32](y, x)
     assert np.array_equal(y, np.zeros(8)) and tape.operations == []
+
+
+def test_host_level_fwddiff_inside_a_tape_is_refused():
+    """dg.fwddiff (forward mode on a launch, the tangents updated in place)
+    is refused like dg.jvp: nothing runs, no tangent changes, nothing is
+    recorded; outside the block it works."""
+    x, y = np.linspace(0.5, 1.5, 8), np.zeros(8)
+    dx, dy = np.ones(8), np.zeros(8)
+    with dg.Tape() as tape:
+        with pytest.raises(dg.TapeError, match=r"dg.jvp/dg.fwddiff inside a recording"):
+            dg.fwddiff(square[1, 32], dg.Duplicated(y, dy), dg.Duplicated(x, dx))
+        square[1, 32](y, x)  # the tape records on
+    assert [repr(op) for op in tape.operations] == ["#0 square"]
+    assert np.array_equal(dy, np.zeros(8)) and np.array_equal(dx, np.ones(8))
+    dg.fwddiff(square[1, 32], dg.Duplicated(y, dy), dg.Duplicated(x, dx))  # fine outside
+    np.testing.assert_allclose(dy, 2 * x)
+
+
+# -- one device per tape: the CuPy stand-in of test_reverse_costs.py ------------------
+@pytest.fixture
+def devices(monkeypatch):
+    import standin_devices
+
+    dev = standin_devices.install(monkeypatch)
+    yield dev
+    sys.modules.pop("cupy", None)
+
+
+def test_launch_on_a_gpu_inside_a_host_tape_is_refused_before_it_runs(devices):
+    x, y, loss = np.linspace(0.5, 1.5, 8), np.zeros(8), np.zeros(1)
+    gx, gy = devices.array(x), devices.array(np.zeros(8))
+    with dg.Tape() as tape:
+        square[1, 32](y, x)
+        kernels = devices.counts["kernel"]
+        with pytest.raises(dg.TapeError, match=r"#1 square runs on GPU 0, but this tape records "
+                                               r"on the host \(numpy\); a tape records one device"):
+            square[1, 32](gy, gx)
+        assert devices.counts["kernel"] == kernels  # refused before the launch
+        with pytest.raises(dg.TapeError, match=r"dg.copy runs on GPU 0, but this tape records "
+                                               r"on the host"):
+            dg.copy(gy, gx)
+        P.sq_loss[1, 32](y, loss)  # the tape stays usable
+    assert [repr(op) for op in tape.operations] == ["#0 square", "#1 sq_loss"]
+    g, = tape.gradient(loss, wrt=[x])
+    np.testing.assert_allclose(g, 4 * x ** 3)
+
+
+def test_host_launch_inside_a_gpu_tape_is_refused(devices):
+    gx, gy = devices.array(np.linspace(0.5, 1.5, 8)), devices.array(np.zeros(8))
+    x, y = np.linspace(0.5, 1.5, 8), np.zeros(8)
+    with dg.Tape() as tape:
+        square[1, 32](gy, gx)
+        with pytest.raises(dg.TapeError, match=r"#1 square runs on the host \(numpy\), but this "
+                                               r"tape records on GPU 0"):
+            square[1, 32](y, x)
+        with pytest.raises(dg.LaunchError, match="mixes host"):
+            square[1, 32](y, gx)  # one argument on each: the launch's own error
+        kernels = devices.counts["kernel"]
+        square[1, 32](gx, gy)  # the tape records on
+        assert devices.counts["kernel"] == kernels + 1
+    assert np.array_equal(y, np.zeros(8))  # nothing ran on the host
+    assert [repr(op) for op in tape.operations] == ["#0 square", "#1 square"]
