@@ -119,10 +119,7 @@ def test_visualize_writes_dot(tmp_path):
     assert '"#0 dg.copy' in text and "#1 nonlin_inplace" in text
     assert text.count('fillcolor="orange"') == tape.stats["snapshots"] > 0
     assert "copied: #1 nonlin_inplace overwrites it" in text
-    svg = tape.visualize(str(tmp_path / "prog.svg"))
-    assert os.path.exists(str(tmp_path / "prog.dot"))
-    if svg.endswith(".svg"):
-        assert open(svg).read().lstrip().startswith(("<?xml", "<svg"))
+    # .svg / .png / .pdf with and without GraphViz's dot: test_tape_visualize.py
     t2, _ = P.taped("copies", inputs, checkpoints=2)
     assert "checkpointing: 2 states" in open(t2.visualize(str(tmp_path / "c.dot"))).read()
 

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 
 from diffgpu.hostdiff.tape import revolve
+from diffgpu.hostdiff.tape.errors import TapeError
 
 
 def _q(s: str) -> str:
@@ -86,20 +87,42 @@ def text(tape) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: what `write` makes of a path, by its extension
+TEXT = ("", ".dot", ".gv")
+RENDERED = (".svg", ".png", ".pdf")
+
+
 def write(tape, path: str) -> str:
-    """Write `path` (.dot, or .svg/.png through `dot` with the .dot beside)."""
+    """Write `path`: GraphViz text for .dot / .gv (or no extension); for
+    .svg / .png / .pdf the text goes to the .dot beside it, then GraphViz's
+    `dot` program renders `path` from it. Without `dot` on PATH (or when it
+    fails) a TapeError says so and names the .dot written, as the graphviz
+    package's render() raises ExecutableNotFound: the file asked for is
+    never silently replaced by another."""
     base, ext = os.path.splitext(path)
-    dot_path = path if ext in ("", ".dot", ".gv") else base + ".dot"
+    if ext.lower() not in TEXT + RENDERED:
+        raise TapeError(f"tape.visualize({path!r}): the path must end in .dot or .gv "
+                        "(GraphViz text) or .svg, .png or .pdf (rendered by GraphViz's `dot`), "
+                        f"not {ext!r}")
+    rendered = ext.lower() in RENDERED
+    dot_path = base + ".dot" if rendered else path
     with open(dot_path, "w", encoding="utf-8") as f:
         f.write(text(tape))
-    if ext in (".svg", ".png", ".pdf"):
-        exe = shutil.which("dot")
-        if exe is None:
-            return dot_path
-        subprocess.run([exe, f"-T{ext[1:]}", dot_path, "-o", path], check=True,
-                       capture_output=True)
-        return path
-    return dot_path
+    if not rendered:
+        return dot_path
+    fmt = ext[1:].lower()
+    exe = shutil.which("dot")
+    if exe is None:
+        raise TapeError(f"tape.visualize({path!r}): rendering .{fmt} needs GraphViz's `dot` "
+                        f"program, which is not on PATH (install graphviz, e.g. `apt-get install "
+                        f"graphviz`); the graph was written to {dot_path!r}: render it with "
+                        f"`dot -T{fmt} {dot_path} -o {path}`, or ask for a .dot path")
+    res = subprocess.run([exe, f"-T{fmt}", dot_path, "-o", path], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise TapeError(f"tape.visualize({path!r}): `{exe} -T{fmt}` failed with exit status "
+                        f"{res.returncode}: {(res.stderr or res.stdout).strip()[-2000:]}; the "
+                        f"graph is in {dot_path!r}")
+    return path
 
 
 __all__ = ["text", "write"]

@@ -159,9 +159,10 @@ class Tape(Recording):
     # -- tools ----------------------------------------------------------------
     @user_facing
     def visualize(self, path: str) -> str:
-        """Write the recorded program as GraphViz to `path` (.dot; .svg /
-        .png rendered by the `dot` program when it exists, with the .dot
-        beside it). Returns the path written."""
+        """Write the recorded program as GraphViz to `path` (.dot or .gv;
+        .svg / .png / .pdf rendered by GraphViz's `dot` program, with the
+        .dot beside it: without `dot` a TapeError, the .dot written).
+        Returns the path written."""
         from diffgpu.hostdiff.tape.dot import write
 
         if self.state == "new":
