@@ -8,7 +8,8 @@ written to one, with blank lines keeping each block at its line in the doc).
 Markers, on the line before a block or at the top of the file:
 
     <!-- doctest: skip (why) -->           this block is not run
-    <!-- doctest: requires torch jax -->   (file top) skip the file without them
+    <!-- doctest: requires torch jax -->   (file top) skip the file without them;
+                                           (before a block) skip that block
 
 Exit status 0 if every file ran (or was skipped for a missing module), 1
 otherwise. test/python/api/test_docs.py runs each file through `run_file`.
@@ -32,7 +33,9 @@ _REQUIRES = re.compile(r"<!--\s*doctest:\s*requires\s+([\w\s]+?)\s*-->")
 
 
 def blocks(text: str) -> list[tuple[int, str, str | None]]:
-    """(first line number, code, skip reason or None) of each python block."""
+    """(first line number, code, skip reason or None) of each python block;
+    a block whose `requires` marker names a module not installed here is
+    skipped ("needs torch")."""
     out, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         m = _FENCE.match(lines[i])
@@ -48,7 +51,12 @@ def blocks(text: str) -> list[tuple[int, str, str | None]]:
         if lang == "python":
             prev = lines[i - 1] if i > 0 else ""
             skip = _SKIP.search(prev)
-            out.append((start + 1, "\n".join(lines[start:j]), skip.group(1) if skip else None))
+            reason = skip.group(1) if skip else None
+            needs = _REQUIRES.search(prev)
+            if reason is None and needs:
+                missing = [m for m in needs.group(1).split() if importlib.util.find_spec(m) is None]
+                reason = f"needs {', '.join(missing)}" if missing else None
+            out.append((start + 1, "\n".join(lines[start:j]), reason))
         i = j + 1
     return out
 

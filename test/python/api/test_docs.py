@@ -59,6 +59,21 @@ def test_runner_keeps_doc_line_numbers(tmp_path):
     assert res.returncode == 1 and "line 13" in res.stderr
 
 
+def test_runner_skips_a_block_whose_module_is_missing(tmp_path):
+    """`<!-- doctest: requires MOD -->` before a block: the block runs where
+    MOD is installed and is skipped ("needs MOD") where it is not; the other
+    blocks of the file run either way."""
+    doc = tmp_path / "x.md"
+    doc.write_text("```python\na = 1\n```\n\n<!-- doctest: requires json -->\n"
+                   "```python\nimport json\na = 2\n```\n\n"
+                   "<!-- doctest: requires json diffgpu_no_such_module -->\n"
+                   "```python\nraise SystemExit(3)\n```\n\n```python\nassert a == 2\n```\n")
+    assert [(line, skip) for line, _, skip in doc_examples.blocks(doc.read_text())] == [
+        (2, None), (7, None), (13, "needs diffgpu_no_such_module"), (17, None)]
+    res = doc_examples.run_file(str(doc))
+    assert res.returncode == 0, res.stderr
+
+
 def test_runner_leaves_no_temp_dirs(tmp_path, monkeypatch):
     """The scratch directory and what the examples make with `tempfile` are
     removed: nothing is left in the system's temporary directory."""
