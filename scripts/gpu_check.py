@@ -6,6 +6,8 @@ Two steps, two machines:
     # here (MLIR, no GPU): compile every case for sm_90 into DIR (a cache
     # plus manifest.json and inputs/expected results as .npz)
     python scripts/gpu_check.py --prepare .gpucache [--chip sm_90]
+    # or only the cases of some scripts/gpu_cases modules (a smaller check)
+    python scripts/gpu_check.py --prepare .gpucache_vb --modules vector_builtins
 
     # on the GPU machine (numpy + CuPy, no MLIR, no pip): run every case from
     # the cache on CuPy arrays and compare; then the pytest GPU tests, which
@@ -202,6 +204,60 @@ def prepare(directory: str, chip: str) -> int:
     return 1 if failed else 0
 
 
+
+def module_cases(names: list[str]) -> list:
+    """The cases of the scripts/gpu_cases modules `names` (file names without
+    .py), in the order given, loaded as gpu_check_cases.topic_cases loads them;
+    an unknown name is a ValueError naming the modules there are."""
+    import importlib.util
+    folder = os.path.join(REPO, "scripts", "gpu_cases")
+    there = sorted(f[:-3] for f in os.listdir(folder)
+                   if f.endswith(".py") and not f.startswith("_"))
+    unknown = [n for n in names if n not in there]
+    if unknown or not names:
+        what = ", ".join(unknown) if unknown else "named"
+        raise ValueError(f"--modules: no scripts/gpu_cases module {what}; there are "
+                         f"{', '.join(there)}")
+    out = []
+    for name in names:
+        spec = importlib.util.spec_from_file_location(f"gpu_cases_{name}",
+                                                      os.path.join(folder, name + ".py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        out += list(mod.cases())
+    return out
+
+
+def prepare_modules(directory: str, chip: str, names: list[str]) -> int:
+    """--prepare with --modules: only the cases of those scripts/gpu_cases
+    modules (no gradcheck, test_gpu.py or bundle rows); the manifest lists the
+    modules. `--run` of the directory runs them as it runs the whole set."""
+    try:
+        chosen = module_cases(names)
+    except ValueError as exc:
+        print(f"gpu_check: {exc}", file=sys.stderr)
+        return 2
+    os.makedirs(directory, exist_ok=True)
+    preload_compiler()
+    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
+    manifest = {"chip": chip, "fingerprint": cache.compiler_fingerprint(), "modules": names,
+                "cases": []}
+    failed = 0
+    for k, case in enumerate(chosen):
+        rec = _isolated(lambda: _prepare_case(directory, chip, k, *case),
+                        {"name": case[0], "kernel": case[1].name})
+        if "error" in rec:
+            failed += 1
+            print(f"FAILED    {rec['name']:36s} {rec['error'].splitlines()[0][:150]}")
+        else:
+            print(f"prepared  {rec['name']:36s} {rec['signature']:40s} {rec['note']}")
+        manifest["cases"].append(rec)
+    with open(os.path.join(directory, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print(f"\n{len(manifest['cases']) - failed} cases of {', '.join(names)} prepared for "
+          f"{chip} in {directory}{f', {failed} failed to prepare' if failed else ''}")
+    return 1 if failed else 0
+
 def _preload(kernel, types, chip, diff, key):
     """Use the entry stored at prepare time even if the compiler sources
     changed since (its key then differs from the one computed now)."""
@@ -373,7 +429,13 @@ def main(argv=None) -> int:
     p.add_argument("--chip", default="sm_90", help="GPU target for --prepare (default sm_90)")
     p.add_argument("--only", metavar="JSON", help="with --run: a file listing the indices "
                    "of the cases to run (one part of the check)")
+    p.add_argument("--modules", metavar="NAME[,NAME]", help="with --prepare: only the cases "
+                   "of these scripts/gpu_cases modules (default: every case)")
     a = p.parse_args(argv)
+    if a.modules is not None and not a.prepare:
+        p.error("--modules goes with --prepare")
+    if a.prepare and a.modules is not None:
+        return prepare_modules(a.prepare, a.chip, [n for n in a.modules.split(",") if n])
     if a.prepare:
         return prepare(a.prepare, a.chip)
     return run(a.run, a.only)
