@@ -3,9 +3,9 @@
 the replay that overflowed raises, and a graph without a watched program
 reads nothing.
 
-    python gpu_overflow_capture.py --prepare DIR [--chip sm_90]   # here (MLIR, no GPU)
-    python gpu_overflow_capture.py --run DIR                      # on the GPU (numpy + CuPy)
-    python gpu_overflow_capture.py --cpu-smoke                    # here: the same steps on numpy
+    python scripts/gpu_overflow_capture.py --prepare DIR [--chip sm_90]   # here (MLIR, no GPU)
+    python scripts/gpu_overflow_capture.py --run DIR                      # on the GPU (numpy + CuPy)
+    python scripts/gpu_overflow_capture.py --cpu-smoke                    # here: the same steps on numpy
 
 The program: `spin[4, 256](out, x, n)` (test/python/kernels_loop_tapes.py):
 a `while` loop whose trip counts are read from the int32 array `n`, so its
@@ -39,7 +39,7 @@ import sys
 import time
 import traceback
 
-REPO = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if __name__ == "__main__" and "--run" in sys.argv:
     sys.modules["mlir"] = None  # the GPU run must not need MLIR: prove it
 sys.path.insert(0, os.path.join(REPO, "scripts"))

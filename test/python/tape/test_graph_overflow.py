@@ -10,7 +10,7 @@ synchronisation (runtime/graph_flags.py): checked on the CuPy stand-in
 (standin_devices.py), whose graphs keep the kernel launches and the flag
 copies as nodes and run them at each replay, and whose `overflow` makes a
 launch of a module with the flag set it, as a thread whose tape could not
-grow does. On a GPU: gpu_overflow_capture.py at the repository root
+grow does. On a GPU: scripts/gpu_overflow_capture.py
 (`--prepare DIR` here, `--run DIR` there); its `--cpu-smoke` runs here.
 """
 from __future__ import annotations
@@ -226,7 +226,7 @@ def test_a_capture_that_fails_keeps_no_graph(devices, monkeypatch):
 def test_the_gpu_script_runs_its_steps_on_the_cpu():
     """gpu_overflow_capture.py --cpu-smoke: the --run steps on numpy with
     the cap (200 trips fit, 300 overflow), in a process of its own."""
-    script = os.path.join(HERE, "..", "..", "..", "gpu_overflow_capture.py")
+    script = os.path.join(HERE, "..", "..", "..", "scripts", "gpu_overflow_capture.py")
     env = {k: v for k, v in os.environ.items() if k != switches.TAPE_CAP}
     res = subprocess.run([sys.executable, script, "--cpu-smoke"], capture_output=True,
                          text=True, env=env, timeout=600)
