@@ -2,7 +2,8 @@
 of those scripts/gpu_cases modules, every one of them also a case of the
 whole set (the one `--run` looks the names up in); unknown names refused
 with the list of the modules there are; a manifest of exactly the chosen
-cases, without the whole check's gradcheck, test_gpu.py and bundle rows."""
+cases, without the whole check's gradcheck, test_gpu.py and bundle rows,
+which --run's steps (on numpy arrays here) find, run and match."""
 from __future__ import annotations
 
 import json
@@ -82,3 +83,14 @@ def test_prepare_modules_writes_only_those_cases(tmp_path, monkeypatch):
         derivative = data["out3"] if rec["mode"] == "reverse" else data["out1"]
         assert np.abs(derivative).max() > 0.1
     assert (d / "cache").is_dir() and any(files for _, _, files in os.walk(d / "cache"))
+    # --run's steps on numpy arrays (it needs CuPy itself): each case found by
+    # name among all the cases, its inputs decoded, run, equal to the stored
+    # results
+    from gpu_check_io import compare, decode_args, results, run_case
+    cases = {c[0]: c[1:5] for c in gpu_check.all_cases()}
+    for rec in manifest["cases"]:
+        kernel, grid, block, mode = cases[rec["name"]]
+        data = np.load(d / rec["file"])
+        args = decode_args(rec["args"], data, np.array)
+        got = results(args, run_case(kernel, grid, block, mode, args))
+        assert compare(got, [data[f"out{j}"] for j in range(rec["outputs"])])[1]
