@@ -188,11 +188,18 @@ def install_standin():
     from diffgpu.runtime.fastpath import host_pointer
 
     class Memory:  # cupy.cuda.alloc's MemoryPointer: host bytes here
-        __slots__ = ("host", "ptr")
+        __slots__ = ("host", "ptr", "__weakref__")
 
-        def __init__(self, n):
-            self.host = np.empty(n or 1, np.uint8)
-            self.ptr = host_pointer(self.host)
+        def __init__(self, n):  # (256-byte aligned, as CUDA's allocations are)
+            raw = np.empty((n or 1) + 256, np.uint8)
+            at = -host_pointer(raw) % 256
+            self.host = raw[at:at + (n or 1)]
+            self.ptr = host_pointer(raw) + at
+
+        def __add__(self, offset):  # a pointer into the same allocation (keeping it)
+            m = Memory.__new__(Memory)
+            m.host, m.ptr = self.host[offset:], self.ptr + offset
+            return m
     cp.cuda.alloc = Memory
     cp.cuda.runtime.memcpyAsync = lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n)
     from diffgpu.hostdiff.tape import arrays
@@ -246,15 +253,27 @@ def standin() -> None:
     t0 = rec()
     t0.gradient(loss, wrt=[k])
     out = {"launch": _median_us(steps, 2 * T), "recorded": _median_us(rec, 2 * T + 1)}
-    # the stand-in's own part of that: its copy calls (CuPy's allocation and
-    # cudaMemcpyAsync on a GPU), timed alone, times the copies per launch
+    # the stand-in's own part of that: the copies' calls of CuPy a recording
+    # makes (pool allocations, cudaMemcpyAsync), counted in one recording,
+    # then as many timed alone
     cp, snaps = sys.modules["cupy"], t0.stats["snapshots"]
+    calls = {"alloc": 0, "memcpy": 0}
+    alloc, memcpy = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync
+
+    def counting(name, fn):
+        def call(*a):
+            calls[name] += 1
+            return fn(*a)
+        return call
+    cp.cuda.alloc, cp.cuda.runtime.memcpyAsync = counting("alloc", alloc), counting("memcpy", memcpy)
+    rec()
+    cp.cuda.alloc, cp.cuda.runtime.memcpyAsync = alloc, memcpy
 
     def copies():
-        for _ in range(snaps):
-            m = cp.cuda.alloc(x.nbytes)
-            cp.cuda.runtime.memcpyAsync(m.ptr, x.data.ptr, x.nbytes, 3,
-                                        cp.cuda.get_current_stream().ptr)
+        for _ in range(calls["alloc"]):
+            alloc(x.nbytes)
+        for _ in range(calls["memcpy"]):
+            memcpy(x.data.ptr, x.data.ptr, x.nbytes, 3, cp.cuda.get_current_stream().ptr)
     out["stand-in copies"] = _median_us(copies, 2 * T + 1)
     out["own"] = out["recorded"] - out["stand-in copies"]
     tapes = [rec() for _ in range(8)]
@@ -278,7 +297,8 @@ def standin() -> None:
           f"{plain_ops / 40:.0f}, recorded {rec_ops / 40:.0f}")
     print(f"CuPy stand-in (kernels do nothing; diffgpu's own Python work per launch, us, "
           f"process time), spring, {N} float32; recorded: {snaps} copies in "
-          f"{2 * T + 1} launches, 'stand-in copies' their calls' time, 'own' the rest:")
+          f"{2 * T + 1} launches ({calls['alloc']} pool allocations, {calls['memcpy']} "
+          "cudaMemcpyAsync), 'stand-in copies' those calls' time, 'own' the rest:")
     print("  " + "".join(f" {c:>15}" for c in out))
     print("  " + "".join(f" {v:15.1f}" for v in out.values()))
 
@@ -291,33 +311,27 @@ def gpu_run(path: str) -> None:
     """Host time per recorded launch on the GPU (wall clock, the recording
     loop divided by its launches; the end of recording, whose fingerprints
     wait for the GPU, timed apart) next to a plain launch of the same
-    program, with the CUDA calls the tape makes counted: copies (pool
-    allocation + cudaMemcpyAsync) and fingerprint read backs."""
+    program, with the CUDA calls the tape makes counted in one more
+    recording (untimed: the counting wrappers stay out of the timed ones):
+    copies (cudaMemcpyAsync), pool allocations for them, fingerprint read
+    backs."""
     sys.modules["mlir"] = None  # the GPU machine has no MLIR: prove it
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(path), "cache")
     import cupy as cp
 
     from diffgpu.hostdiff.tape import device as D
     sync = cp.cuda.runtime.deviceSynchronize
-    counts = {"copies": 0, "readbacks": 0}
-    copier, fps = D.copier, D.fingerprints
+    counts = {"copies": 0, "allocs": 0, "readbacks": 0}
 
-    def counted_copier(*a):
-        inner = copier(*a)
-
-        def copy():
-            counts["copies"] += 1
-            return inner()
-        return copy
-
-    def counted_fps(*a):
-        counts["readbacks"] += 1
-        return fps(*a)
-    D.copier, D.fingerprints = counted_copier, counted_fps
+    def counting(name, fn):
+        def call(*a):
+            counts[name] += 1
+            return fn(*a)
+        return call
     print("GPU host time per launch, us (wall clock, median of 5 recordings; the "
           "recording loop / its launches; 'seal': the end of recording, ms)")
     print(f"  {'program':8} {'ops':>5} {'launch':>8} {'recorded':>9} {'seal ms':>8} "
-          f"{'copies':>7} {'readbacks':>9}")
+          f"{'copies':>7} {'allocs':>7} {'readbacks':>9}")
     for name, (n, steps) in TB.SIZES.items():
         a = TB.inputs(name, n, cp)
         for _ in range(2):  # programs, pools, roles
@@ -326,7 +340,6 @@ def gpu_run(path: str) -> None:
         sync()
         rec, seal = [], []
         for _ in range(5):
-            counts.update(copies=0, readbacks=0)
             t = dg.Tape(check="end")
             t0 = time.perf_counter()
             with t:
@@ -344,9 +357,20 @@ def gpu_run(path: str) -> None:
             TB.forward(name, a, steps)
             plain.append((time.perf_counter() - t0) / ops * 1e6)
             sync()
+        counts.update(copies=0, allocs=0, readbacks=0)
+        real = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, D.fingerprints
+        cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, D.fingerprints = (
+            counting("allocs", real[0]), counting("copies", real[1]),
+            counting("readbacks", real[2]))
+        try:
+            with dg.Tape(check="end"):
+                TB.forward(name, a, steps)
+        finally:
+            cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, D.fingerprints = real
+        sync()
         med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
         print(f"  {name:8} {ops:5d} {med(plain):8.1f} {med(rec):9.1f} {med(seal):8.2f} "
-              f"{counts['copies']:7d} {counts['readbacks']:9d}")
+              f"{counts['copies']:7d} {counts['allocs']:7d} {counts['readbacks']:9d}")
 
 
 def main() -> int:

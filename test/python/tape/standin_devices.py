@@ -194,16 +194,24 @@ def install(monkeypatch) -> Devices:
 
 def _raw(cp, n) -> None:
     """The tape's raw copies (hostdiff/tape/device.py `copier`): a pool
-    allocation of host bytes, and cudaMemcpyAsync a memmove, counted."""
+    allocation of host bytes (a pointer into it: `+ offset`), and
+    cudaMemcpyAsync a memmove, counted."""
     import ctypes
 
     from diffgpu.runtime.fastpath import host_pointer
 
     class Memory:
-        def __init__(self, nbytes):
+        def __init__(self, nbytes):  # (256-byte aligned, as CUDA's allocations are)
             n["alloc"] += 1
-            self.host = np.empty(nbytes or 1, np.uint8)
-            self.ptr = host_pointer(self.host)
+            raw = np.empty((nbytes or 1) + 256, np.uint8)
+            at = -host_pointer(raw) % 256
+            self.host = raw[at:at + (nbytes or 1)]
+            self.ptr = host_pointer(raw) + at
+
+        def __add__(self, offset):  # MemoryPointer + offset: into the same allocation
+            m = Memory.__new__(Memory)
+            m.host, m.ptr = self.host[offset:], self.ptr + offset
+            return m
 
     def memcpy(dst, src, nbytes, kind, stream):
         n["copy"] += 1

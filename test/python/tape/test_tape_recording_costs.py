@@ -1,8 +1,9 @@
 """What a recorded launch costs, counted (not timed), on the CuPy stand-in of
 bench/tape_overhead.py (kernels compile for sm_90 here and do nothing; the
 CUDA calls the tape makes are counted): the copies are exactly one per
-version read and then overwritten, each one pool allocation and one
-cudaMemcpyAsync and no CuPy array; recording with check="end" reads nothing
+version read and then overwritten, each one cudaMemcpyAsync and no CuPy
+array, the small ones carved from one pool allocation per chunk (not one
+each); recording with check="end" reads nothing
 back from the GPU; the end of recording fingerprints with one read back for
 all buffers; a loop finds each launch's plan without planning again."""
 from __future__ import annotations
@@ -89,8 +90,9 @@ def test_a_loop_copies_each_read_then_overwritten_version_once(counted):
     overwrites x and v, both read (x by force and by itself): 2 copies; from
     step 2 on f too (read by the last integrate): 3 per step; the loss's
     atomic add reads and writes it: 1 more. Each copy is
-    one pool allocation, one cudaMemcpyAsync on the current stream (one
-    stream query) and no array; an array is made when the reverse reads it."""
+    one cudaMemcpyAsync on the current stream (one stream query) and no
+    array, into the tape's chunk of pool memory: all of them (1 KiB each)
+    fit one allocation; an array is made when the reverse reads it."""
     S, n = counted
     arrs = _arrays(S)
     _record(2, *arrs)  # programs, roles and the fingerprint kernel: made once
@@ -101,7 +103,7 @@ def test_a_loop_copies_each_read_then_overwritten_version_once(counted):
         copies = 2 + 3 * (steps - 1) + 1
         assert tape.stats["snapshots"] == copies
         assert tape.stats["snapshot_bytes"] == (copies - 1) * N * 4 + 4
-        assert (n["alloc"], n["memcpy"]) == (copies, copies), n
+        assert (n["alloc"], n["memcpy"]) == (1, copies), n
         assert n["stream"] == copies + 1, n  # and the fingerprints' launch at the end
         assert n["ndarray"] == 0, n
         assert sum(len(op.snaps) for op in tape.operations) == copies
@@ -110,6 +112,58 @@ def test_a_loop_copies_each_read_then_overwritten_version_once(counted):
     assert all(v.copy is not None for v in versions)
     assert versions[0].array is not None and n["ndarray"] == 1  # made when read, once
     assert versions[0].array is versions[0].array and n["ndarray"] == 1
+
+
+def test_small_copies_share_chunks_and_large_ones_are_their_own(counted, monkeypatch):
+    """The copies are carved from chunks of the pool (device.py `Arena`):
+    with chunks of 8 KiB, 8 copies of 1 KiB per allocation, each at a
+    256-byte aligned place of its own holding its buffer's bytes; a copy
+    larger than `_SMALL` is one allocation of its own; a copy on another
+    stream starts a chunk of that stream."""
+    from diffgpu.hostdiff.tape import device as D
+
+    S, n = counted
+    x, v, f, k, loss = arrs = _arrays(S)
+    g = (N + P.B - 1) // P.B
+    _record(2, *arrs)
+    monkeypatch.setattr(D, "CHUNK", 8192)
+    for key in n:
+        n[key] = 0
+    tape = _record(12, *arrs)
+    copies = 2 + 3 * 11 + 1
+    assert n["memcpy"] == copies
+    assert n["alloc"] == -(-((copies - 1) * N * 4 + 256) // 8192), n  # 5, not 36
+    snaps = [v for op in tape.operations for v in op.snaps]
+    spans = sorted((v.copy.ptr, v.copy.ptr + v.buf.nbytes) for v in snaps)
+    assert all(lo % 256 == 0 for lo, _ in spans)
+    assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:]))  # no shared bytes
+    # (the stand-in's kernels do nothing: every version holds its buffer's bytes)
+    assert all(np.array_equal(v.array._h, v.buf.root._h) for v in snaps)
+
+    monkeypatch.setattr(D, "_SMALL", 512)  # 1 KiB copies are large now
+    for key in n:
+        n[key] = 0
+    _record(5, *arrs)
+    copies = 2 + 3 * 4 + 1
+    # one allocation per 1 KiB copy, and the chunk the loss's 4 bytes are carved from
+    assert (n["alloc"], n["memcpy"]) == (copies - 1 + 1, copies), n
+    monkeypatch.setattr(D, "CHUNK", 1 << 21)
+    monkeypatch.setattr(D, "_SMALL", (1 << 21) // 8)
+
+    cp = sys.modules["cupy"]
+    streams = [type("Stream", (), {"ptr": 0})(), type("Stream", (), {"ptr": 77})()]
+    use = [0]
+    monkeypatch.setattr(cp.cuda, "get_current_stream", lambda: streams[use[0]])
+    for key in n:
+        n[key] = 0
+
+    def on_another_stream(tape):
+        use[0] = 1
+        P.spring_force[g, P.B](f, x, k)  # overwrites f, read by the last integrate
+    tape = _record(3, *arrs, inside=on_another_stream)
+    assert n["alloc"] == 2, n  # one chunk per stream
+    arena = tape.reg.arenas[0]  # the stream's chunk, begun by that copy
+    assert arena.stream == 77 and tape.operations[-1].snaps[0].copy.ptr == arena.chunk.ptr
 
 
 def test_recording_reads_nothing_back_and_the_end_reads_once(counted):
@@ -186,6 +240,27 @@ def test_a_dropped_tape_gives_its_copies_back_at_once():
     try:
         del tape
         assert all(r() is None for r in copies)
+    finally:
+        gc.enable()
+
+
+def test_a_dropped_device_tape_gives_its_chunks_back_at_once(counted):
+    """On a GPU the same holds for the copies carved from the tape's chunks
+    and for the chunk it carves from: nothing waits for the collector."""
+    import gc
+    import weakref
+
+    S, n = counted
+    arrs = _arrays(S)
+    tape = _record(4, *arrs)
+    tape.gradient(arrs[4], wrt=[arrs[3]])
+    held = [weakref.ref(v.copy) for op in tape.operations for v in op.snaps]
+    held.append(weakref.ref(tape.reg.arenas[0].chunk))
+    assert len(held) == 2 + 3 * 3 + 1 + 1 and all(r() is not None for r in held)
+    gc.disable()
+    try:
+        del tape
+        assert all(r() is None for r in held)
     finally:
         gc.enable()
 

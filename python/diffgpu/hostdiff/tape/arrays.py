@@ -164,10 +164,12 @@ class Buffer:
     __slots__ = ("root", "ptr", "nbytes", "device", "name", "version", "fp", "index",
                  "written", "first", "snap")
 
-    def __init__(self, root, name: str, index: int):
+    def __init__(self, root, name: str, index: int, arena=None):
         self.root, self.name, self.index = root, name, index
         self.ptr, self.nbytes, self.device = pointer(root), int(root.nbytes), device_of(root)
-        self.snap = _snapper(self)  # snap(): `snapshot(root)`, the copier looked up once
+        #: snap(): `snapshot(root)`, the copier looked up once; on a GPU into the
+        #: tape's `arena` (device.py `Arena`: small copies share pool allocations)
+        self.snap = _snapper(self, arena)
         self.version = None
         self.fp = None          # fingerprint of the contents the tape last saw
         self.written = False    # some recorded operation writes it
@@ -192,12 +194,13 @@ def snapshot(root):
     return D.copier(_cupy(), pointer(root), int(root.nbytes), device_of(root))()
 
 
-def _snapper(buf):
-    """`snapshot` of `buf.root` as a call of no arguments."""
+def _snapper(buf, arena=None):
+    """`snapshot` of `buf.root` as a call of no arguments (on a GPU into
+    `arena`'s chunks when it is small)."""
     root = buf.root
     if isinstance(root, np.ndarray):
         return lambda: np.array(root, copy=True, order="K")
-    return D.copier(_cupy(), buf.ptr, buf.nbytes, buf.device)
+    return D.copier(_cupy(), buf.ptr, buf.nbytes, buf.device, arena)
 
 
 def as_root(root, copy):
@@ -251,6 +254,8 @@ class Registry:
         #: id(array) -> (array, Buffer, View): an argument passed again (a loop
         #: over the same arrays) is found by identity, its layout compared
         self._seen: dict = {}
+        #: GPU id -> the Arena its buffers' copies are carved from (device.py)
+        self.arenas: dict = {}
 
     def view(self, a, name: str, create: bool = True):
         """(Buffer, View) of array `a`; a new buffer when its memory is new
@@ -283,7 +288,13 @@ class Registry:
                                     "versions apart (pass views of one array)")
             if not create:
                 return None, None
-            buf = Buffer(root, name, len(self.buffers))
+            dev = key[0]
+            arena = None
+            if dev != "cpu":
+                arena = self.arenas.get(dev)
+                if arena is None:
+                    arena = self.arenas[dev] = D.Arena()
+            buf = Buffer(root, name, len(self.buffers), arena)
             self.buffers.append(buf)
             self._by_ptr[key] = buf
         if a.dtype != root.dtype and (_is_float(a.dtype) or _is_float(root.dtype)):

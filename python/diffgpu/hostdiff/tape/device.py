@@ -1,11 +1,15 @@
 """The tape's work on GPU memory: copies of a buffer's bytes and
 fingerprints of them, each as few CUDA calls as it can be.
 
-A copy (`copier`) is one allocation from CuPy's memory pool and one
-`cudaMemcpyAsync` device to device on the current stream (the stream the
-launches run on): no CuPy array is made. `wrap` makes the array over the
-copy, laid out as the buffer, when something reads it (the reverse, a
-graph's replay). Being bytes, a copy does not care for the dtype: a
+A copy (`copier`) is one `cudaMemcpyAsync` device to device on the
+current stream (the stream the launches run on) into memory of CuPy's pool:
+no CuPy array is made. A tape's copies of up to `_SMALL` bytes are carved
+from its `Arena`'s chunks (one pool allocation of `CHUNK` bytes holds
+`CHUNK // n` copies of n bytes: a recorded launch's copy costs no
+allocation of its own, and dropping the tape gives a chunk back at once,
+not each copy); a larger copy is one pool allocation. `wrap` makes the
+array over the copy, laid out as the buffer, when something reads it (the
+reverse, a graph's replay). Being bytes, a copy does not care for the dtype: a
 bfloat16 torch tensor (a CuPy bfloat16 array to the tape, arrays.py
 `as_array`) is copied the same way.
 
@@ -80,23 +84,68 @@ extern "C" __global__ void dg_tape_fingerprint(const unsigned char* p,
 
 #: per CuPy module (one in practice): the compiled fingerprint kernel
 _KERNEL: dict = {}
-def copier(cp, ptr: int, n: int, device: int):
+
+#: the pool allocations a tape's small copies are carved from (bytes), the
+#: largest copy carved (larger ones are allocations of their own: at most an
+#: eighth of a chunk is left unused at its end), the alignment of each copy
+#: (CUDA's allocations: a view's offset in the copy keeps its alignment)
+CHUNK = 1 << 21
+_SMALL = CHUNK // 8
+_ALIGN = 256
+
+
+class Arena:
+    """Where one tape's copies on one GPU go: chunks of `CHUNK` bytes from
+    CuPy's pool, each copy of up to `_SMALL` bytes a `MemoryPointer` into the
+    current chunk (keeping the chunk alive while the copy is). A chunk
+    serves one stream (the pool gives memory back per stream): a copy on
+    another stream than the chunk's starts a new one."""
+
+    __slots__ = ("chunk", "at", "stream")
+
+    def __init__(self):
+        self.chunk = None   # the current chunk's MemoryPointer
+        self.at = CHUNK     # its first free byte
+        self.stream = None  # the stream it was allocated for
+
+    def release(self) -> None:
+        """Stop carving from the current chunk (dropped with its last copy)."""
+        self.chunk, self.at, self.stream = None, CHUNK, None
+
+
+def copier(cp, ptr: int, n: int, device: int, arena: Arena | None = None):
     """A call of no arguments copying the `n` bytes at `ptr` on GPU `device`
-    into a new allocation of CuPy's (`cp`'s) memory pool there, on the
-    current stream (the launches'): it returns CuPy's memory pointer of the
-    copy, no array made. `wrap` makes the array over it."""
+    into CuPy's (`cp`'s) memory pool there, on the current stream (the
+    launches'): into `arena`'s current chunk when given and `n` is at most
+    `_SMALL`, else into an allocation of its own. It returns CuPy's memory
+    pointer of the copy, no array made. `wrap` makes the array over it."""
     alloc, memcpy, stream = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, cp.cuda.get_current_stream
     current, Device = cp.cuda.runtime.getDevice, cp.cuda.Device
+    size = -(-n // _ALIGN) * _ALIGN
+    if arena is None or not 0 < n <= _SMALL:
+        def copy():
+            if current() != device:  # (as a launch does: on the buffer's GPU)
+                with Device(device):
+                    return copy()
+            mem = alloc(n)
+            if n:
+                memcpy(mem.ptr, ptr, n, 3, stream().ptr)  # 3: cudaMemcpyDeviceToDevice
+            return mem
+        return copy
 
-    def copy():
-        if current() != device:  # (as a launch does: on the buffer's GPU)
+    def carve():
+        if current() != device:
             with Device(device):
-                return copy()
-        mem = alloc(n)
-        if n:
-            memcpy(mem.ptr, ptr, n, 3, stream().ptr)  # 3: cudaMemcpyDeviceToDevice
+                return carve()
+        s = stream().ptr
+        at = arena.at
+        if at + size > CHUNK or arena.stream != s:
+            arena.chunk, arena.stream, at = alloc(CHUNK), s, 0
+        arena.at = at + size
+        mem = arena.chunk + at
+        memcpy(mem.ptr, ptr, n, 3, s)
         return mem
-    return copy
+    return carve
 
 
 def wrap(root, mem, cp):
@@ -149,4 +198,4 @@ def fingerprints(ptrs_sizes, cp, device=None) -> list:
     return [(int(host[2 * j]), int(host[2 * j + 1]), n) for j, (_p, n) in enumerate(ptrs_sizes)]
 
 
-__all__ = ["copier", "wrap", "reference", "fingerprints"]
+__all__ = ["Arena", "CHUNK", "copier", "wrap", "reference", "fingerprints"]

@@ -272,8 +272,11 @@ class Recording:
         for op in self.__dict__.get("ops", ()):
             for v in op.snaps:
                 v.copy = v._array = None
-        for b in getattr(self.__dict__.get("reg"), "buffers", ()):
+        reg = self.__dict__.get("reg")
+        for b in getattr(reg, "buffers", ()):
             b.first = None
+        for arena in getattr(reg, "arenas", {}).values():
+            arena.release()
 
     @property
     def each(self) -> bool:
