@@ -244,6 +244,8 @@ class Table(dict):
         self.last = None
 
     def clear(self) -> None:
+        for ready in self.hot.values():  # (a recording tape may hold some: `Ready.live`)
+            ready.live = False
         super().clear()
         self.hot.clear()
         self.last = None
@@ -255,9 +257,12 @@ class Ready:
     smaller) and the packed arguments. Those are kept from the key's second
     launch on (`seen`: it had one before): a loop over ever new arrays never
     repeats a key, and keeping its packed arguments would only give the
-    garbage collector more to walk (10 us per launch on the CPU path)."""
+    garbage collector more to walk (10 us per launch on the CPU path).
+    `live`: its Table has not been cleared since (a recording dg.Tape keeps
+    the Ready of a launch with its plan and runs it while it is live and the
+    kernel has programs: `run_ready`)."""
 
-    __slots__ = ("program", "sig", "grid", "block", "packed", "seen")
+    __slots__ = ("program", "sig", "grid", "block", "packed", "seen", "live")
 
     def __init__(self, program, sig, grid, block):
         if program.collectives:  # whole warps only (runtime/launch_checks.py)
@@ -267,6 +272,7 @@ class Ready:
         self.grid = gpu_grid(program, grid) if program.kind == "gpu" else grid
         self.packed = None
         self.seen = False
+        self.live = True
 
     def run(self, args) -> None:
         """Run the program on `args`, packing them unless kept (from the
@@ -363,9 +369,10 @@ def launch(kernel, args, grid, block, bind) -> None:
     run_keyed(kernel, args, grid, block, bind, launch_key(args, grid, block))
 
 
-def run_keyed(kernel, args, grid, block, bind, key) -> None:
+def run_keyed(kernel, args, grid, block, bind, key):
     """`launch` of a launch whose `key` is known (a recording dg.Tape has
-    read it), past the tape's hook."""
+    read it), past the tape's hook: the `Ready` it ran, None when the full
+    path ran it."""
     fast = kernel.__dict__.get("_fast")
     ready = None
     if key is not None and type(fast) is Table and kernel._programs:
@@ -379,7 +386,15 @@ def run_keyed(kernel, args, grid, block, bind, key) -> None:
     if ready is None:
         ready = bind(kernel, args, grid, block, key)
         if ready is None:
-            return
+            return None
+    run_ready(ready, args)
+    return ready
+
+
+def run_ready(ready, args) -> None:
+    """Run the launch `ready` was found for (by `run_keyed`, or kept by a
+    recording tape with its key while `ready.live` and the kernel has
+    programs) on `args`."""
     STATS["fast_reuse" if ready.seen else "fast_checked"] += 1
     ready.run(args)
     ready.seen = True

@@ -142,10 +142,19 @@ class Op:
 
 class _Hook:
     """What runtime/fastpath.py `RECORD` holds while a tape records: its
-    `launch` records and runs a launch of the recording thread."""
+    `launch` records and runs a launch of the recording thread.
+
+    `recent` keeps per kernel its latest two launch keys (a loop repeats a
+    kernel's launch, or alternates two: a ping-pong of buffers), each with
+    the tape's plan and the launch's `fastpath.Ready`: a launch equal to one
+    of them costs one or two key comparisons, then runs its Ready while the
+    Ready is live and the kernel has programs (else through
+    `fastpath.run_keyed`, as any launch)."""
 
     def __init__(self, tape):
         self.tape, self.thread, self.busy = tape, _get_ident(), False
+        #: id(kernel) -> [(launch key, plan, Ready or None), ...]: the latest first, two
+        self.recent: dict = {}
 
     def launch(self, kernel, args, grid, block, bind) -> bool:
         if self.busy or _get_ident() != self.thread:
@@ -154,11 +163,16 @@ class _Hook:
         if tape.broken is not None:
             tape._usable()
         key = fastpath.launch_key(args, grid, block)  # (read here: interop.compile_only patches it)
-        hot = tape._hot.get(id(kernel))  # a loop repeats a kernel's launch: one comparison
-        plan = hot[1] if hot is not None and key is not None and hot[0] == key else \
-            tape._plan(kernel, args, grid, block, key, bind)
+        recent = self.recent.get(id(kernel))
+        hit = None
+        if recent is not None:
+            for e in recent:
+                if e[0] == key:
+                    hit = e
+                    break
+        plan = hit[1] if hit is not None else tape._plan(kernel, args, grid, block, key, bind)
         ops = tape.ops
-        read = [*map(_version_of, plan[8])]
+        read = list(map(_version_of, plan[8]))
         op = Op(len(ops), "launch", plan, args, read)
         for v in read:
             v.readers.append(op)
@@ -178,7 +192,13 @@ class _Hook:
                 b.version = Version(b, op, v.number + 1)
         self.busy = True
         try:
-            fastpath.run_keyed(kernel, args, grid, block, bind, key)
+            ready = hit[2] if hit is not None else None
+            if ready is not None and ready.live and kernel._programs:
+                fastpath.run_ready(ready, args)
+            else:
+                ready = fastpath.run_keyed(kernel, args, grid, block, bind, key)
+                if key is not None:
+                    self._keep(kernel, recent, hit, (key, plan, ready))
         except BaseException as e:
             tape.broken = f"{op!r} raised {type(e).__name__} while recording"
             raise
@@ -188,6 +208,17 @@ class _Hook:
             tape._fingerprint_written(written)
         ops.append(op)
         return True
+
+    def _keep(self, kernel, recent, old, entry) -> None:
+        """`entry` first in the kernel's `recent` (in place of `old`, the
+        entry of its key whose Ready was not live)."""
+        if recent is None:
+            self.recent[id(kernel)] = [entry]
+            return
+        if old is not None:
+            recent.remove(old)
+        recent.insert(0, entry)
+        del recent[2:]
 
     def host_diff(self, mode: str) -> None:
         if self.busy or _get_ident() != self.thread:
@@ -231,7 +262,6 @@ class Recording:
         #: arrays again finds it (the tape holds every buffer's array: their memory
         #: is never another's meanwhile)
         self._bound: dict = {}
-        self._hot: dict = {}  # id(kernel) -> (launch key, plan) of its latest launch
         self._each = False  # fingerprints at every use, once the device is known (`each`)
         self._slow = self.revolve  # `_each` or checkpointing: `_Hook.launch` asks `_slow_before`
         self.stats = {"snapshots": 0, "snapshot_bytes": 0, "state_bytes": 0,
@@ -396,7 +426,7 @@ class Recording:
         return got
 
     def _plan(self, kernel, args, grid, block, key, bind) -> tuple:
-        """The plan of a launch not the kernel's latest (`Op`'s docstring):
+        """The plan of a launch not among the kernel's latest two (`_Hook`):
         kept per kernel and launch key in this tape; the roles from `_roles`.
         A launch whose roles cannot be had runs (its own errors first), then
         leaves the tape unusable."""
@@ -434,8 +464,6 @@ class Recording:
                 if len(self._bound) >= 1024:  # a loop over ever new arrays
                     self._bound.clear()
                 self._bound[(id(kernel), key)] = plan
-        if key is not None:
-            self._hot[id(kernel)] = (key, plan)
         return plan
 
     def host_op(self, kind: str, dst, src=None, value=None, run=None) -> None:
