@@ -219,6 +219,77 @@ def test_a_loop_plans_each_kernel_once_per_tape(counted, monkeypatch):
     assert ops[3] in items[0].version.readers and items[0].version.array is not None
 
 
+def test_a_ping_pong_finds_its_plans_and_launches_by_comparison(counted, monkeypatch):
+    """heat's ping-pong (lap_step(t <- u), lap_step(u <- t), ...): the
+    kernel's two launch keys are both kept with their plan and their
+    fastpath.Ready, so after the first launch of each the tape plans
+    nothing and no launch looks its key up again (fastpath.run_keyed runs
+    only the first launch of each key)."""
+    from diffgpu.hostdiff.tape import record
+    from diffgpu.runtime import fastpath
+
+    S, n = counted
+    rng = np.random.default_rng(5)
+    u, t, w = (S(rng.standard_normal(N).astype(np.float32)) for _ in range(3))
+    loss = S(np.zeros(1, np.float32))
+    g, c = (N + P.B - 1) // P.B, np.float32(0.25)
+
+    def record_heat(steps):
+        with dg.Tape(check="end") as tape:
+            for _ in range(steps):
+                P.lap_step[g, P.B](t, u, c)
+                P.lap_step[g, P.B](u, t, c)
+            P.dot_loss[g, P.B](u, w, loss)
+        return tape
+    record_heat(2)  # programs and roles
+    plans, keyed = [], []
+    real_plan, real_keyed = record.Recording._plan, fastpath.run_keyed
+    monkeypatch.setattr(record.Recording, "_plan",
+                        lambda self, *a: plans.append(a[0].name) or real_plan(self, *a))
+    monkeypatch.setattr(fastpath, "run_keyed", lambda *a: keyed.append(a[0].name)
+                        or real_keyed(*a))
+    at = fastpath.STATS["fast_reuse"], fastpath.STATS["fast_checked"]
+    tape = record_heat(30)
+    assert sorted(plans) == ["dot_loss", "lap_step", "lap_step"], plans
+    assert sorted(keyed) == ["dot_loss", "lap_step", "lap_step"], keyed
+    # every launch ran a Ready (dot_loss's first one new: its only launch before
+    # took the full path)
+    assert (fastpath.STATS["fast_reuse"] - at[0], fastpath.STATS["fast_checked"] - at[1]) == \
+        (60, 1)
+    assert tape.stats["snapshots"] == 2 * 30 - 1 + 1  # (u's first version: read, then written)
+
+
+def test_a_kept_ready_is_not_run_once_the_programs_are_dropped(counted, monkeypatch):
+    """A recording keeps a launch's Ready only while it is live: dropping
+    the kernel's programs mid-recording sends its next launches through
+    fastpath.run_keyed (the driver's bind: the program loaded again), and
+    the Ready it had is dead."""
+    from diffgpu.runtime import fastpath
+
+    S, n = counted
+    x, v, f, k, loss = arrs = _arrays(S)
+    _record(2, *arrs)
+    keyed = []
+    real_keyed = fastpath.run_keyed
+    monkeypatch.setattr(fastpath, "run_keyed", lambda *a: keyed.append(a[0].name)
+                        or real_keyed(*a))
+    g = (N + P.B - 1) // P.B
+
+    def drop(tape):
+        hook = fastpath.RECORD
+        (old,) = [e[2] for e in hook.recent[id(P.integrate)]]
+        P.integrate._programs.clear()
+        del keyed[:]
+        for _ in range(3):
+            P.integrate[g, P.B](x, v, f, np.float32(0.01))
+        # the first launch after the drop: bind's full path (the Table cleared, the
+        # kept Ready dead); the second: a new Ready; the third runs it
+        assert keyed == ["integrate", "integrate"] and not old.live
+        (new,) = [e[2] for e in hook.recent[id(P.integrate)]]
+        assert new is not old and new.live
+    _record(3, *arrs, inside=drop)
+
+
 def test_a_dropped_tape_gives_its_copies_back_at_once():
     """A tape's operations and versions refer to each other, but the tape
     itself is in no cycle: dropping it releases every copy it made there and
