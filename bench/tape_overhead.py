@@ -254,11 +254,12 @@ def standin() -> None:
     t0.gradient(loss, wrt=[k])
     out = {"launch": _median_us(steps, 2 * T), "recorded": _median_us(rec, 2 * T + 1)}
     # the stand-in's own part of that: the copies' calls of CuPy a recording
-    # makes (pool allocations, cudaMemcpyAsync), counted in one recording,
-    # then as many timed alone
+    # makes (pool allocations, pointers into a chunk: MemoryPointer + offset,
+    # cudaMemcpyAsync), counted in one recording, then as many timed alone
     cp, snaps = sys.modules["cupy"], t0.stats["snapshots"]
-    calls = {"alloc": 0, "memcpy": 0}
-    alloc, memcpy = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync
+    calls = {"alloc": 0, "offset": 0, "memcpy": 0}
+    alloc, memcpy, Memory = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, cp.cuda.alloc
+    offset = Memory.__add__
 
     def counting(name, fn):
         def call(*a):
@@ -266,12 +267,16 @@ def standin() -> None:
             return fn(*a)
         return call
     cp.cuda.alloc, cp.cuda.runtime.memcpyAsync = counting("alloc", alloc), counting("memcpy", memcpy)
+    Memory.__add__ = counting("offset", offset)
     rec()
-    cp.cuda.alloc, cp.cuda.runtime.memcpyAsync = alloc, memcpy
+    cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, Memory.__add__ = alloc, memcpy, offset
 
     def copies():
+        m = None
         for _ in range(calls["alloc"]):
-            alloc(x.nbytes)
+            m = alloc(x.nbytes)
+        for _ in range(calls["offset"]):
+            m + 256
         for _ in range(calls["memcpy"]):
             memcpy(x.data.ptr, x.data.ptr, x.nbytes, 3, cp.cuda.get_current_stream().ptr)
     out["stand-in copies"] = _median_us(copies, 2 * T + 1)
@@ -297,8 +302,9 @@ def standin() -> None:
           f"{plain_ops / 40:.0f}, recorded {rec_ops / 40:.0f}")
     print(f"CuPy stand-in (kernels do nothing; diffgpu's own Python work per launch, us, "
           f"process time), spring, {N} float32; recorded: {snaps} copies in "
-          f"{2 * T + 1} launches ({calls['alloc']} pool allocations, {calls['memcpy']} "
-          "cudaMemcpyAsync), 'stand-in copies' those calls' time, 'own' the rest:")
+          f"{2 * T + 1} launches ({calls['alloc']} pool allocations, {calls['offset']} "
+          f"pointers into a chunk, {calls['memcpy']} cudaMemcpyAsync), 'stand-in copies' "
+          "those calls' time, 'own' the rest:")
     print("  " + "".join(f" {c:>15}" for c in out))
     print("  " + "".join(f" {v:15.1f}" for v in out.values()))
 

@@ -430,9 +430,9 @@ class Recording:
         kept per kernel and launch key in this tape; the roles from `_roles`.
         A launch whose roles cannot be had runs (its own errors first), then
         leaves the tape unusable."""
-        what = f"#{len(self.ops)} {kernel.name}"
         plan = self._bound.get((id(kernel), key)) if key is not None else None
         if plan is None:
+            what = f"#{len(self.ops)} {kernel.name}"
             try:
                 facts, roles, groups, full = self._roles(kernel, args, grid, block, key)
             except Exception as e:
