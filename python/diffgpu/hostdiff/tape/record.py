@@ -9,19 +9,23 @@ read/write analysis `dg.vjp` uses), recorded as an `Op`, then run.
 What does not change from one launch of a kernel on the same arrays to the
 next is a *plan* (`Recording._plan`), kept per kernel and launch key: the
 roles (across tapes), each array argument's buffer and view, the distinct
-buffers read and written. A loop re-launching a kernel finds its plan with
-one comparison of launch keys, and the launch then costs one `Op` (its
-Items are made from it when first asked for: `Op.args`), the versions read
-(one `readers.append` each), a copy per version it overwrites that was read,
-and one new `Version` per written buffer (docs/tape.md "Host time per
+buffers read and written. The hook keeps each kernel's latest two launch
+keys with their plans and the launches' `fastpath.Ready`: a loop
+re-launching a kernel, or alternating two launches of it (a ping-pong of
+buffers), finds its plan and its Ready with one or two comparisons of
+launch keys, and the launch then costs one `Op` (its Items are made from it
+when first asked for: `Op.args`), the versions read (one `readers.append`
+each), a copy per version it overwrites that was read, one new `Version`
+per written buffer, and the run of its Ready (docs/tape.md "Host time per
 launch").
 
 Versions. Every buffer (arrays.py) has a current `Version`: its contents
 since the last recorded write. An operation reading a buffer records the
 version it read; an operation about to write a buffer whose current
 version some recorded operation read (or this one reads) first copies the
-buffer (arrays.py `snapshot`: on a GPU one pool allocation and one
-device-to-device copy on the current stream): that copy is the version's
+buffer (arrays.py `snapshot`: on a GPU one device-to-device copy on the
+current stream into the tape's chunk of pool memory, device.py `Arena`):
+that copy is the version's
 `array`, what the reverse of its readers will see. A version no one read is
 never copied, and the last version of each buffer stays the user's array
 (checked unchanged when `gradient()` runs). With `checkpoints=` /
@@ -257,7 +261,6 @@ class Recording:
         self.device = None
         self.broken = None
         self._hook = None
-        self._last: dict = {}  # id(kernel) -> (launch key, roles) of its latest launch
         #: (id(kernel), launch key) -> the launch's plan (`_plan`): a launch of the same
         #: arrays again finds it (the tape holds every buffer's array: their memory
         #: is never another's meanwhile)
