@@ -134,7 +134,7 @@ def test_small_copies_share_chunks_and_large_ones_are_their_own(counted, monkeyp
     assert n["memcpy"] == copies
     assert n["alloc"] == -(-((copies - 1) * N * 4 + 256) // 8192), n  # 5, not 36
     snaps = [v for op in tape.operations for v in op.snaps]
-    spans = sorted((v.copy.ptr, v.copy.ptr + v.buf.nbytes) for v in snaps)
+    spans = sorted((v.copy.ptr + v.at, v.copy.ptr + v.at + v.buf.nbytes) for v in snaps)
     assert all(lo % 256 == 0 for lo, _ in spans)
     assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:]))  # no shared bytes
     # (the stand-in's kernels do nothing: every version holds its buffer's bytes)
@@ -163,7 +163,8 @@ def test_small_copies_share_chunks_and_large_ones_are_their_own(counted, monkeyp
     tape = _record(3, *arrs, inside=on_another_stream)
     assert n["alloc"] == 2, n  # one chunk per stream
     arena = tape.reg.arenas[0]  # the stream's chunk, begun by that copy
-    assert arena.stream == 77 and tape.operations[-1].snaps[0].copy.ptr == arena.chunk.ptr
+    last = tape.operations[-1].snaps[0]
+    assert arena.stream == 77 and last.copy is arena.chunk and last.at == 0
 
 
 def test_recording_reads_nothing_back_and_the_end_reads_once(counted):
@@ -324,9 +325,11 @@ def test_a_dropped_device_tape_gives_its_chunks_back_at_once(counted):
     arrs = _arrays(S)
     tape = _record(4, *arrs)
     tape.gradient(arrs[4], wrt=[arrs[3]])
-    held = [weakref.ref(v.copy) for op in tape.operations for v in op.snaps]
-    held.append(weakref.ref(tape.reg.arenas[0].chunk))
-    assert len(held) == 2 + 3 * 3 + 1 + 1 and all(r() is not None for r in held)
+    snaps = [v for op in tape.operations for v in op.snaps]
+    assert len(snaps) == 2 + 3 * 3 + 1
+    held = [weakref.ref(v.copy) for v in snaps] + [weakref.ref(v.array) for v in snaps]
+    assert all(v.copy is tape.reg.arenas[0].chunk for v in snaps)  # one chunk, no object each
+    assert all(r() is not None for r in held)
     gc.disable()
     try:
         del tape

@@ -167,8 +167,9 @@ class Buffer:
     def __init__(self, root, name: str, index: int, arena=None):
         self.root, self.name, self.index = root, name, index
         self.ptr, self.nbytes, self.device = pointer(root), int(root.nbytes), device_of(root)
-        #: snap(): `snapshot(root)`, the copier looked up once; on a GPU into the
-        #: tape's `arena` (device.py `Arena`: small copies share pool allocations)
+        #: snap(v): the copy of `root` for version v, the copier looked up once; on
+        #: a GPU into the tape's `arena` (device.py `Arena`: small copies share
+        #: pool allocations)
         self.snap = _snapper(self, arena)
         self.version = None
         self.fp = None          # fingerprint of the contents the tape last saw
@@ -184,30 +185,33 @@ class Buffer:
 
 
 def snapshot(root):
-    """A copy of a buffer's contents for a version the tape keeps: on the
-    host a numpy copy; on a GPU its bytes in a new pool allocation, copied on
-    the current stream (device.py `copier`: no array made). `as_root` makes
-    the array over it when a reader needs one. (`Buffer.snap` is the
-    same made once per buffer.)"""
+    """A copy of a buffer's contents: on the host a numpy copy; on a GPU its
+    bytes in a new pool allocation, copied on the current stream (device.py
+    `copy_bytes`: no array made). `as_root` makes the array over it when a
+    reader needs one. (`Buffer.snap` copies for a version the tape keeps.)"""
     if isinstance(root, np.ndarray):
         return np.array(root, copy=True, order="K")
-    return D.copier(_cupy(), pointer(root), int(root.nbytes), device_of(root))()
+    return D.copy_bytes(_cupy(), pointer(root), int(root.nbytes), device_of(root))
 
 
 def _snapper(buf, arena=None):
-    """`snapshot` of `buf.root` as a call of no arguments (on a GPU into
-    `arena`'s chunks when it is small)."""
+    """`snap(v)`: the copy of `buf.root` for version `v` (`v.copy`, and on a
+    GPU `v.at`: its offset in the allocation, carved from `arena`'s chunks
+    when small; device.py `copier`)."""
     root = buf.root
     if isinstance(root, np.ndarray):
-        return lambda: np.array(root, copy=True, order="K")
+        def snap(v):
+            v.copy = np.array(root, copy=True, order="K")
+        return snap
     return D.copier(_cupy(), buf.ptr, buf.nbytes, buf.device, arena)
 
 
-def as_root(root, copy):
-    """The array over `copy` (a `snapshot` of `root`), laid out as `root`."""
+def as_root(root, copy, at: int = 0):
+    """The array over `copy` (a `snapshot` of `root`, or the allocation it
+    was carved from and its offset `at` there), laid out as `root`."""
     if isinstance(copy, np.ndarray) or type(copy) is type(root):
         return copy
-    return D.wrap(root, copy, _cupy())
+    return D.wrap(root, copy, _cupy(), at)
 
 
 def copy_root(root):

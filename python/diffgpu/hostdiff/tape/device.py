@@ -96,10 +96,11 @@ _ALIGN = 256
 
 class Arena:
     """Where one tape's copies on one GPU go: chunks of `CHUNK` bytes from
-    CuPy's pool, each copy of up to `_SMALL` bytes a `MemoryPointer` into the
-    current chunk (keeping the chunk alive while the copy is). A chunk
-    serves one stream (the pool gives memory back per stream): a copy on
-    another stream than the chunk's starts a new one."""
+    CuPy's pool, each copy of up to `_SMALL` bytes a range of the current
+    chunk (a version holds the chunk's `MemoryPointer` and its offset: the
+    chunk lives while a copy in it does, and no object is made per copy). A
+    chunk serves one stream (the pool gives memory back per stream): a copy
+    on another stream than the chunk's starts a new one."""
 
     __slots__ = ("chunk", "at", "stream")
 
@@ -113,44 +114,59 @@ class Arena:
         self.chunk, self.at, self.stream = None, CHUNK, None
 
 
+def copy_bytes(cp, ptr: int, n: int, device: int):
+    """The `n` bytes at `ptr` on GPU `device` copied into a new allocation of
+    CuPy's (`cp`'s) memory pool there, on the current stream: its
+    MemoryPointer, no array made."""
+    if cp.cuda.runtime.getDevice() != device:
+        with cp.cuda.Device(device):
+            return copy_bytes(cp, ptr, n, device)
+    mem = cp.cuda.alloc(n)
+    if n:
+        cp.cuda.runtime.memcpyAsync(mem.ptr, ptr, n, 3, cp.cuda.get_current_stream().ptr)
+    return mem
+
+
 def copier(cp, ptr: int, n: int, device: int, arena: Arena | None = None):
-    """A call of no arguments copying the `n` bytes at `ptr` on GPU `device`
-    into CuPy's (`cp`'s) memory pool there, on the current stream (the
-    launches'): into `arena`'s current chunk when given and `n` is at most
-    `_SMALL`, else into an allocation of its own. It returns CuPy's memory
-    pointer of the copy, no array made. `wrap` makes the array over it."""
+    """A call `copy(v)` copying the `n` bytes at `ptr` on GPU `device` for
+    version `v` into CuPy's (`cp`'s) memory pool there, on the current
+    stream (the launches'): into `arena`'s current chunk when given and `n`
+    is at most `_SMALL`, else into an allocation of its own. It sets
+    `v.copy` to the allocation's memory pointer and `v.at` to the copy's
+    offset in it; no array is made (`wrap` makes the array over it)."""
     alloc, memcpy, stream = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, cp.cuda.get_current_stream
     current, Device = cp.cuda.runtime.getDevice, cp.cuda.Device
     size = -(-n // _ALIGN) * _ALIGN
     if arena is None or not 0 < n <= _SMALL:
-        def copy():
+        def copy(v):
             if current() != device:  # (as a launch does: on the buffer's GPU)
                 with Device(device):
-                    return copy()
+                    return copy(v)
             mem = alloc(n)
             if n:
                 memcpy(mem.ptr, ptr, n, 3, stream().ptr)  # 3: cudaMemcpyDeviceToDevice
-            return mem
+            v.copy = mem
         return copy
 
-    def carve():
+    def carve(v):
         if current() != device:
             with Device(device):
-                return carve()
+                return carve(v)
         s = stream().ptr
         at = arena.at
         if at + size > CHUNK or arena.stream != s:
             arena.chunk, arena.stream, at = alloc(CHUNK), s, 0
         arena.at = at + size
-        mem = arena.chunk + at
-        memcpy(mem.ptr, ptr, n, 3, s)
-        return mem
+        chunk = v.copy = arena.chunk
+        v.at = at
+        memcpy(chunk.ptr + at, ptr, n, 3, s)
     return carve
 
 
-def wrap(root, mem, cp):
-    """The CuPy array over `mem` laid out as `root` (shape, dtype, strides)."""
-    return cp.ndarray(root.shape, root.dtype, mem, strides=root.strides)
+def wrap(root, mem, cp, at: int = 0):
+    """The CuPy array over `mem` (at byte offset `at`) laid out as `root`
+    (shape, dtype, strides)."""
+    return cp.ndarray(root.shape, root.dtype, mem + at if at else mem, strides=root.strides)
 
 
 def reference(flat_bytes) -> tuple:
@@ -198,4 +214,4 @@ def fingerprints(ptrs_sizes, cp, device=None) -> list:
     return [(int(host[2 * j]), int(host[2 * j + 1]), n) for j, (_p, n) in enumerate(ptrs_sizes)]
 
 
-__all__ = ["Arena", "CHUNK", "copier", "wrap", "reference", "fingerprints"]
+__all__ = ["Arena", "CHUNK", "copy_bytes", "copier", "wrap", "reference", "fingerprints"]

@@ -60,12 +60,15 @@ _version_of = operator.attrgetter("version")
 class Version:
     """A buffer's contents between two recorded writes."""
 
-    __slots__ = ("buf", "creator", "readers", "copy", "_array", "number")
+    __slots__ = ("buf", "creator", "readers", "copy", "at", "_array", "number")
 
     def __init__(self, buf, creator, number: int):
         self.buf, self.creator, self.number = buf, creator, number
         self.readers: list = []
-        self.copy = self._array = None  # the copy made before it was overwritten (None: live)
+        #: the copy made before it was overwritten (None: live): a numpy array, or
+        #: on a GPU the pool allocation holding it, at byte offset `at` there
+        self.copy = self._array = None
+        self.at = 0
 
     @property
     def array(self):
@@ -74,12 +77,13 @@ class Version:
         (the version is live: its buffer's own array)."""
         a = self._array
         if a is None and self.copy is not None:
-            a = self._array = as_root(self.buf.root, self.copy)
+            a = self._array = as_root(self.buf.root, self.copy, self.at)
         return a
 
     @array.setter
     def array(self, a) -> None:
         self.copy = self._array = a
+        self.at = 0
 
 
 class Item:
@@ -188,7 +192,7 @@ class _Hook:
             for b in written:
                 v = b.version
                 if v.readers and v.copy is None:  # read, about to be overwritten: copied
-                    v.copy = b.snap()
+                    b.snap(v)
                     if snaps is None:
                         snaps = op.snaps = [v]
                     else:
@@ -373,7 +377,7 @@ class Recording:
 
     def _snapshot(self, v, op) -> None:
         """Copy version `v` (about to be overwritten by `op`; read before)."""
-        v.copy = v.buf.snap()
+        v.buf.snap(v)
         op.snaps = [*op.snaps, v]
 
     def _first_copies(self, written, op) -> None:
