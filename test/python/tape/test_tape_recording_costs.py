@@ -167,6 +167,48 @@ def test_small_copies_share_chunks_and_large_ones_are_their_own(counted, monkeyp
     assert arena.stream == 77 and last.copy is arena.chunk and last.at == 0
 
 
+def test_a_recorded_launch_keeps_its_op_versions_and_lists_only(counted):
+    """What a recorded loop keeps per step (spring: force then integrate),
+    counted by type among the objects the garbage collector tracks: an
+    `Op` per launch with the list of versions it read, a `Version` per
+    buffer written (f; x, v) with its list of readers, per launch that
+    copies the list of versions copied: nothing else per step (the
+    arguments are the plan's, a copy is a range of the tape's chunk: no
+    object per copy)."""
+    import gc
+    from collections import Counter
+
+    S, n = counted
+    x, v, f, k, loss = arrs = _arrays(S)
+    g, dt = (N + P.B - 1) // P.B, np.float32(0.01)
+    _record(2, *arrs)
+
+    def steps(count):
+        for _ in range(count):
+            P.spring_force[g, P.B](f, x, k)
+            P.integrate[g, P.B](x, v, f, dt)
+
+    def kept():
+        return Counter(type(o).__name__ for o in gc.get_objects())
+    gc.collect()
+    gc.disable()
+    try:
+        with dg.Tape(check="end"):
+            steps(3)
+            before = kept()
+            steps(20)
+            after = kept()
+    finally:
+        gc.enable()
+    after["Counter"] -= 1  # (`before` itself)
+    grown = {name: c for name, c in (after - before).items() if c}
+    mine = {name: grown.pop(name, 0) for name in ("Op", "Version", "list")}
+    assert mine == {"Op": 2 * 20, "Version": 3 * 20, "list": (2 + 3 + 2) * 20}, mine
+    # nothing else per step, let alone per launch or copy (what other tests left
+    # behind may make a few objects meanwhile)
+    assert all(c < 20 for c in grown.values()), grown
+
+
 def test_recording_reads_nothing_back_and_the_end_reads_once(counted):
     """check="end" (the GPU's default): no read back and no synchronize
     while the launches are recorded; at the end one fingerprint launch per

@@ -101,16 +101,18 @@ class Op:
     """One recorded operation: a launch, `dg.copy` or `dg.fill`.
 
     `plan` is (label, kernel, grid, block, roles, alias groups, outputs
-    written whole, parts, buffers read, buffers written): a launch's is
-    shared by every launch of its kernel on the same arrays. A launch's
-    Items (`args`) are made from its arguments and the versions it read
+    written whole, parts, buffers read, buffers written, buffers touched,
+    arguments): a launch's is shared by every launch of its kernel with the
+    same launch key (the same arrays, scalars of equal type and value: the
+    plan's arguments are the first such launch's). A launch's Items
+    (`args`) are made from the plan's arguments and the versions it read
     when first asked for."""
 
-    __slots__ = ("index", "kind", "plan", "_args", "_values", "_read", "snaps", "value", "rev")
+    __slots__ = ("index", "kind", "plan", "_args", "_read", "snaps", "value", "rev")
 
-    def __init__(self, index, kind, plan, values, read):
+    def __init__(self, index, kind, plan, read):
         self.index, self.kind, self.plan = index, kind, plan
-        self._values, self._read = values, read  # the arguments, the versions read
+        self._read = read  # the versions read
         self._args = None
         self.snaps = ()          # versions copied before this operation ran
         self.value = None
@@ -130,11 +132,11 @@ class Op:
         a = self._args
         if a is None:
             read = self._read
-            a = list(self._values)
+            a = list(self.plan[11])
             for i, view, name, r, w, at in self.plan[7]:
                 a[i] = Item(view, name, r, w, read[at] if r else None)
             self._args = a
-            self._values = self._read = None
+            self._read = None
         return a
 
     @args.setter
@@ -181,7 +183,7 @@ class _Hook:
         plan = hit[1] if hit is not None else tape._plan(kernel, args, grid, block, key, bind)
         ops = tape.ops
         read = list(map(_version_of, plan[8]))
-        op = Op(len(ops), "launch", plan, args, read)
+        op = Op(len(ops), "launch", plan, read)
         for v in read:
             v.readers.append(op)
         written = plan[9]
@@ -466,7 +468,7 @@ class Recording:
                 b.written = True
             bufs = tuple(dict.fromkeys(p[1].buf for p in parts))
             plan = (kernel.name, kernel, grid, block, roles, groups, full, tuple(parts),
-                    tuple(reads), tuple(writes), bufs)
+                    tuple(reads), tuple(writes), bufs, tuple(args))
             if key is not None:
                 if len(self._bound) >= 1024:  # a loop over ever new arrays
                     self._bound.clear()
@@ -488,9 +490,9 @@ class Recording:
             for u in dict.fromkeys(reads + [b]):
                 self._verify(u, what)
         plan = (f"dg.{kind}", None, None, None, (), (), frozenset(), tuple(parts),
-                tuple(reads), (b,), ())
+                tuple(reads), (b,), (), (None,) * len(parts))
         read = [r.version for r in reads]
-        op = Op(len(self.ops), kind, plan, [None] * len(parts), read)
+        op = Op(len(self.ops), kind, plan, read)
         for r in read:
             r.readers.append(op)
         b.written = True
