@@ -252,34 +252,45 @@ def standin() -> None:
         return t
     t0 = rec()
     t0.gradient(loss, wrt=[k])
-    out = {"launch": _median_us(steps, 2 * T), "recorded": _median_us(rec, 2 * T + 1)}
+    # (21 rounds: these are the rows compared before and after on a shared machine)
+    out = {"launch": _median_us(steps, 2 * T, 21), "recorded": _median_us(rec, 2 * T + 1, 21)}
     # the stand-in's own part of that: the copies' calls of CuPy a recording
-    # makes (pool allocations, pointers into a chunk: MemoryPointer + offset,
-    # cudaMemcpyAsync), counted in one recording, then as many timed alone
+    # makes (pool allocations of their sizes, cudaMemcpyAsync into them at their
+    # offsets), logged in one recording, then made again alone and timed
     cp, snaps = sys.modules["cupy"], t0.stats["snapshots"]
-    calls = {"alloc": 0, "offset": 0, "memcpy": 0}
-    alloc, memcpy, Memory = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, cp.cuda.alloc
-    offset = Memory.__add__
+    alloc, memcpy = cp.cuda.alloc, cp.cuda.runtime.memcpyAsync
+    log = []
 
-    def counting(name, fn):
-        def call(*a):
-            calls[name] += 1
-            return fn(*a)
-        return call
-    cp.cuda.alloc, cp.cuda.runtime.memcpyAsync = counting("alloc", alloc), counting("memcpy", memcpy)
-    Memory.__add__ = counting("offset", offset)
+    def logged_alloc(n):
+        m = alloc(n)
+        log.append(("alloc", n, m.ptr))
+        return m
+
+    def logged_memcpy(dst, src, n, kind, stream):
+        log.append(("memcpy", n, dst))
+        return memcpy(dst, src, n, kind, stream)
+    cp.cuda.alloc, cp.cuda.runtime.memcpyAsync = logged_alloc, logged_memcpy
     rec()
-    cp.cuda.alloc, cp.cuda.runtime.memcpyAsync, Memory.__add__ = alloc, memcpy, offset
+    cp.cuda.alloc, cp.cuda.runtime.memcpyAsync = alloc, memcpy
+    calls, spans, replay = {"alloc": 0, "memcpy": 0}, [], []
+    for what, n, ptr in log:  # each copy: (its allocation's index, its offset there)
+        calls[what] += 1
+        if what == "alloc":
+            spans.append((ptr, n))
+            replay.append(("alloc", n, 0))
+        else:
+            j = next(j for j, (lo, m) in enumerate(spans) if lo <= ptr < lo + max(m, 1))
+            replay.append(("memcpy", n, (j, ptr - spans[j][0])))
 
     def copies():
-        m = None
-        for _ in range(calls["alloc"]):
-            m = alloc(x.nbytes)
-        for _ in range(calls["offset"]):
-            m + 256
-        for _ in range(calls["memcpy"]):
-            memcpy(x.data.ptr, x.data.ptr, x.nbytes, 3, cp.cuda.get_current_stream().ptr)
-    out["stand-in copies"] = _median_us(copies, 2 * T + 1)
+        mems = []
+        for what, n, at in replay:
+            if what == "alloc":
+                mems.append(alloc(n))
+            else:
+                memcpy(mems[at[0]].ptr + at[1], x.data.ptr, n, 3,
+                       cp.cuda.get_current_stream().ptr)
+    out["stand-in copies"] = _median_us(copies, 2 * T + 1, 21)
     out["own"] = out["recorded"] - out["stand-in copies"]
     tapes = [rec() for _ in range(8)]
     it = iter(tapes)
@@ -302,9 +313,8 @@ def standin() -> None:
           f"{plain_ops / 40:.0f}, recorded {rec_ops / 40:.0f}")
     print(f"CuPy stand-in (kernels do nothing; diffgpu's own Python work per launch, us, "
           f"process time), spring, {N} float32; recorded: {snaps} copies in "
-          f"{2 * T + 1} launches ({calls['alloc']} pool allocations, {calls['offset']} "
-          f"pointers into a chunk, {calls['memcpy']} cudaMemcpyAsync), 'stand-in copies' "
-          "those calls' time, 'own' the rest:")
+          f"{2 * T + 1} launches ({calls['alloc']} pool allocations, {calls['memcpy']} "
+          "cudaMemcpyAsync), 'stand-in copies' those calls' time, 'own' the rest:")
     print("  " + "".join(f" {c:>15}" for c in out))
     print("  " + "".join(f" {v:15.1f}" for v in out.values()))
 
