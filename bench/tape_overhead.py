@@ -27,19 +27,22 @@ recorded launch with the device default check="end", reverse step, dg.vjp
 on the same and on new arrays) on bench/launch_overhead.py's CuPy stand-in,
 whose kernels do nothing and whose copies are host copies. The recorded
 launch is also given apart: 'stand-in copies' (the stand-in's pool
-allocation and cudaMemcpyAsync calls of the recording's copies, timed
-alone) and 'own' (the rest: diffgpu's Python). What is left on a GPU is
-'own' plus CuPy's own launches, allocations and copies.
+allocations and cudaMemcpyAsync calls the recording made, logged in one
+recording and made again alone, at their sizes and offsets) and 'own'
+(the rest: diffgpu's Python). What is left on a GPU is 'own' plus CuPy's
+own launches, allocations and copies.
 
 `--prepare DIR` (here; bench/tape.py's) and `--run DIR` (on the GPU): the
 host time per recorded launch at bench/tape.py's sizes (wall clock, the
 recording loop divided by its launches; the end of recording timed apart)
-next to a plain launch, with the copies and fingerprint read backs the
-recording made counted.
+next to a plain launch, with the copies, their pool allocations and the
+fingerprint read backs a recording makes counted (in one more, untimed).
 
 `bench/tape_overhead.log` has these tables before and after the
 layout-keyed replays (hostdiff/replay.py `Recipe.run_moved`, docs/tape.md
-"Host time") and before and after the recording's plans and raw copies.
+"Host time"), before and after the recording's plans and raw copies, and
+before and after the copies carved from the tape's chunks with the latest
+two launch keys kept per kernel.
 """
 from __future__ import annotations
 
