@@ -46,6 +46,8 @@ import threading
 import numpy as np
 
 _active = threading.local()
+#: cudaMemcpyKind cudaMemcpyDeviceToHost
+_D2H = 2
 
 
 def note(program, device_id: int) -> None:
@@ -97,11 +99,15 @@ class GraphFlags:
 
     def read_in_graph(self, stream) -> None:
         """On `stream`, capturing, after the graph's last operation: copy
-        each flag into its pinned word (the graph's last nodes)."""
+        each flag into its pinned word (the graph's last nodes), through
+        cudaMemcpyAsync itself: CuPy's `MemoryPointer.copy_to_host_async`
+        refuses a capturing stream ("D2H transfers are disallowed"), but
+        CUDA captures a copy into pinned host memory as a memcpy node."""
+        import cupy
         self.reserve()
         base = int(self._host.ptr) if self.flags else 0
         for i, (_, _, ptr) in enumerate(self.flags):
-            ptr.copy_to_host_async(base + 8 * i, 8, stream)
+            cupy.cuda.runtime.memcpyAsync(base + 8 * i, int(ptr.ptr), 8, _D2H, stream.ptr)
 
     def check(self, stream) -> None:
         """After a replay launched on `stream`: wait for it and raise the

@@ -214,6 +214,10 @@ def _raw(cp, n) -> None:
             return m
 
     def memcpy(dst, src, nbytes, kind, stream):
+        if kind == 2:  # device to host: a flag read back (a node while capturing)
+            n["readback"] += 1
+            _LIVE[0].defer(lambda: ctypes.memmove(dst, src, nbytes))
+            return
         n["copy"] += 1
         ctypes.memmove(dst, src, nbytes)
     cp.cuda.alloc = Memory
@@ -228,6 +232,9 @@ class FlagPointer:
 
     def copy_to_host_async(self, dst, size, stream):
         import ctypes
+        if _LIVE[0].capturing is not None:  # as CuPy's MemoryPointer does
+            raise RuntimeError("the current stream is capturing, so D2H transfers are "
+                               "disallowed")
         _CURRENT[0]["readback"] += 1
         _LIVE[0].defer(lambda: ctypes.memmove(int(dst), self.ptr, size))
 
