@@ -57,7 +57,8 @@ def prepare_run(doc: str, prepare, run, argv=None, metavar: str = "DIR", cpu_smo
                 **sizes) -> int:
     """The command line of a bench compiled here and run on the GPU:
     `--prepare DIR [--chip sm_XX]` calls `prepare(DIR, chip=..., **sizes)`,
-    each size settable as `--<name> N` (integers, defaults as given); `--run
+    each size settable as `--<name> N` (integers, defaults as given), and
+    returns its status (0 for None); `--run
     DIR` returns `run(DIR)`; with `cpu_smoke` given, `--cpu-smoke` returns
     `cpu_smoke()`."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
@@ -72,9 +73,8 @@ def prepare_run(doc: str, prepare, run, argv=None, metavar: str = "DIR", cpu_smo
     a = p.parse_args(argv)
     if getattr(a, "cpu_smoke", False):
         return cpu_smoke()
-    if a.prepare:
-        prepare(a.prepare, chip=a.chip, **{name: getattr(a, name) for name in sizes})
-        return 0
+    if a.prepare:  # (a prepare that returns a status is heard)
+        return prepare(a.prepare, chip=a.chip, **{name: getattr(a, name) for name in sizes}) or 0
     return run(a.run)
 
 

@@ -54,7 +54,8 @@ import numpy as np  # noqa: E402
 import diffgpu as dg  # noqa: E402
 from diffgpu.runtime.store import cache  # noqa: E402
 from gpu_check_cases import (all_cases, atomics_cases, axpy,  # noqa: E402,F401
-                             gradient_cases, sq, test_module)
+                             gradient_cases, sq, test_module, topic_cases,
+                             topic_modules)
 from gpu_check_io import (compare, decode_args, diff_of, encode_args,  # noqa: E402
                           only_cases, results, run_case, signature_of, to_device)
 
@@ -162,13 +163,19 @@ def preload_compiler() -> None:
     load_all()  # every pass module
 
 
-def prepare(directory: str, chip: str) -> int:
+def _start(directory: str, chip: str, **fields) -> dict:
+    """Make `directory`, its cache the compile's, and the manifest's head."""
     os.makedirs(directory, exist_ok=True)
     preload_compiler()
     os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
-    manifest = {"chip": chip, "fingerprint": cache.compiler_fingerprint(), "cases": []}
+    return {"chip": chip, "fingerprint": cache.compiler_fingerprint(), **fields, "cases": []}
+
+
+def _prepare_cases(directory: str, chip: str, cases, manifest: dict) -> int:
+    """Prepare `cases` into `directory` (each in a forked child), their records
+    appended to the manifest's; the number that failed."""
     failed = 0
-    for k, case in enumerate(all_cases()):
+    for k, case in enumerate(cases):
         rec = _isolated(lambda: _prepare_case(directory, chip, k, *case),
                         {"name": case[0], "kernel": case[1].name})
         if "error" in rec:
@@ -177,6 +184,17 @@ def prepare(directory: str, chip: str) -> int:
         else:
             print(f"prepared  {rec['name']:36s} {rec['signature']:40s} {rec['note']}")
         manifest["cases"].append(rec)
+    return failed
+
+
+def _write_manifest(directory: str, manifest: dict) -> None:
+    with open(os.path.join(directory, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+def prepare(directory: str, chip: str) -> int:
+    manifest = _start(directory, chip)
+    failed = _prepare_cases(directory, chip, all_cases(), manifest)
     try:  # dg.gradcheck on CuPy arrays: its float64 primal, reverse and forward
         manifest["gradcheck"] = _prepare_gradcheck(chip)
         print(f"prepared  {'gradcheck sq':36s} float64 primal, reverse, forward")
@@ -197,8 +215,7 @@ def prepare(directory: str, chip: str) -> int:
     except Exception as exc:
         failed += 1
         print(f"FAILED    bundle axpy: {type(exc).__name__}: {exc}")
-    with open(os.path.join(directory, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+    _write_manifest(directory, manifest)
     print(f"\n{len(manifest['cases']) - failed} cases prepared for {chip} in {directory}"
           f"{f', {failed} failed to prepare' if failed else ''}")
     return 1 if failed else 0
@@ -207,25 +224,15 @@ def prepare(directory: str, chip: str) -> int:
 
 def module_cases(names: list[str]) -> list:
     """The cases of the scripts/gpu_cases modules `names` (file names without
-    .py), in the order given, loaded as gpu_check_cases.topic_cases loads them;
-    an unknown name is a ValueError naming the modules there are."""
-    import importlib.util
-    folder = os.path.join(REPO, "scripts", "gpu_cases")
-    there = sorted(f[:-3] for f in os.listdir(folder)
-                   if f.endswith(".py") and not f.startswith("_"))
+    .py), in the order given (gpu_check_cases.topic_cases); an unknown name is a
+    ValueError naming the modules there are."""
+    there = topic_modules()
     unknown = [n for n in names if n not in there]
     if unknown or not names:
         what = ", ".join(unknown) if unknown else "named"
         raise ValueError(f"--modules: no scripts/gpu_cases module {what}; there are "
                          f"{', '.join(there)}")
-    out = []
-    for name in names:
-        spec = importlib.util.spec_from_file_location(f"gpu_cases_{name}",
-                                                      os.path.join(folder, name + ".py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        out += list(mod.cases())
-    return out
+    return topic_cases(names)
 
 
 def prepare_modules(directory: str, chip: str, names: list[str]) -> int:
@@ -237,23 +244,9 @@ def prepare_modules(directory: str, chip: str, names: list[str]) -> int:
     except ValueError as exc:
         print(f"gpu_check: {exc}", file=sys.stderr)
         return 2
-    os.makedirs(directory, exist_ok=True)
-    preload_compiler()
-    os.environ["DIFFGPU_CACHE_DIR"] = os.path.join(os.path.abspath(directory), "cache")
-    manifest = {"chip": chip, "fingerprint": cache.compiler_fingerprint(), "modules": names,
-                "cases": []}
-    failed = 0
-    for k, case in enumerate(chosen):
-        rec = _isolated(lambda: _prepare_case(directory, chip, k, *case),
-                        {"name": case[0], "kernel": case[1].name})
-        if "error" in rec:
-            failed += 1
-            print(f"FAILED    {rec['name']:36s} {rec['error'].splitlines()[0][:150]}")
-        else:
-            print(f"prepared  {rec['name']:36s} {rec['signature']:40s} {rec['note']}")
-        manifest["cases"].append(rec)
-    with open(os.path.join(directory, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+    manifest = _start(directory, chip, modules=names)
+    failed = _prepare_cases(directory, chip, chosen, manifest)
+    _write_manifest(directory, manifest)
     print(f"\n{len(manifest['cases']) - failed} cases of {', '.join(names)} prepared for "
           f"{chip} in {directory}{f', {failed} failed to prepare' if failed else ''}")
     return 1 if failed else 0

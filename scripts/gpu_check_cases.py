@@ -207,17 +207,22 @@ def all_cases():
             + diff_corpus_cases() + SPEC.cases() + atomics_cases() + topic_cases())
 
 
-def topic_cases():
-    """The cases of every `scripts/gpu_cases/*.py` module (one per feature: collectives,
-    stencils, vectors, ...), each with a `cases()` returning tuples of the form above,
-    in file-name order."""
+def topic_modules() -> list[str]:
+    """The `scripts/gpu_cases` modules' names (without .py), in file-name order."""
+    folder = os.path.join(REPO, "scripts", "gpu_cases")
+    return sorted(f[:-3] for f in (os.listdir(folder) if os.path.isdir(folder) else ())
+                  if f.endswith(".py") and not f.startswith("_"))
+
+
+def topic_cases(names=None):
+    """The cases of the `scripts/gpu_cases/*.py` modules `names` in that order (all of
+    them, in file-name order, when None; one per feature: collectives, stencils,
+    vectors, ...), each with a `cases()` returning tuples of the form above."""
     folder = os.path.join(REPO, "scripts", "gpu_cases")
     out = []
-    for fname in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-        if not fname.endswith(".py") or fname.startswith("_"):
-            continue
-        spec = importlib.util.spec_from_file_location(f"gpu_cases_{fname[:-3]}",
-                                                      os.path.join(folder, fname))
+    for name in topic_modules() if names is None else names:
+        spec = importlib.util.spec_from_file_location(f"gpu_cases_{name}",
+                                                      os.path.join(folder, name + ".py"))
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         out += list(mod.cases())

@@ -33,7 +33,6 @@ DIFFGPU_TAPE_CAP_WORDS=256 (200 trips fit, 300 overflow).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -201,18 +200,8 @@ def cpu_smoke() -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prepare", metavar="DIR")
-    g.add_argument("--run", metavar="DIR")
-    g.add_argument("--cpu-smoke", action="store_true")
-    p.add_argument("--chip", default="sm_90")
-    a = p.parse_args(argv)
-    if a.prepare:
-        return prepare(a.prepare, a.chip)
-    if a.run:
-        return run(a.run)
-    return cpu_smoke()
+    from benchlib import prepare_run  # bench/benchlib.py
+    return prepare_run(__doc__, prepare, run, argv, cpu_smoke=cpu_smoke)
 
 
 if __name__ == "__main__":

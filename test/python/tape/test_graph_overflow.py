@@ -30,20 +30,12 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
 import standin_devices  # noqa: E402
 import tape as TB  # noqa: E402  (bench/tape.py: the heat program, no heap tape)
+sys.path.insert(0, os.path.join(HERE, ".."))
+from kernels_loop_tapes import spin  # noqa: E402  (while t < n[i]: trip counts from an array, no formula)
 
 T = 64  # threads, one block
 
 
-@dg.kernel
-def walk(out, x, n):
-    i = dg.global_id(0)
-    if i < len(x):
-        s = x[i]
-        t = 0
-        while t < n[i]:                 # trip counts read from an array: no formula
-            s = dg.sin(s) * 0.9 + 0.1 * x[i]
-            t += 1
-        out[i] = s
 
 
 def _forget(*kernels):
@@ -56,10 +48,10 @@ def _forget(*kernels):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_walk():
-    _forget(walk)
+def _fresh_spin():
+    _forget(spin)
     yield
-    _forget(walk)
+    _forget(spin)
 
 
 def _inputs(xp, trips, seed=0):
@@ -70,9 +62,9 @@ def _inputs(xp, trips, seed=0):
 
 def _chain(a, b, c, x, n):
     """Three launches of one program: out a, then b from a, then c from b."""
-    walk[1, T](a, x, n)
-    walk[1, T](b, a, n)
-    walk[1, T](c, b, n)
+    spin[1, T](a, x, n)
+    spin[1, T](b, a, n)
+    spin[1, T](c, b, n)
 
 
 def _reference(x, trips):
@@ -99,7 +91,7 @@ def test_a_host_replay_that_overflows_raises_and_the_next_is_right(monkeypatch):
     n[...] = 300
     with pytest.raises(dg.LaunchError) as e:
         graph.launch()
-    assert str(e.value).startswith("kernel 'walk': its derivative's tape outgrew the heap's "
+    assert str(e.value).startswith("kernel 'spin': its derivative's tape outgrew the heap's "
                                    "test cap"), e.value
     assert "needed a buffer of 512 words" in str(e.value)
     assert graph.launches == 1  # the failed replay is not counted as one
@@ -116,7 +108,7 @@ def devices(monkeypatch):
 
 
 def _captured(dev, trips=300):
-    """The walk chain recorded on stand-in arrays and its graph, launched
+    """The spin chain recorded on stand-in arrays and its graph, launched
     once (eagerly, then captured)."""
     a, b, c, x, n = _inputs(dev.array, trips)
     with dg.Tape() as tape:
@@ -151,7 +143,7 @@ def test_a_replay_that_overflows_raises_at_the_replay(devices):
     with pytest.raises(dg.LaunchError) as e:
         graph.launch()
     msg = str(e.value)
-    assert msg.startswith("kernel 'walk': its derivative's tape outgrew the GPU's malloc "
+    assert msg.startswith("kernel 'spin': its derivative's tape outgrew the GPU's malloc "
                           "heap of 1073741824 bytes"), msg
     assert f"needed a buffer of {1 << 21} words" in msg, msg
     # the wait, the readback by the graph's node, the clear and its wait
@@ -174,7 +166,7 @@ def test_an_overflow_before_the_capture_raises_at_that_launch(devices):
         _chain(a, b, c, x, n)
     graph = tape.capture(c, wrt=[x], cotangents=[devices.array(np.ones(T))])
     devices.overflow = 4096
-    with pytest.raises(dg.LaunchError, match="kernel 'walk.*needed a buffer of 4096 words"):
+    with pytest.raises(dg.LaunchError, match="kernel 'spin.*needed a buffer of 4096 words"):
         graph.launch()
     assert graph.graph is None and devices.captured is None
     devices.overflow = 0
