@@ -171,10 +171,10 @@ def test_a_recorded_launch_keeps_its_op_versions_and_lists_only(counted):
     """What a recorded loop keeps per step (spring: force then integrate),
     counted by type among the objects the garbage collector tracks: an
     `Op` per launch with the list of versions it read, a `Version` per
-    buffer written (f; x, v) with its list of readers, per launch that
-    copies the list of versions copied: nothing else per step (the
-    arguments are the plan's, a copy is a range of the tape's chunk: no
-    object per copy)."""
+    buffer written (f; x, v), per launch that copies the list of versions
+    copied: nothing else per step (the arguments are the plan's, a copy is
+    a range of the tape's chunk: no object per copy; a version keeps no
+    list of readers, nor an Op or a Version a dictionary)."""
     import gc
     from collections import Counter
 
@@ -202,8 +202,8 @@ def test_a_recorded_launch_keeps_its_op_versions_and_lists_only(counted):
         gc.enable()
     after["Counter"] -= 1  # (`before` itself)
     grown = {name: c for name, c in (after - before).items() if c}
-    mine = {name: grown.pop(name, 0) for name in ("Op", "Version", "list")}
-    assert mine == {"Op": 2 * 20, "Version": 3 * 20, "list": (2 + 3 + 2) * 20}, mine
+    mine = {name: grown.pop(name, 0) for name in ("Op", "Version", "list", "dict")}
+    assert mine == {"Op": 2 * 20, "Version": 3 * 20, "list": (2 + 2) * 20, "dict": 0}, mine
     # nothing else per step, let alone per launch or copy (what other tests left
     # behind may make a few objects meanwhile)
     assert all(c < 20 for c in grown.values()), grown
@@ -259,7 +259,8 @@ def test_a_loop_plans_each_kernel_once_per_tape(counted, monkeypatch):
     assert [it.name for it in items] == ["x", "v", "f"]
     assert [(it.read, it.write) for it in items] == [(True, True), (True, True), (True, False)]
     assert items[0].version.creator is ops[1] and items[2].version.creator is ops[2]
-    assert ops[3] in items[0].version.readers and items[0].version.array is not None
+    assert ops[3] in tape.readers(items[0].version) and items[0].version.array is not None
+    assert items[0].version.last is ops[3]
 
 
 def test_a_ping_pong_finds_its_plans_and_launches_by_comparison(counted, monkeypatch):
@@ -306,6 +307,7 @@ def test_a_kept_ready_is_not_run_once_the_programs_are_dropped(counted, monkeypa
     the kernel's programs mid-recording sends its next launches through
     fastpath.run_keyed (the driver's bind: the program loaded again), and
     the Ready it had is dead."""
+    from diffgpu.hostdiff.tape import record as R
     from diffgpu.runtime import fastpath
 
     S, n = counted
@@ -319,7 +321,7 @@ def test_a_kept_ready_is_not_run_once_the_programs_are_dropped(counted, monkeypa
 
     def drop(tape):
         hook = fastpath.RECORD
-        (old,) = [e[2] for e in hook.recent[id(P.integrate)]]
+        (old,) = [e[2] for e in hook.recent[id(P.integrate)] if e is not R._NONE]
         P.integrate._programs.clear()
         del keyed[:]
         for _ in range(3):
@@ -327,7 +329,7 @@ def test_a_kept_ready_is_not_run_once_the_programs_are_dropped(counted, monkeypa
         # the first launch after the drop: bind's full path (the Table cleared, the
         # kept Ready dead); the second: a new Ready; the third runs it
         assert keyed == ["integrate", "integrate"] and not old.live
-        (new,) = [e[2] for e in hook.recent[id(P.integrate)]]
+        (new,) = [e[2] for e in hook.recent[id(P.integrate)] if e is not R._NONE]
         assert new is not old and new.live
     _record(3, *arrs, inside=drop)
 

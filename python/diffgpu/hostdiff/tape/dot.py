@@ -41,7 +41,7 @@ def text(tape) -> str:
         if v.array is not None:
             why = f"{label}\\ncopied: {overwrote[k]!r} overwrites it"
             attrs = f'style=filled, fillcolor="orange", label={_q(why)}'
-        elif v.readers and not tape.revolve and v is v.buf.version:
+        elif v.last is not None and not tape.revolve and v is v.buf.version:
             attrs = f'style=filled, fillcolor="palegreen", label={_q(label + " (live, checked)")}'
         else:
             attrs = f"label={_q(label)}"

@@ -14,8 +14,8 @@ keys with their plans and the launches' `fastpath.Ready`: a loop
 re-launching a kernel, or alternating two launches of it (a ping-pong of
 buffers), finds its plan and its Ready with one or two comparisons of
 launch keys, and the launch then costs one `Op` (its Items are made from it
-when first asked for: `Op.args`), the versions read (one `readers.append`
-each), a copy per version it overwrites that was read, one new `Version`
+when first asked for: `Op.args`), the versions read (each marked read:
+`Version.last`), a copy per version it overwrites that was read, one new `Version`
 per written buffer, and the run of its Ready (docs/tape.md "Host time per
 launch").
 
@@ -55,20 +55,31 @@ from diffgpu.types import is_float
 
 _get_ident = threading.get_ident
 _version_of = operator.attrgetter("version")
+_STATS = fastpath.STATS
+#: an empty place in `_Hook.recent` (its key equals no launch key)
+_NONE = (object(), None, None)
 
 
 class Version:
-    """A buffer's contents between two recorded writes."""
+    """A buffer's contents between two recorded writes.
 
-    __slots__ = ("buf", "creator", "readers", "copy", "at", "_array", "number")
+    One is made per buffer a launch writes, so its constructor sets only
+    the three fields that differ; the others start as the class's values
+    (no `__slots__`: CPython keeps such an object's attributes inline, no
+    dictionary is made). `last` is the latest operation that read it (None:
+    never read, so never copied), set per read; the first reader (`first`)
+    and the list of readers are derived from the operations when asked for
+    (`Recording.first_readers`, `Recording.readers`), not kept per launch."""
+
+    last = None
+    first = None
+    #: the copy made before it was overwritten (None: live): a numpy array, or
+    #: on a GPU the pool allocation holding it, at byte offset `at` there
+    copy = _array = None
+    at = 0
 
     def __init__(self, buf, creator, number: int):
         self.buf, self.creator, self.number = buf, creator, number
-        self.readers: list = []
-        #: the copy made before it was overwritten (None: live): a numpy array, or
-        #: on a GPU the pool allocation holding it, at byte offset `at` there
-        self.copy = self._array = None
-        self.at = 0
 
     @property
     def array(self):
@@ -108,15 +119,16 @@ class Op:
     (`args`) are made from the plan's arguments and the versions it read
     when first asked for."""
 
-    __slots__ = ("index", "kind", "plan", "_args", "_read", "snaps", "value", "rev")
+    # (as Version: no `__slots__`, the fields a launch does not set are the class's)
+    kind = "launch"
+    _args = None
+    snaps = ()       # versions copied before this operation ran
+    value = None
+    rev = None       # its reverse's plan, from the first reverse (reverse.py `_plan`)
 
-    def __init__(self, index, kind, plan, read):
-        self.index, self.kind, self.plan = index, kind, plan
-        self._read = read  # the versions read
-        self._args = None
-        self.snaps = ()          # versions copied before this operation ran
-        self.value = None
-        self.rev = None  # its reverse's plan, from the first reverse (reverse.py `_plan`)
+    def __init__(self, index, plan, read):
+        self.index, self.plan = index, plan
+        self._read = read  # the versions read, one per buffer of plan[8]
 
     label = property(lambda self: self.plan[0])
     kernel = property(lambda self: self.plan[1])
@@ -136,7 +148,6 @@ class Op:
             for i, view, name, r, w, at in self.plan[7]:
                 a[i] = Item(view, name, r, w, read[at] if r else None)
             self._args = a
-            self._read = None
         return a
 
     @args.setter
@@ -163,7 +174,8 @@ class _Hook:
 
     def __init__(self, tape):
         self.tape, self.thread, self.busy = tape, _get_ident(), False
-        #: id(kernel) -> [(launch key, plan, Ready or None), ...]: the latest first, two
+        #: id(kernel) -> [(launch key, plan, Ready or None), second]: the latest first
+        #: (`_NONE` where the kernel has had one launch key only)
         self.recent: dict = {}
 
     def launch(self, kernel, args, grid, block, bind) -> bool:
@@ -174,18 +186,24 @@ class _Hook:
             tape._usable()
         key = fastpath.launch_key(args, grid, block)  # (read here: interop.compile_only patches it)
         recent = self.recent.get(id(kernel))
-        hit = None
-        if recent is not None:
-            for e in recent:
-                if e[0] == key:
-                    hit = e
-                    break
-        plan = hit[1] if hit is not None else tape._plan(kernel, args, grid, block, key, bind)
+        if recent is None:
+            hit = None
+        else:
+            hit = recent[0]
+            if hit[0] != key:
+                hit = recent[1]
+                if hit[0] != key:
+                    hit = None
+        if hit is None:
+            plan = tape._plan(kernel, args, grid, block, key, bind)
+            ready = None
+        else:
+            plan, ready = hit[1], hit[2]
         ops = tape.ops
         read = list(map(_version_of, plan[8]))
-        op = Op(len(ops), "launch", plan, read)
+        op = Op(len(ops), plan, read)
         for v in read:
-            v.readers.append(op)
+            v.last = op
         written = plan[9]
         if tape._slow:  # fingerprints at each use, or checkpointing's first copies
             tape._slow_before(plan, op)
@@ -193,7 +211,7 @@ class _Hook:
             snaps = None
             for b in written:
                 v = b.version
-                if v.readers and v.copy is None:  # read, about to be overwritten: copied
+                if v.last is not None and v.copy is None:  # read, about to be overwritten
                     b.snap(v)
                     if snaps is None:
                         snaps = op.snaps = [v]
@@ -202,9 +220,11 @@ class _Hook:
                 b.version = Version(b, op, v.number + 1)
         self.busy = True
         try:
-            ready = hit[2] if hit is not None else None
             if ready is not None and ready.live and kernel._programs:
-                fastpath.run_ready(ready, args)
+                # (fastpath.run_ready, inline: the kept Ready runs)
+                _STATS["fast_reuse" if ready.seen else "fast_checked"] += 1
+                ready.run(args)
+                ready.seen = True
             else:
                 ready = fastpath.run_keyed(kernel, args, grid, block, bind, key)
                 if key is not None:
@@ -223,12 +243,11 @@ class _Hook:
         """`entry` first in the kernel's `recent` (in place of `old`, the
         entry of its key whose Ready was not live)."""
         if recent is None:
-            self.recent[id(kernel)] = [entry]
+            self.recent[id(kernel)] = [entry, _NONE]
             return
-        if old is not None:
-            recent.remove(old)
-        recent.insert(0, entry)
-        del recent[2:]
+        if old is not recent[0]:
+            recent[1] = recent[0]
+        recent[0] = entry
 
     def host_diff(self, mode: str) -> None:
         if self.busy or _get_ident() != self.thread:
@@ -273,6 +292,7 @@ class Recording:
         self._bound: dict = {}
         self._each = False  # fingerprints at every use, once the device is known (`each`)
         self._slow = self.revolve  # `_each` or checkpointing: `_Hook.launch` asks `_slow_before`
+        self._firsts = False  # `first_readers` ran
         self.stats = {"snapshots": 0, "snapshot_bytes": 0, "state_bytes": 0,
                       "recomputed": 0, "reversed": 0, "peak_states": 0, "restores": 0}
 
@@ -353,8 +373,7 @@ class Recording:
         """`where`: the operation (or the text) named if the check fails."""
         if buf.fp is not None and fingerprint(buf.root) != buf.fp:
             where = where if isinstance(where, str) else repr(where)
-            last = buf.version.creator or (buf.version.readers[-1] if buf.version.readers
-                                           else None)
+            last = buf.version.creator or buf.version.last
             since = f"after {last!r}" if last is not None else "since the tape first saw it"
             self.broken = f"{buf.name} was changed outside the tape {since}"
             raise TapeError(f"{buf.name} was changed {since} by something the tape did not "
@@ -373,7 +392,7 @@ class Recording:
             self._first_copies(written, op)
         for b in written:
             v = b.version
-            if not self.revolve and v.readers and v.copy is None:
+            if not self.revolve and v.last is not None and v.copy is None:
                 self._snapshot(v, op)
             b.version = Version(b, op, v.number + 1)
 
@@ -492,13 +511,14 @@ class Recording:
         plan = (f"dg.{kind}", None, None, None, (), (), frozenset(), tuple(parts),
                 tuple(reads), (b,), (), (None,) * len(parts))
         read = [r.version for r in reads]
-        op = Op(len(self.ops), kind, plan, read)
+        op = Op(len(self.ops), plan, read)
+        op.kind = kind
         for r in read:
-            r.readers.append(op)
+            r.last = op
         b.written = True
         if self.revolve:
             self._first_copies((b,), op)
-        elif b.version.readers and b.version.copy is None:
+        elif b.version.last is not None and b.version.copy is None:
             self._snapshot(b.version, op)
         b.version = Version(b, op, b.version.number + 1)
         op.value = value
@@ -527,13 +547,31 @@ class Recording:
         if self.revolve and self.memory_limit is not None and self.stats["state_bytes"]:
             self.checkpoints = max(1, self.memory_limit // self.stats["state_bytes"])
 
+    def readers(self, v) -> list:
+        """The operations that read version `v`, in order (derived from the
+        operations: a launch marks only its latest reader, `Version.last`)."""
+        return [op for op in self.ops if any(r is v for r in op._read)]
+
+    def first_readers(self) -> None:
+        """Each read version's first reader (`Version.first`, which the
+        reverse asks for), in one pass over the operations; once per tape."""
+        if self._firsts:
+            return
+        for op in self.ops:
+            for v in op._read:
+                if v.first is None:
+                    v.first = op
+        self._firsts = True
+
     def needed_live(self) -> list:
         """Buffers whose current contents the reverse reads: read at their
         last version (never written, with checkpointing)."""
         if self.revolve:
             return [b for b in self.reg.buffers
-                    if not b.written and b.version is not None and b.version.readers]
-        return [b for b in self.reg.buffers if b.version is not None and b.version.readers]
+                    if not b.written and b.version is not None
+                    and b.version.last is not None]
+        return [b for b in self.reg.buffers
+                if b.version is not None and b.version.last is not None]
 
     def verify_live(self) -> None:
         """The buffers the reverse reads as they are still hold what the tape
@@ -541,7 +579,7 @@ class Recording:
         need = [b for b in self.needed_live() if b.fp is not None]
         for b, fp in zip(need, fingerprints([b.root for b in need])):
             if fp != b.fp:
-                last = b.version.readers[-1]
+                last = b.version.last
                 raise TapeError(f"{b.name} was changed after the tape recorded {last!r} "
                                 "reading it; gradient() differentiates the recorded program "
                                 "and would see values it never read. Record the change "

@@ -417,7 +417,7 @@ def _drop_dead(op, reads, adj) -> None:
     for p in reads:
         a = op.args[p]
         v = a.version
-        if v.number == 0 and v.readers and v.readers[0] is op and v.buf.index not in adj.keep:
+        if v.number == 0 and v.first is op and v.buf.index not in adj.keep:
             r = adj.roots.pop(v.buf.index, None)
             if r is not None:
                 adj.spare(r, spec_of(r))
@@ -539,6 +539,7 @@ def forward_op(op, resolve) -> None:
 
 def sweep_versions(tape, adj) -> None:
     """The reverse with every version kept (no checkpointing)."""
+    tape.first_readers()  # (`_drop_dead` asks each version's first reader)
     memo, done = {}, 0
     for op in reversed(tape.ops):
         step = op.rev
@@ -556,6 +557,7 @@ def sweep_revolve(tape, adj) -> None:
     """The reverse with at most `tape.checkpoints` states (revolve.py):
     state 0 is the initial contents kept at recording; the working state
     is one more."""
+    tape.first_readers()  # (`_drop_dead` asks each version's first reader)
     bufs = [b for b in tape.reg.buffers if b.written]
     work = {b.index: copy_root(b.first) for b in bufs}
     slots = {0: {b.index: b.first for b in bufs}}
