@@ -321,7 +321,7 @@ def test_a_kept_ready_is_not_run_once_the_programs_are_dropped(counted, monkeypa
 
     def drop(tape):
         hook = fastpath.RECORD
-        (old,) = [e[2] for e in hook.recent[id(P.integrate)] if e is not R._NONE]
+        (old,) = [e[2] for e in hook.recent[P.integrate] if e is not R._NONE]
         P.integrate._programs.clear()
         del keyed[:]
         for _ in range(3):
@@ -329,7 +329,7 @@ def test_a_kept_ready_is_not_run_once_the_programs_are_dropped(counted, monkeypa
         # the first launch after the drop: bind's full path (the Table cleared, the
         # kept Ready dead); the second: a new Ready; the third runs it
         assert keyed == ["integrate", "integrate"] and not old.live
-        (new,) = [e[2] for e in hook.recent[id(P.integrate)] if e is not R._NONE]
+        (new,) = [e[2] for e in hook.recent[P.integrate] if e is not R._NONE]
         assert new is not old and new.live
     _record(3, *arrs, inside=drop)
 

@@ -56,6 +56,7 @@ from diffgpu.types import is_float
 _get_ident = threading.get_ident
 _version_of = operator.attrgetter("version")
 _STATS = fastpath.STATS
+_new = object.__new__
 #: an empty place in `_Hook.recent` (its key equals no launch key)
 _NONE = (object(), None, None)
 
@@ -174,7 +175,7 @@ class _Hook:
 
     def __init__(self, tape):
         self.tape, self.thread, self.busy = tape, _get_ident(), False
-        #: id(kernel) -> [(launch key, plan, Ready or None), second]: the latest first
+        #: kernel -> [(launch key, plan, Ready or None), second]: the latest first
         #: (`_NONE` where the kernel has had one launch key only)
         self.recent: dict = {}
 
@@ -185,7 +186,7 @@ class _Hook:
         if tape.broken is not None:
             tape._usable()
         key = fastpath.launch_key(args, grid, block)  # (read here: interop.compile_only patches it)
-        recent = self.recent.get(id(kernel))
+        recent = self.recent.get(kernel)
         if recent is None:
             hit = None
         else:
@@ -201,7 +202,8 @@ class _Hook:
             plan, ready = hit[1], hit[2]
         ops = tape.ops
         read = list(map(_version_of, plan[8]))
-        op = Op(len(ops), plan, read)
+        op = _new(Op)  # (Op(len(ops), plan, read) without its call: the same fields)
+        op.index, op.plan, op._read = len(ops), plan, read
         for v in read:
             v.last = op
         written = plan[9]
@@ -217,7 +219,8 @@ class _Hook:
                         snaps = op.snaps = [v]
                     else:
                         snaps.append(v)
-                b.version = Version(b, op, v.number + 1)
+                b.version = nv = _new(Version)  # (Version(b, op, v.number + 1), inline)
+                nv.buf, nv.creator, nv.number = b, op, v.number + 1
         self.busy = True
         try:
             if ready is not None and ready.live and kernel._programs:
@@ -243,7 +246,7 @@ class _Hook:
         """`entry` first in the kernel's `recent` (in place of `old`, the
         entry of its key whose Ready was not live)."""
         if recent is None:
-            self.recent[id(kernel)] = [entry, _NONE]
+            self.recent[kernel] = [entry, _NONE]
             return
         if old is not recent[0]:
             recent[1] = recent[0]
