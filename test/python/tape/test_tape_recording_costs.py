@@ -428,3 +428,73 @@ def test_the_gpu_fingerprint_sees_any_one_word_changed():
                 w[i], w[j] = w[j], w[i]
                 swapped = np.concatenate([w.view(np.uint8), base[nbytes // 4 * 4:]])
                 assert reference(swapped) != want
+
+
+def _own_work(fn):
+    """(Python bytecodes, Python calls) that `fn()` runs in diffgpu's own
+    code (sys.settrace's opcode and call events in python/diffgpu/: the
+    stand-in's and this test's not counted)."""
+    import diffgpu
+    root = os.path.dirname(os.path.abspath(diffgpu.__file__))
+    n = [0, 0]
+
+    def tracer(frame, event, arg):
+        if not frame.f_code.co_filename.startswith(root):
+            return None
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            n[0] += 1
+        elif event == "call":
+            n[1] += 1
+        return tracer
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return n
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11) or sys.implementation.name != "cpython",
+                    reason="bytecodes are counted for CPython 3.11 (the repo's interpreter)")
+def test_a_recorded_launch_runs_few_bytecodes_more_than_a_plain_one(counted):
+    """What recording adds to a launch of a loop (spring: 1.5 copies, 1.5
+    versions and 2.5 versions read per launch; heat's ping-pong of two
+    buffers: 1 copy), counted in diffgpu's own bytecodes and calls per
+    launch, the marginal launch of a loop (30 steps less 10) inside a tape
+    whose plans exist, less the same loop outside: the hook (one call), the
+    copies (one call each), no constructor call per Op or Version, no
+    list of readers, no separate run of the kept Ready. Before (main at
+    be87e8f): spring 314 bytecodes and 4.75 calls more than a plain launch,
+    heat 243 and 3.9; after: 241 and 1.25, 184 and 0.9."""
+    S, n = counted
+    x, v, f, k, loss = _arrays(S)
+    u, t = _arrays(S)[:2]
+    g, dt, c = (N + P.B - 1) // P.B, np.float32(0.01), np.float32(0.25)
+
+    def spring(count):
+        for _ in range(count):
+            P.spring_force[g, P.B](f, x, k)
+            P.integrate[g, P.B](x, v, f, dt)
+
+    def heat(count):
+        for _ in range(count):
+            P.lap_step[g, P.B](t, u, c)
+            P.lap_step[g, P.B](u, t, c)
+
+    def per_launch(loop):
+        a, b = _own_work(lambda: loop(30)), _own_work(lambda: loop(10))
+        return (a[0] - b[0]) / 40, (a[1] - b[1]) / 40
+
+    for loop, most, copies in ((spring, 255, 1.5), (heat, 195, 1.0)):
+        loop(2)  # programs and Readies made
+        plain = per_launch(loop)
+        with dg.Tape(check="end"):
+            loop(3)  # the plans made, the kernels' latest keys kept
+            before = n["memcpy"]
+            recorded = per_launch(loop)
+            assert (n["memcpy"] - before) / 80 == copies
+        added = recorded[0] - plain[0], recorded[1] - plain[1]
+        # the calls: the hook in place of run_keyed, one per copy (at most)
+        assert added[1] <= copies, (loop.__name__, plain, recorded)
+        assert added[0] <= most, (loop.__name__, plain, recorded)

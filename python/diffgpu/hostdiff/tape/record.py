@@ -224,10 +224,10 @@ class _Hook:
         self.busy = True
         try:
             if ready is not None and ready.live and kernel._programs:
-                # (fastpath.run_ready, inline: the kept Ready runs)
-                _STATS["fast_reuse" if ready.seen else "fast_checked"] += 1
+                # (fastpath.run_ready, inline: a kept Ready came from run_keyed,
+                # which ran it: `seen` is set)
+                _STATS["fast_reuse"] += 1
                 ready.run(args)
-                ready.seen = True
             else:
                 ready = fastpath.run_keyed(kernel, args, grid, block, bind, key)
                 if key is not None:
