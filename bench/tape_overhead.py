@@ -42,7 +42,9 @@ fingerprint read backs a recording makes counted (in one more, untimed).
 layout-keyed replays (hostdiff/replay.py `Recipe.run_moved`, docs/tape.md
 "Host time"), before and after the recording's plans and raw copies, and
 before and after the copies carved from the tape's chunks with the latest
-two launch keys kept per kernel.
+two launch keys kept per kernel, and before and after the hook's own
+bookkeeping cut (no list of readers per version, no constructor call per
+Op or Version: bytecodes and calls per launch counted in diffgpu's code).
 """
 from __future__ import annotations
 
