@@ -162,6 +162,24 @@ class Op:
         return f"#{self.index} {self.plan[0]}"  # "#3 step", "#4 dg.copy"
 
 
+def _prime(cls, names) -> None:
+    """Give `cls`'s instances all of `names` as inline attributes. CPython
+    3.11 keeps the attributes of an instance without `__slots__` in an
+    array shared in layout by the class's instances, whose list of names
+    stops growing once a few dozen instances exist: a name first set on an
+    instance after that (a version's `at`, first set by a GPU copy after a
+    host tape made many versions) would make that instance and every later
+    one a dictionary of its own. One instance made here, with every field
+    set, puts every name in that list first."""
+    o = _new(cls)
+    for name in names:
+        setattr(o, name, None)
+
+
+_prime(Version, ("buf", "creator", "number", "last", "first", "copy", "_array", "at"))
+_prime(Op, ("index", "plan", "_read", "kind", "_args", "snaps", "value", "rev"))
+
+
 class _Hook:
     """What runtime/fastpath.py `RECORD` holds while a tape records: its
     `launch` records and runs a launch of the recording thread.
