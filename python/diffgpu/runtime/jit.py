@@ -137,20 +137,38 @@ llvm.func @__truncsfbf2(%x: f32) -> f32 {
 """
 
 
+#
+# A host with AVX512-BF16 or AVX-NE-CONVERT would get no call: LLVM selects
+# `vcvtneps2bf16`, which reads a denormal float32 as zero, so a store of
+# 1.4e-40 into a bfloat16 array gave 0 there and 1.4e-40 elsewhere (and at
+# O0 every bfloat16 value crossing blocks is rounded again that way). So the
+# module's functions are compiled without those two features
+# (`target_features`; the host's other features come with its CPU name): the
+# same bits on every host.
+NO_BF16_CONVERT = '#llvm.target_features<["-avx512bf16", "-avxneconvert"]>'
+
+
 def add_bf16_rounding(module) -> bool:
-    """Define `__truncsfbf2` in the LLVM-dialect `module` unless it has it;
-    True if it was added."""
+    """Define `__truncsfbf2` in the LLVM-dialect `module` unless it has it,
+    and compile its functions without the hardware's bfloat16 conversions
+    (comment above); True if the definition was added."""
     from diffgpu._mlir import ir
 
-    for op in module.body.operations:
-        op = op.operation
-        if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value \
-                == BF16_ROUNDING:
-            return False
+    added = True
     with module.context, ir.Location.unknown():
-        fn = ir.Operation.parse(_BF16_ROUNDING_TEXT)
-        module.body.append(fn)
-    return True
+        features = ir.Attribute.parse(NO_BF16_CONVERT)
+        for op in module.body.operations:
+            op = op.operation
+            if op.name != "llvm.func":
+                continue
+            if ir.StringAttr(op.attributes["sym_name"]).value == BF16_ROUNDING:
+                added = False
+            op.attributes["target_features"] = features
+        if added:
+            fn = ir.Operation.parse(_BF16_ROUNDING_TEXT)
+            fn.attributes["target_features"] = features
+            module.body.append(fn)
+    return added
 
 
 # Large modules (runtime/cpu.py LARGE_MODULE_LINES) ------------------------------
