@@ -231,7 +231,9 @@ class _Hook:
             snaps = None
             for b in written:
                 v = b.version
-                if v.last is not None and v.copy is None:  # read, about to be overwritten
+                # read, about to be overwritten: copied (a current version has no
+                # copy yet: one is made only here, as the next version replaces it)
+                if v.last is not None:
                     b.snap(v)
                     if snaps is None:
                         snaps = op.snaps = [v]
