@@ -96,3 +96,27 @@ def recorded_programs():
         yield seen
     finally:
         L.get_program = real
+
+
+def count_work(fn, under: str | None = None) -> tuple[int, int]:
+    """(Python bytecodes, Python calls) that `fn()` runs (sys.settrace's
+    opcode and call events), only in code from files under the directory
+    `under` when it is given."""
+    import sys
+    n = [0, 0]
+
+    def tracer(frame, event, arg):
+        if under is not None and not frame.f_code.co_filename.startswith(under):
+            return None
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            n[0] += 1
+        elif event == "call":
+            n[1] += 1
+        return tracer
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return n[0], n[1]

@@ -216,20 +216,9 @@ def install_standin():
 
 
 def _bytecodes(fn) -> int:
-    """Python bytecodes `fn()` runs (sys.settrace's opcode events)."""
-    n = [0]
-
-    def tracer(frame, event, arg):
-        frame.f_trace_opcodes = True
-        if event == "opcode":
-            n[0] += 1
-        return tracer
-    sys.settrace(tracer)
-    try:
-        fn()
-    finally:
-        sys.settrace(None)
-    return n[0]
+    """Python bytecodes `fn()` runs (benchlib.count_work)."""
+    from benchlib import count_work
+    return count_work(fn)[0]
 
 
 def standin() -> None:

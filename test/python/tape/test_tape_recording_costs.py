@@ -439,27 +439,10 @@ def test_the_gpu_fingerprint_sees_any_one_word_changed():
 
 def _own_work(fn):
     """(Python bytecodes, Python calls) that `fn()` runs in diffgpu's own
-    code (sys.settrace's opcode and call events in python/diffgpu/: the
-    stand-in's and this test's not counted)."""
+    code (python/diffgpu/: the stand-in's and this test's not counted)."""
     import diffgpu
-    root = os.path.dirname(os.path.abspath(diffgpu.__file__))
-    n = [0, 0]
-
-    def tracer(frame, event, arg):
-        if not frame.f_code.co_filename.startswith(root):
-            return None
-        frame.f_trace_opcodes = True
-        if event == "opcode":
-            n[0] += 1
-        elif event == "call":
-            n[1] += 1
-        return tracer
-    sys.settrace(tracer)
-    try:
-        fn()
-    finally:
-        sys.settrace(None)
-    return n
+    from benchlib import count_work
+    return list(count_work(fn, os.path.dirname(os.path.abspath(diffgpu.__file__))))
 
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11) or sys.implementation.name != "cpython",
