@@ -37,7 +37,7 @@ def host_of(kernel):
 X = np.arange(8.0)
 
 
-def test_loaded_programs_stay_within_the_cap(tmp_path, monkeypatch):
+def test_at_most_the_cap_count_of_programs_hold_an_engine(tmp_path, monkeypatch):
     monkeypatch.setenv("DIFFGPU_MAX_LOADED", "3")
     ks = kernels(tmp_path, "capped", 6)
     engines = []

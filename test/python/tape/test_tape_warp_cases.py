@@ -75,6 +75,15 @@ def couple(y, c, x):
         y[i] = c[i] * x[i]
 
 
+def _taped(prog, x0):
+    """`prog(x)` recorded on a copy of `x0`: (d loss / d x, the loss it returned)."""
+    x = x0.copy()
+    with dg.Tape() as tape:
+        loss = prog(x)
+    g, = tape.gradient(loss, wrt=[x])
+    return g, loss
+
+
 def _fd(fn, x0, eps=1e-6):
     out = np.zeros_like(x0)
     for k in range(x0.size):
@@ -267,10 +276,7 @@ def test_scratch_array_reused_across_launches():
         total[1, 32](t, loss)
         total[1, 32](y, loss)
         return loss
-    x = x0.copy()
-    with dg.Tape() as tape:
-        loss = prog(x)
-    g, = tape.gradient(loss, wrt=[x])
+    g, loss = _taped(prog, x0)
     np.testing.assert_allclose(g, 16 * x0 ** 3 + 4 * x0, rtol=1e-12)
     np.testing.assert_allclose(g, _fd(lambda v: prog(v.copy())[0], x0), rtol=1e-6)
 
@@ -290,10 +296,7 @@ def test_recorded_copies_route_gradients():
         square[1, 32](x, y)    # overwrites x, read by the copies
         P.dot_loss[1, 32](x, z, loss)
         return loss
-    x = x0.copy()
-    with dg.Tape() as tape:
-        loss = prog(x)
-    g, = tape.gradient(loss, wrt=[x])
+    g, loss = _taped(prog, x0)
     # loss = sum(x^2 * x^3) = sum(x^5)
     np.testing.assert_allclose(g, 5 * x0 ** 4, rtol=1e-12)
     np.testing.assert_allclose(g, _fd(lambda v: prog(v.copy())[0], x0), rtol=1e-6)
@@ -327,10 +330,7 @@ def test_iterative_kernel_then_copy_back():
             dg.copy(x, y)
         total[1, 32](x, loss)
         return loss
-    x = x0.copy()
-    with dg.Tape() as tape:
-        loss = prog(x)
-    g, = tape.gradient(loss, wrt=[x])
+    g, loss = _taped(prog, x0)
     assert loss[0] == 8 * x0.sum()
     assert np.array_equal(g, np.full(4, 8.0))
     np.testing.assert_allclose(g, _fd(lambda v: prog(v.copy())[0], x0), rtol=1e-6)

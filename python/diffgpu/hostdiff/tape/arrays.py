@@ -5,7 +5,7 @@ A launch argument is a *view*: its buffer (the base array owning the
 memory: numpy's and CuPy's `.base` chain followed to its end, which must be
 one contiguous block) and where it sits in it (byte offset, shape, strides,
 dtype). Writes through one view change what every view of the buffer reads,
-so versions (record.py) are per buffer. `View.on(root)` rebuilds the view
+so versions (versions.py) are per buffer. `View.on(root)` rebuilds the view
 on another array of the buffer's layout: a snapshot, a checkpoint's copy, a
 working copy. Other CUDA arrays (torch tensors, `__cuda_array_interface__`
 objects) are seen through `cupy.asarray` (no copy): the array itself is its
@@ -159,7 +159,7 @@ class View:
 
 class Buffer:
     """One tracked allocation: its root array (the user's), a name for
-    messages, its current version (record.py) and fingerprint."""
+    messages, its current version (versions.py) and fingerprint."""
 
     __slots__ = ("root", "ptr", "nbytes", "device", "name", "version", "fp", "index",
                  "written", "first", "snap")

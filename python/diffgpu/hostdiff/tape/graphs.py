@@ -43,7 +43,7 @@ from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff.tape import reverse
 from diffgpu.hostdiff.tape.arrays import as_array, is_float_array
 from diffgpu.hostdiff.tape.errors import TapeError
-from diffgpu.hostdiff.tape.record import Item
+from diffgpu.hostdiff.tape.versions import Item
 
 
 class TapeGraph:

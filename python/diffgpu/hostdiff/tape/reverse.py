@@ -34,7 +34,7 @@ from diffgpu.hostdiff import buffers as M
 from diffgpu.hostdiff.tape.consume import consume_seeds
 from diffgpu.hostdiff.tape import revolve
 from diffgpu.hostdiff.tape.arrays import copy_root
-from diffgpu.hostdiff.tape.record import Item
+from diffgpu.hostdiff.tape.versions import Item
 
 #: the counters of `Adjoints`, added to tape.stats by each sweep: reverse
 #: launches (a vjp replay or a dg.autodiff), adds of a gradient into a live

@@ -133,7 +133,7 @@ class Tape(Recording):
         adj = reverse.Adjoints()
         for y, seed, what in pairs:
             buf, view = self.reg.view(y, f"tape.gradient's {what}")
-            from diffgpu.hostdiff.tape.record import Item
+            from diffgpu.hostdiff.tape.versions import Item
             adj.add(Item(view, what, True, False, None), M.copy(seed))
         with M.device_scope(pairs[0][0]):
             if self.revolve:
